@@ -1,0 +1,72 @@
+"""The one model configuration dataclass."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+ACTIVATIONS = ("relu", "gelu", "geglu")
+
+
+@dataclass
+class ModelConfig:
+    """Hyperparameters of the encoder–decoder Transformer (names as in Vaswani et al., 2017)."""
+
+    src_vocab_size: int = 8000
+    tgt_vocab_size: int = 8000
+    d_model: int = 256
+    n_heads: int = 8
+    n_encoder_layers: int = 4
+    n_decoder_layers: int = 4
+    d_ff: int = 1024
+    dropout: float = 0.1
+    max_len: int = 256
+    norm_first: bool = True
+    activation: str = "relu"
+    tie_embeddings: bool = True
+    pad_id: int = 0
+    bos_id: int = 2
+    eos_id: int = 3
+    unk_id: int = 1
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
+            if int(getattr(self, name)) < 1:
+                problems.append(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        for name in ("n_encoder_layers", "n_decoder_layers"):
+            if int(getattr(self, name)) < 0:
+                problems.append(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.d_model >= 1 and self.n_heads >= 1 and self.d_model % self.n_heads:
+            problems.append(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if not 0.0 <= self.dropout < 1.0:
+            problems.append(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if self.activation not in ACTIVATIONS:
+            problems.append(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            problems.append(
+                "tie_embeddings needs one joint vocabulary, but src_vocab_size "
+                f"({self.src_vocab_size}) != tgt_vocab_size ({self.tgt_vocab_size})"
+            )
+        specials = {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id, "unk_id": self.unk_id}
+        for name, value in specials.items():
+            if not 0 <= value < min(self.src_vocab_size, self.tgt_vocab_size):
+                problems.append(f"{name} ({value}) is outside the vocabulary")
+        if len(set(specials.values())) != len(specials):
+            problems.append(f"special token ids must be distinct, got {specials}")
+        if problems:
+            raise ValueError("Invalid ModelConfig: " + "; ".join(problems))
+
+    @property
+    def d_k(self) -> int:
+        return self.d_model // self.n_heads
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"Unknown ModelConfig fields: {unknown}")
+        return cls(**data)

@@ -1,0 +1,165 @@
+"""Checkpoints in the Hugging Face layout, built on `PyTorchModelHubMixin`.
+
+A checkpoint directory holds `config.json` (the `ModelConfig`),
+`model.safetensors`, `tokenizer.json`, and, for trained models, `README.md`
+(model card), `metrics.json` and `train_log.jsonl`. Loading reads safetensors
+only (nothing is unpickled), checks keys and shapes strictly, and names the
+offending file in every error.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import torch
+from huggingface_hub import PyTorchModelHubMixin, snapshot_download
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_model
+
+from .config import ModelConfig
+from .model import Transformer
+from .tokenizer import TextTokenizer
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = "config.json", "model.safetensors", "tokenizer.json"
+CHECKPOINT_FILES = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, "README.md", "metrics.json", "train_log.jsonl")
+
+
+TIED_NAMES = ("src_embed.weight", "tgt_embed.weight", "generator.weight")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, corrupt or inconsistent; the message names the file."""
+
+
+class PretrainedTransformer(
+    Transformer,
+    PyTorchModelHubMixin,
+    library_name="pytorch",
+    tags=["translation", "transformer", "attention-visualisation"],
+    pipeline_tag="translation",
+    license="mit",
+):
+    """A `Transformer` that saves/loads/pushes itself, together with its tokenizer."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.tokenizer: TextTokenizer | None = None
+
+    def _save_pretrained(self, save_directory: Path) -> None:
+        # Shared (tied) tensors are stored once; safetensors' save_model handles that.
+        save_model(self, str(save_directory / WEIGHTS_FILE), metadata={"format": "pt"})
+        if self.tokenizer is not None:
+            self.tokenizer.save(save_directory / TOKENIZER_FILE)
+
+    @classmethod
+    def _from_pretrained(cls, *, model_id: str, map_location: str = "cpu", **hub_kwargs) -> "PretrainedTransformer":
+        return load_checkpoint(resolve_checkpoint(model_id, **_download_kwargs(hub_kwargs)), device=map_location)
+
+
+def _download_kwargs(kwargs: dict) -> dict:
+    keep = ("revision", "cache_dir", "force_download", "local_files_only", "token")
+    return {k: kwargs[k] for k in keep if kwargs.get(k) is not None}
+
+
+def resolve_checkpoint(name_or_path: str | os.PathLike, **download_kwargs) -> Path:
+    """A local directory as is; otherwise a Hub repo id, fetched (or found in the cache)."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        return path
+    if path.exists() or str(name_or_path).startswith((".", "/")) or str(name_or_path).count("/") != 1:
+        raise CheckpointError(f"checkpoint directory not found: {path}")
+    try:  # the cache first, so an offline machine never waits on the network
+        return Path(snapshot_download(str(name_or_path), allow_patterns=list(CHECKPOINT_FILES),
+                                      **{**download_kwargs, "local_files_only": True}))
+    except Exception:
+        if download_kwargs.get("local_files_only"):
+            raise CheckpointError(f"{name_or_path}: not a local directory and not in the Hub cache") from None
+    try:
+        return Path(snapshot_download(str(name_or_path), allow_patterns=list(CHECKPOINT_FILES), **download_kwargs))
+    except Exception as err:
+        raise CheckpointError(
+            f"{name_or_path}: not a local directory, and downloading it from the Hugging Face Hub failed "
+            f"({type(err).__name__}: {err})"
+        ) from None
+
+
+def read_config(directory: Path) -> ModelConfig:
+    path = directory / CONFIG_FILE
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing")
+    try:
+        return ModelConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError) as err:
+        raise CheckpointError(f"{path}: not a valid model config ({err})") from None
+
+
+def read_weights(directory: Path, device: str = "cpu") -> dict[str, torch.Tensor]:
+    path = directory / WEIGHTS_FILE
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing")
+    try:
+        return load_file(str(path), device=device)
+    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+        raise CheckpointError(f"{path}: corrupt or not a safetensors file ({err})") from None
+
+
+def load_weights_into(model: Transformer, state: dict[str, torch.Tensor], source: Path) -> None:
+    """Strict load: every parameter present, nothing extra, shapes equal. Tied copies may be absent."""
+    expected = model.state_dict()
+    if model.config.tie_embeddings:  # safetensors stores a shared matrix under one of its names
+        state = dict(state)
+        stored = [state.pop(k) for k in TIED_NAMES if k in state]
+        if stored:
+            state[TIED_NAMES[0]] = stored[0]
+        expected = {k: v for k, v in expected.items() if k not in TIED_NAMES[1:]}
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    wrong = sorted(k for k in set(state) & set(expected) if state[k].shape != expected[k].shape)
+    if missing or unexpected or wrong:
+        details = [f"missing {missing}" if missing else "", f"unexpected {unexpected}" if unexpected else ""]
+        details += [f"{k}: file {tuple(state[k].shape)} vs config {tuple(expected[k].shape)}" for k in wrong[:5]]
+        raise CheckpointError(f"{source}: weights do not fit config.json: " + "; ".join(d for d in details if d))
+    with torch.no_grad():
+        for name, tensor in state.items():
+            expected[name].copy_(tensor)  # state_dict tensors share storage with the parameters
+
+
+def load_checkpoint(directory: str | os.PathLike, device: str = "cpu") -> PretrainedTransformer:
+    """Load model + tokenizer from a checkpoint directory, in eval mode."""
+    directory = Path(directory)
+    config = read_config(directory)
+    model = PretrainedTransformer(config)
+    load_weights_into(model, read_weights(directory), directory / WEIGHTS_FILE)
+    tok_path = directory / TOKENIZER_FILE
+    if not tok_path.is_file():
+        raise CheckpointError(f"{tok_path}: missing")
+    try:
+        model.tokenizer = TextTokenizer.from_file(tok_path)
+    except ValueError as err:
+        raise CheckpointError(str(err)) from None
+    if model.tokenizer.vocab_size > config.src_vocab_size:
+        raise CheckpointError(
+            f"{tok_path}: {model.tokenizer.vocab_size} tokens, more than the model's vocabulary ({config.src_vocab_size})"
+        )
+    return model.to(device).eval()
+
+
+def save_checkpoint(
+    model: Transformer,
+    tokenizer: TextTokenizer,
+    directory: str | os.PathLike,
+    half_precision: bool = False,
+) -> Path:
+    """Write config.json, model.safetensors (optionally float16) and tokenizer.json into `directory`."""
+    directory = Path(directory)
+    pretrained = PretrainedTransformer(model.config)
+    pretrained.load_state_dict(model.state_dict())
+    if half_precision:
+        pretrained.half()
+    pretrained.tokenizer = tokenizer
+    pretrained.save_pretrained(directory, config=model.config)
+    return directory

@@ -1,0 +1,58 @@
+"""Key/value cache for incremental decoding.
+
+The decoder fills it as it runs: self-attention keys/values grow by one
+position per step; cross-attention keys/values are computed from the encoder
+output once, on the first step, and reused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class LayerKVCache:
+    """One decoder layer's cached projections, each `(B, H, T, d_k)`."""
+
+    self_k: Tensor | None = None
+    self_v: Tensor | None = None
+    cross_k: Tensor | None = None
+    cross_v: Tensor | None = None
+
+    def append_self(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Append this step's keys/values `(B, H, t, d_k)`; return the full history."""
+        if self.self_k is not None:
+            k = torch.cat([self.self_k, k], dim=2)
+            v = torch.cat([self.self_v, v], dim=2)
+        self.self_k, self.self_v = k, v
+        return k, v
+
+
+@dataclass
+class KVCache:
+    """The cache of a whole decoder stack, one `LayerKVCache` per layer."""
+
+    layers: list[LayerKVCache] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, n_layers: int) -> "KVCache":
+        return cls([LayerKVCache() for _ in range(n_layers)])
+
+    @property
+    def length(self) -> int:
+        """Number of target positions already cached."""
+        first = self.layers[0].self_k if self.layers else None
+        return 0 if first is None else first.size(2)
+
+    def reorder(self, index: Tensor) -> None:
+        """Select batch rows `index` (B',) of the self-attention cache, e.g. surviving beams.
+
+        Cross-attention entries are left alone: beams only move within their own
+        sentence, whose encoder output is the same for every beam.
+        """
+        for layer in self.layers:
+            if layer.self_k is not None:
+                layer.self_k = layer.self_k.index_select(0, index)
+                layer.self_v = layer.self_v.index_select(0, index)

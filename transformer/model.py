@@ -1,0 +1,324 @@
+"""An encoder–decoder Transformer (Vaswani et al., 2017) from torch primitives.
+
+Read top to bottom: positional encoding, attention, feed-forward, the two layer
+kinds, the two stacks, and the full model. Masks are boolean and broadcast to
+`(B, H, T_q, T_k)`; True means "may attend". Attention weights are computed
+only when a caller passes `return_attention=True`, and are returned, never
+stored on a module.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .config import ModelConfig
+from .kv_cache import KVCache, LayerKVCache
+
+
+@dataclass
+class AttentionMaps:
+    """Per-layer attention weights, each `(B, H, T_q, T_k)`; rows are queries."""
+
+    encoder: list[Tensor]
+    decoder: list[Tensor]
+    cross: list[Tensor]
+
+
+@dataclass
+class Seq2SeqOutput:
+    logits: Tensor  # (B, T, V)
+    attention: AttentionMaps | None = None
+
+
+def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
+    """(B, S) ids -> (B, 1, 1, S) mask, False at padding keys."""
+    return (ids != pad_id)[:, None, None, :]
+
+
+def causal_mask(size: int, device: torch.device | None = None) -> Tensor:
+    """(T, T) lower-triangular mask: position t may attend to positions <= t."""
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+
+
+class PositionalEncoding(nn.Module):
+    """Sinusoidal encoding, PE(pos, 2i) = sin(pos / 10000^(2i/d)), cos for 2i+1."""
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__()
+        position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (L, 1)
+        inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, d_model)
+        pe[:, 0::2] = torch.sin(position * inv_freq)
+        pe[:, 1::2] = torch.cos(position * inv_freq)
+        self.register_buffer("pe", pe, persistent=False)  # derived, so not part of the weights file
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """x: (B, T, d_model), positions start at `offset` (for cached decoding)."""
+        if offset + x.size(1) > self.pe.size(0):
+            raise ValueError(f"sequence of {offset + x.size(1)} positions exceeds max_len {self.pe.size(0)}")
+        return x + self.pe[offset : offset + x.size(1)]
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, dropout: float):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.dropout = dropout
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """(B, T, d_model) -> (B, H, T, d_k)"""
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)
+
+    def project_q(self, x: Tensor) -> Tensor:
+        return self.split_heads(self.q_proj(x))
+
+    def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        return self.split_heads(self.k_proj(x)), self.split_heads(self.v_proj(x))
+
+    def attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool
+    ) -> tuple[Tensor, Tensor | None]:
+        """q (B, H, T_q, d_k), k/v (B, H, T_k, d_k) -> output (B, T_q, d_model), weights (B, H, T_q, T_k)."""
+        p = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, T_q, T_k)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = scores.softmax(dim=-1)
+            out = F.dropout(weights, p, self.training) @ v  # (B, H, T_q, d_k)
+        else:
+            weights = None
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        B, H, T, d_k = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(B, T, H * d_k)), weights
+
+    def forward(
+        self, x: Tensor, context: Tensor, mask: Tensor | None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """Queries from x (B, T_q, d_model), keys and values from context (B, T_k, d_model)."""
+        k, v = self.project_kv(context)
+        return self.attend(self.project_q(x), k, v, mask, need_weights)
+
+
+class FeedForward(nn.Module):
+    """Position-wise FFN: d_model -> d_ff -> d_model with relu, gelu or geglu."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str):
+        super().__init__()
+        self.activation = activation
+        self.linear1 = nn.Linear(d_model, 2 * d_ff if activation == "geglu" else d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.linear1(x)
+        if self.activation == "geglu":
+            value, gate = h.chunk(2, dim=-1)
+            h = value * F.gelu(gate)
+        else:
+            h = F.relu(h) if self.activation == "relu" else F.gelu(h)
+        return self.linear2(self.dropout(h))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.norm_first = cfg.norm_first
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: Tensor, mask: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """x (B, S, d_model), mask (B, 1, 1, S)."""
+        if self.norm_first:
+            h = self.norm1(x)
+            a, w = self.self_attn(h, h, mask, need_weights)
+            x = x + self.dropout(a)
+            return x + self.dropout(self.ff(self.norm2(x))), w
+        a, w = self.self_attn(x, x, mask, need_weights)
+        x = self.norm1(x + self.dropout(a))
+        return self.norm2(x + self.dropout(self.ff(x))), w
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.norm_first = cfg.norm_first
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def _self_block(self, x: Tensor, mask: Tensor | None, cache: LayerKVCache | None, need_weights: bool):
+        k, v = self.self_attn.project_kv(x)
+        if cache is not None:
+            k, v = cache.append_self(k, v)
+        a, w = self.self_attn.attend(self.self_attn.project_q(x), k, v, mask, need_weights)
+        return self.dropout(a), w
+
+    def _cross_block(self, x: Tensor, memory: Tensor, mask: Tensor, cache: LayerKVCache | None, need_weights: bool):
+        if cache is not None and cache.cross_k is not None:
+            k, v = cache.cross_k, cache.cross_v
+        else:
+            k, v = self.cross_attn.project_kv(memory)
+            if cache is not None:
+                cache.cross_k, cache.cross_v = k, v
+        a, w = self.cross_attn.attend(self.cross_attn.project_q(x), k, v, mask, need_weights)
+        return self.dropout(a), w
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        tgt_mask: Tensor | None,
+        cache: LayerKVCache | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """x (B, T, d_model), memory (B, S, d_model) -> x, self weights, cross weights."""
+        if self.norm_first:
+            a, self_w = self._self_block(self.norm1(x), tgt_mask, cache, need_weights)
+            x = x + a
+            a, cross_w = self._cross_block(self.norm2(x), memory, src_mask, cache, need_weights)
+            x = x + a
+            return x + self.dropout(self.ff(self.norm3(x))), self_w, cross_w
+        a, self_w = self._self_block(x, tgt_mask, cache, need_weights)
+        x = self.norm1(x + a)
+        a, cross_w = self._cross_block(x, memory, src_mask, cache, need_weights)
+        x = self.norm2(x + a)
+        return self.norm3(x + self.dropout(self.ff(x))), self_w, cross_w
+
+
+class Encoder(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+        # Pre-LN leaves the residual stream unnormalised, so the stack ends with one LayerNorm.
+        self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, mask: Tensor, need_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
+        weights = []
+        for layer in self.layers:
+            x, w = layer(x, mask, need_weights)
+            weights.append(w)
+        return self.norm(x), weights if need_weights else []
+
+
+class Decoder(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
+        self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        tgt_mask: Tensor | None,
+        cache: KVCache | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        self_ws, cross_ws = [], []
+        for i, layer in enumerate(self.layers):
+            x, sw, cw = layer(x, memory, src_mask, tgt_mask, cache.layers[i] if cache else None, need_weights)
+            self_ws.append(sw)
+            cross_ws.append(cw)
+        return self.norm(x), (self_ws if need_weights else []), (cross_ws if need_weights else [])
+
+
+class Transformer(nn.Module):
+    """Encoder–decoder Transformer.
+
+    `encode`, `decode` and `project` are the building blocks that decoding uses;
+    `forward(src, tgt_in)` is the teacher-forced training path.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        self.src_embed = nn.Embedding(config.src_vocab_size, d, padding_idx=config.pad_id)
+        self.tgt_embed = nn.Embedding(config.tgt_vocab_size, d, padding_idx=config.pad_id)
+        self.positional = PositionalEncoding(d, config.max_len)
+        self.embed_dropout = nn.Dropout(config.dropout)
+        self.encoder = Encoder(config)
+        self.decoder = Decoder(config)
+        self.generator = nn.Linear(d, config.tgt_vocab_size, bias=False)
+        self._reset_parameters()
+        if config.tie_embeddings:
+            self.tgt_embed.weight = self.src_embed.weight
+            self.generator.weight = self.src_embed.weight
+
+    def _reset_parameters(self) -> None:
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        for emb in (self.src_embed, self.tgt_embed):
+            with torch.no_grad():
+                emb.weight[self.config.pad_id].zero_()
+
+    def _embed(self, embedding: nn.Embedding, ids: Tensor, offset: int = 0) -> Tensor:
+        """(B, T) ids -> (B, T, d_model), scaled by sqrt(d_model) as in the paper."""
+        x = embedding(ids) * math.sqrt(self.config.d_model)
+        return self.embed_dropout(self.positional(x, offset))
+
+    def encode(self, src: Tensor, src_mask: Tensor, return_attention: bool = False) -> tuple[Tensor, list[Tensor]]:
+        """src (B, S), src_mask (B, 1, 1, S) -> memory (B, S, d_model), per-layer (B, H, S, S) weights."""
+        return self.encoder(self._embed(self.src_embed, src), src_mask, return_attention)
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_mask: Tensor,
+        tgt_mask: Tensor | None,
+        cache: KVCache | None = None,
+        return_attention: bool = False,
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """tgt (B, T) -> hidden (B, T, d_model), self (B, H, T, T_total) and cross (B, H, T, S) weights.
+
+        With a `cache`, `tgt` holds only the new positions; they are placed after
+        the cached ones and attend to all of them, so `tgt_mask` may be None.
+        """
+        offset = cache.length if cache is not None else 0
+        x = self._embed(self.tgt_embed, tgt, offset)
+        return self.decoder(x, memory, src_mask, tgt_mask, cache, return_attention)
+
+    def project(self, hidden: Tensor) -> Tensor:
+        """(B, T, d_model) -> (B, T, V) logits."""
+        return self.generator(hidden)
+
+    def make_masks(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+        """src_mask (B, 1, 1, S) and tgt_mask (B, 1, T, T): padding keys hidden, future hidden."""
+        pad = self.config.pad_id
+        tgt_mask = padding_mask(tgt_in, pad) & causal_mask(tgt_in.size(1), tgt_in.device)
+        return padding_mask(src, pad), tgt_mask
+
+    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: bool = False) -> Tensor | Seq2SeqOutput:
+        """src (B, S), tgt_in (B, T) ids -> logits (B, T, V).
+
+        With `return_attention=True` returns a `Seq2SeqOutput` holding the logits
+        and every layer's attention weights.
+        """
+        src_mask, tgt_mask = self.make_masks(src, tgt_in)
+        memory, enc_w = self.encode(src, src_mask, return_attention)
+        hidden, dec_w, cross_w = self.decode(tgt_in, memory, src_mask, tgt_mask, return_attention=return_attention)
+        logits = self.project(hidden)
+        if not return_attention:
+            return logits
+        return Seq2SeqOutput(logits, AttentionMaps(enc_w, dec_w, cross_w))
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

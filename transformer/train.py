@@ -1,0 +1,506 @@
+"""Training: `python -m transformer.train --preset multi30k-en-de` (or toy-reverse, toy-copy, toy-sort).
+
+Every flag maps onto a `TrainConfig` field; a preset fills in the recipe of a
+shipped checkpoint and any flag given after it overrides. A run directory
+holds the resume state (`state.pt`), per-epoch weights and `train_log.jsonl`;
+`--resume` continues exactly where the last save left off. The finished model
+is exported to `--output` in the Hugging Face layout. Runs under
+`torchrun --nproc_per_node N` with DistributedDataParallel as well.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from tqdm import tqdm
+
+from .config import ModelConfig
+from .data import PairDataset, load_split, toy_pairs
+from .evaluate import score_translations, sequence_accuracy, teacher_forced_loss, translate_ids
+from .hub import save_checkpoint
+from .model import Transformer
+from .tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    # data
+    task: str = "multi30k"  # multi30k | copy | reverse | sort
+    data_dir: str | None = None
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    vocab_size: int = 8000
+    toy_symbols: int = 26
+    toy_train_size: int = 20000
+    toy_val_size: int = 500
+    toy_min_len: int = 3
+    toy_max_len: int = 12
+    # model (ModelConfig names)
+    d_model: int = 256
+    n_heads: int = 8
+    n_encoder_layers: int = 4
+    n_decoder_layers: int = 4
+    d_ff: int = 1024
+    dropout: float = 0.1
+    activation: str = "relu"
+    norm_first: bool = True
+    tie_embeddings: bool = True
+    max_len: int = 256
+    # optimisation
+    max_tokens: int = 4096  # padded target/source tokens per batch, per process
+    accum_steps: int = 1
+    lr: float = 1e-3  # peak learning rate
+    warmup_steps: int = 1000
+    schedule: str = "inverse_sqrt"  # inverse_sqrt | cosine
+    weight_decay: float = 0.0
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    max_epochs: int = 20
+    max_steps: int = 0  # 0: no limit
+    max_minutes: float = 0.0  # wall-clock training budget across resumes; 0: none
+    patience: int = 0  # epochs without a better validation score before stopping; 0: never
+    bf16: bool = False  # bf16 autocast (always on CUDA)
+    # checkpoints and logging
+    run_dir: str = "runs/multi30k-en-de"
+    output: str = ""  # export the final model here (Hugging Face layout)
+    save_every: int = 100  # optimizer steps between resume saves
+    keep_last: int = 5  # epoch weight files kept
+    average_last: int = 5  # epochs averaged into the final model (1: no averaging)
+    half_precision: bool = True  # export float16 weights if validation moves by < 0.1
+    val_batch_size: int = 128
+    seed: int = 1
+    device: str = "auto"
+    threads: int = 0  # torch threads; 0: all cores
+    progress: bool = True
+
+
+PRESETS: dict[str, dict] = {
+    "multi30k-en-de": dict(
+        task="multi30k", vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4, n_decoder_layers=4, d_ff=1024,
+        dropout=0.15, max_tokens=3000, lr=1.5e-3, warmup_steps=600, max_epochs=40, max_minutes=110, patience=4,
+        bf16=True, run_dir="runs/multi30k-en-de", output="checkpoints/multi30k-en-de", average_last=5,
+    ),
+    **{
+        f"toy-{task}": dict(
+            task=task, d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.0,
+            max_len=64, max_tokens=2048, lr=3e-3, warmup_steps=200, max_epochs=12, patience=0, label_smoothing=0.0,
+            toy_train_size=20000, run_dir=f"runs/toy-{task}", output=f"checkpoints/toy-{task}",
+            average_last=1, half_precision=False,
+        )
+        for task in ("copy", "reverse", "sort")
+    },
+}
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def atomic_torch_save(obj: dict, path: Path) -> None:
+    """Write to a temporary file, fsync, then rename: a crash leaves the old file or the new one."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_save_weights(state: dict[str, torch.Tensor], path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    save_file({k: v.detach().cpu().clone() for k, v in state.items()}, str(tmp))  # clone: tied weights share memory
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def lr_factor(step: int, cfg: TrainConfig, total_steps: int) -> float:
+    """Multiplier of the peak lr at optimizer step `step` (1-based)."""
+    step = max(step, 1)
+    if step < cfg.warmup_steps:
+        return step / cfg.warmup_steps
+    if cfg.schedule == "inverse_sqrt":  # the paper's schedule, normalised to peak at the end of warmup
+        return math.sqrt(cfg.warmup_steps / step)
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, total_steps - cfg.warmup_steps))
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def rng_state() -> dict:
+    state = {"torch": torch.get_rng_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
+    """Element-wise mean of several safetensors weight files."""
+    total = {k: v.double() for k, v in load_file(str(paths[0])).items()}
+    for path in paths[1:]:
+        for k, v in load_file(str(path)).items():
+            total[k] += v.double()
+    return {k: (v / len(paths)).float() for k, v in total.items()}
+
+
+# ---------------------------------------------------------------------------- the trainer
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig):
+        self.cfg = cfg
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.device = torch.device(
+            ("cuda" if torch.cuda.is_available() else "cpu") if cfg.device == "auto" else cfg.device
+        )
+        if self.world > 1:
+            if self.device.type == "cuda":
+                self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+                torch.cuda.set_device(self.device)
+            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        self.run_dir = Path(cfg.run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        torch.manual_seed(cfg.seed)
+        random.seed(cfg.seed)
+        self.tokenizer = self._tokenizer()
+        self.train_set, self.val_set, self.val_texts = self._data()
+        self.model = Transformer(self._model_config()).to(self.device)
+        self.ddp = (
+            torch.nn.parallel.DistributedDataParallel(self.model, device_ids=[self.device] if self.device.type == "cuda" else None)
+            if self.world > 1 else None
+        )
+        decay = [p for n, p in self.model.named_parameters() if p.dim() > 1]
+        no_decay = [p for n, p in self.model.named_parameters() if p.dim() <= 1]
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9,
+        )
+        self.steps_per_epoch = len(self._epoch_batches(0)) // cfg.accum_steps
+        total = cfg.max_steps or cfg.max_epochs * self.steps_per_epoch
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_factor(s + 1, cfg, total))
+        self.autocast = cfg.bf16 or self.device.type == "cuda"
+        # progress, restored by --resume
+        self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
+        self.best_score, self.bad_epochs, self.train_seconds = -1.0, 0, 0.0
+        self.epoch_loss, self.epoch_tokens = 0.0, 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    # -- setup ---------------------------------------------------------------
+
+    def _tokenizer(self) -> TextTokenizer:
+        path = self.run_dir / "tokenizer.json"
+        if path.is_file():
+            return TextTokenizer.from_file(path)
+        if self.cfg.task == "multi30k":
+            src, tgt = load_split("train", self.cfg.src_lang, self.cfg.tgt_lang, self.cfg.data_dir)
+            tok = TextTokenizer(train_tokenizer(src + tgt, self.cfg.vocab_size))
+        else:
+            tok = TextTokenizer(toy_tokenizer(self.cfg.toy_symbols))
+        if self.is_main:
+            tok.save(path)
+        return tok
+
+    def _data(self) -> tuple[PairDataset, PairDataset, tuple[list[str], list[str]] | None]:
+        cfg = self.cfg
+        if cfg.task == "multi30k":
+            tr_src, tr_tgt = load_split("train", cfg.src_lang, cfg.tgt_lang, cfg.data_dir)
+            va_src, va_tgt = load_split("val", cfg.src_lang, cfg.tgt_lang, cfg.data_dir)
+            enc = self.tokenizer.encode_batch
+            train = PairDataset(list(zip(enc(tr_src), enc(tr_tgt))), cfg.max_len)
+            val = PairDataset(list(zip(enc(va_src), enc(va_tgt))), cfg.max_len)
+            return train, val, (va_src, va_tgt)
+        vocab = self.tokenizer.vocab_size
+        common = dict(vocab_size=vocab, min_len=cfg.toy_min_len, max_len=cfg.toy_max_len)
+        train = toy_pairs(cfg.task, cfg.toy_train_size, seed=cfg.seed, **common)
+        val = toy_pairs(cfg.task, cfg.toy_val_size, seed=cfg.seed + 10_000, **common)
+        return PairDataset(train, cfg.max_len), PairDataset(val, cfg.max_len), None
+
+    def _model_config(self) -> ModelConfig:
+        names = {f.name for f in fields(ModelConfig)}
+        kwargs = {k: v for k, v in asdict(self.cfg).items() if k in names}
+        v = self.tokenizer.vocab_size
+        t = self.tokenizer
+        return ModelConfig(**kwargs, src_vocab_size=v, tgt_vocab_size=v,
+                           pad_id=t.pad_id, bos_id=t.bos_id, eos_id=t.eos_id, unk_id=t.unk_id)
+
+    def _epoch_batches(self, epoch: int) -> list[list[int]]:
+        """This process's share of the epoch's batches (equal counts on every rank)."""
+        from .data import token_batches
+
+        batches = token_batches(self.train_set.lengths, self.cfg.max_tokens, self.cfg.seed, epoch)
+        usable = len(batches) // (self.world * self.cfg.accum_steps) * self.world * self.cfg.accum_steps
+        return batches[self.rank : usable : self.world]
+
+    # -- resume state --------------------------------------------------------
+
+    def state_path(self) -> Path:
+        return self.run_dir / "state.pt"
+
+    def save_state(self) -> None:
+        rngs = [rng_state()]
+        if self.world > 1:
+            rngs = [None] * self.world
+            dist.all_gather_object(rngs, rng_state())
+        if not self.is_main:
+            return
+        atomic_torch_save(
+            {
+                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "rng": rngs,
+                "progress": {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
+                             "best_score": self.best_score, "bad_epochs": self.bad_epochs,
+                             "train_seconds": self.train_seconds, "epoch_loss": self.epoch_loss,
+                             "epoch_tokens": self.epoch_tokens},
+                "train_config": asdict(self.cfg), "model_config": self.model.config.to_dict(),
+            },
+            self.state_path(),
+        )
+
+    def load_state(self) -> bool:
+        path = self.state_path()
+        if not path.is_file():
+            log.info("no resume state at %s; starting fresh", path)
+            return False
+        state = torch.load(path, map_location=self.device, weights_only=True)
+        if state["model_config"] != self.model.config.to_dict():
+            raise ValueError(f"{path}: saved model config differs from this run's; use another --run-dir")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        for name, value in state["progress"].items():
+            setattr(self, name, value)
+        rngs = state["rng"]
+        set_rng_state(rngs[self.rank] if len(rngs) == self.world else rngs[0])
+        log.info("resumed from %s at step %d (epoch %d, batch %d)", path, self.step, self.epoch, self.batch_in_epoch)
+        return True
+
+    # -- training ------------------------------------------------------------
+
+    def loss_on(self, batch) -> torch.Tensor:
+        model = self.ddp or self.model
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            logits = model(batch.src, batch.tgt_in)
+        loss = F.cross_entropy(
+            logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=self.model.config.pad_id,
+            label_smoothing=self.cfg.label_smoothing, reduction="sum",
+        )
+        return loss
+
+    def out_of_budget(self) -> bool:
+        cfg = self.cfg
+        return bool((cfg.max_steps and self.step >= cfg.max_steps)
+                    or (cfg.max_minutes and self.train_seconds >= cfg.max_minutes * 60))
+
+    def train_epoch(self) -> bool:
+        """Train to the end of the epoch; False if a step or time budget stopped it first."""
+        cfg = self.cfg
+        all_batches = self._epoch_batches(self.epoch)
+        model = self.ddp or self.model
+        model.train()
+        bar = tqdm(total=len(all_batches), initial=self.batch_in_epoch, desc=f"epoch {self.epoch + 1}",
+                   disable=not (cfg.progress and self.is_main), dynamic_ncols=True, mininterval=2.0)
+        t_last, tokens_since = time.time(), 0
+        while self.batch_in_epoch < len(all_batches):
+            if self.out_of_budget():
+                bar.close()
+                return False
+            t0 = time.time()
+            self.optimizer.zero_grad(set_to_none=True)
+            for _ in range(cfg.accum_steps):
+                idx = all_batches[self.batch_in_epoch]
+                t = self.tokenizer
+                batch = self.train_set.make_batch(idx, t.pad_id, t.bos_id, t.eos_id).to(self.device)
+                loss = self.loss_on(batch)
+                (loss / (batch.n_tokens * cfg.accum_steps)).backward()
+                self.epoch_loss += loss.item()
+                self.epoch_tokens += batch.n_tokens
+                tokens_since += batch.n_tokens
+                self.batch_in_epoch += 1
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+            self.optimizer.step()
+            self.scheduler.step()
+            self.step += 1
+            self.train_seconds += time.time() - t0
+            bar.update(cfg.accum_steps)
+            if time.time() - t_last > 2.0:
+                mean = self.epoch_loss / max(self.epoch_tokens, 1)
+                bar.set_postfix(loss=f"{mean:.3f}", ppl=f"{math.exp(min(mean, 50)):.1f}",
+                                tok_s=f"{tokens_since * self.world / (time.time() - t_last):.0f}",
+                                lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
+                t_last, tokens_since = time.time(), 0
+            if self.step % cfg.save_every == 0:
+                self.save_state()
+        bar.close()
+        return True
+
+    def validate(self, model: Transformer | None = None) -> dict:
+        """Validation loss/perplexity and BLEU (Multi30k) or sequence accuracy (toy tasks)."""
+        model = model or self.model
+        model.eval()
+        t = self.tokenizer
+        batches = (b.to(self.device) for b in self.val_set.batches(self.cfg.max_tokens, t.pad_id, t.bos_id, t.eos_id))
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            val_loss, val_ppl = teacher_forced_loss(model, batches)
+        metrics = {"val_loss": round(val_loss, 4), "val_ppl": round(val_ppl, 3)}
+        if self.val_texts is not None:
+            sources = [s for s, _ in self.val_set.pairs]
+            outputs = translate_ids(model, sources, method="greedy", batch_size=self.cfg.val_batch_size)
+            scores = score_translations(t.decode_batch(outputs), self.val_texts[1])
+            metrics.update(val_bleu=scores["bleu"], val_chrf=scores["chrf"])
+            metrics["score"] = scores["bleu"]
+        else:
+            acc = sequence_accuracy(model, self.val_set.pairs, batch_size=self.cfg.val_batch_size)
+            metrics.update(val_seq_acc=round(acc["sequence_accuracy"], 4), val_tok_acc=round(acc["token_accuracy"], 4))
+            metrics["score"] = 100 * acc["sequence_accuracy"]
+        model.train()
+        return metrics
+
+    def end_epoch(self) -> bool:
+        """Validate, log, save epoch weights; True if training should stop early."""
+        stop = False
+        if self.is_main:
+            metrics = self.validate()
+            mean = self.epoch_loss / max(self.epoch_tokens, 1)
+            record = {"epoch": self.epoch + 1, "step": self.step, "train_loss": round(mean, 4),
+                      "train_ppl": round(math.exp(min(mean, 50)), 3), "lr": self.scheduler.get_last_lr()[0],
+                      "train_minutes": round(self.train_seconds / 60, 2), **metrics}
+            with open(self.run_dir / "train_log.jsonl", "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+            log.info("epoch %d: %s", self.epoch + 1, json.dumps(record))
+            weights = {k: v for k, v in self.model.state_dict().items()}
+            atomic_save_weights(weights, self.run_dir / f"epoch_{self.epoch + 1:03d}.safetensors")
+            for old in sorted(self.run_dir.glob("epoch_*.safetensors"))[: -max(self.cfg.keep_last, self.cfg.average_last)]:
+                old.unlink()
+            if metrics["score"] > self.best_score:
+                self.best_score, self.bad_epochs = metrics["score"], 0
+                atomic_save_weights(weights, self.run_dir / "best.safetensors")
+            else:
+                self.bad_epochs += 1
+            stop = bool(self.cfg.patience and self.bad_epochs >= self.cfg.patience)
+        if self.world > 1:
+            flag = [stop]
+            dist.broadcast_object_list(flag, src=0)
+            stop = flag[0]
+        self.epoch += 1
+        self.batch_in_epoch, self.epoch_loss, self.epoch_tokens = 0, 0.0, 0
+        self.save_state()
+        return stop
+
+    def fit(self) -> None:
+        while self.epoch < self.cfg.max_epochs:
+            if not self.train_epoch():
+                log.info("budget reached at step %d", self.step)
+                self.save_state()
+                return
+            if self.end_epoch():
+                log.info("early stopping after epoch %d", self.epoch)
+                return
+
+    # -- export --------------------------------------------------------------
+
+    def export(self) -> dict:
+        """Choose between the best epoch and the average of the last epochs on validation; export it."""
+        candidates = {}
+        best = self.run_dir / "best.safetensors"
+        if best.is_file():
+            candidates["best epoch"] = load_file(str(best))
+        epochs = sorted(self.run_dir.glob("epoch_*.safetensors"))[-self.cfg.average_last :]
+        if len(epochs) > 1:
+            candidates[f"average of last {len(epochs)} epochs"] = average_weights(epochs)
+        if not candidates:
+            candidates["last step"] = self.model.state_dict()
+        scored = []
+        for name, weights in candidates.items():
+            self.model.load_state_dict(weights)
+            scored.append((self.validate()["score"], name, weights))
+            log.info("%s: validation score %.2f", name, scored[-1][0])
+        score, name, weights = max(scored, key=lambda s: s[0])
+        self.model.load_state_dict(weights)
+        half = False
+        if self.cfg.half_precision:
+            model16 = Transformer(self.model.config).to(self.device)
+            model16.load_state_dict({k: v.half().float() for k, v in weights.items()})
+            score16 = self.validate(model16)["score"]
+            half = abs(score16 - score) < 0.1
+            log.info("float16 round trip: validation score %.2f (%s)", score16, "kept" if half else "rejected")
+        out = Path(self.cfg.output)
+        save_checkpoint(self.model, self.tokenizer, out, half_precision=half)
+        if (self.run_dir / "train_log.jsonl").is_file():
+            shutil.copyfile(self.run_dir / "train_log.jsonl", out / "train_log.jsonl")
+        summary = {"selected": name, "val_score": score, "float16": half, "steps": self.step, "epochs": self.epoch,
+                   "train_minutes": round(self.train_seconds / 60, 1),
+                   "parameters": self.model.num_parameters(), "device": str(self.device), "threads": torch.get_num_threads(),
+                   "world_size": self.world, "train_config": asdict(self.cfg)}
+        (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        log.info("exported %s (%s) to %s", name, "float16" if half else "float32", out)
+        return summary
+
+
+# ---------------------------------------------------------------------------- CLI
+
+def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(PRESETS), help="a shipped checkpoint's recipe")
+    p.add_argument("--resume", action="store_true", help="continue from RUN_DIR/state.pt")
+    p.add_argument("--no-export", action="store_true", help="do not export to --output at the end")
+    for f in fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool):
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            kind = {"int": int, "float": float}.get(str(f.type), str)
+            p.add_argument(flag, type=kind, default=None)
+    args = p.parse_args(argv)
+    values = dict(PRESETS[args.preset]) if args.preset else {}
+    values.update({f.name: getattr(args, f.name) for f in fields(TrainConfig) if getattr(args, f.name) is not None})
+    return TrainConfig(**values), args.resume, not args.no_export
+
+
+def main(argv: list[str] | None = None) -> Trainer:
+    cfg, resume, export = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    trainer = Trainer(cfg)
+    if trainer.is_main:
+        log.info("model: %d parameters; %d training pairs; %d steps per epoch on %s",
+                 trainer.model.num_parameters(), len(trainer.train_set), trainer.steps_per_epoch, trainer.device)
+    if resume:
+        trainer.load_state()
+    trainer.fit()
+    if export and cfg.output and trainer.is_main:
+        trainer.export()
+    if trainer.world > 1:
+        dist.barrier()
+        dist.destroy_process_group()
+    return trainer
+
+
+if __name__ == "__main__":
+    main()
