@@ -11,29 +11,55 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .data import pad_sequences
 from .kv_cache import KVCache
 from .model import Transformer, padding_mask
 
 
 @dataclass
 class Hypothesis:
-    tokens: list[int]  # output ids, without <bos>, ending in <eos> when finished
-    score: float  # length-penalised score used for ranking
+    tokens: list[int]  # output ids, without <bos>, ending in <eos>
+    score: float  # log_prob / length penalty: what beams are ranked by
     log_prob: float  # summed log-probability of `tokens`
 
 
+def length_penalty_factor(length: int, alpha: float) -> float:
+    """GNMT length penalty (Wu et al., 2016): ((5 + |Y|) / 6) ** alpha; alpha 0 turns it off."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
 def default_max_len(model: Transformer, src_len: int) -> int:
-    """Source length + 50 output positions (the paper), capped by the model's positions."""
-    return min(src_len + 50, model.config.max_len - 1)
+    """Source length + 50 output tokens (the paper), capped by the model's positions."""
+    return min(src_len + 50, model.config.max_len)
+
+
+def next_token_log_probs(model: Transformer, hidden: Tensor, step: int, max_len: int) -> Tensor:
+    """(N, 1, d_model) decoder output -> (N, V) log-probabilities of the next token.
+
+    <pad> and <bos> are never generated; on the last allowed step only <eos> is.
+    """
+    cfg = model.config
+    log_probs = model.project(hidden[:, -1]).float().log_softmax(-1)
+    log_probs[:, [cfg.pad_id, cfg.bos_id]] = float("-inf")
+    if step == max_len - 1:
+        eos = log_probs[:, cfg.eos_id].clone()
+        log_probs.fill_(float("-inf"))
+        log_probs[:, cfg.eos_id] = eos
+    return log_probs
+
+
+def _encode(model: Transformer, src: Tensor) -> tuple[Tensor, Tensor]:
+    src_mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
+    memory, _ = model.encode(src, src_mask)  # (B, S, d_model)
+    return memory, src_mask
 
 
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: Tensor, max_len: int | None = None) -> list[Hypothesis]:
-    """src (B, S) padded ids -> one hypothesis per sentence, argmax at every step."""
+    """src (B, S) padded ids -> one hypothesis per sentence, the most likely token at every step."""
     cfg = model.config
     B = src.size(0)
-    src_mask = padding_mask(src, cfg.pad_id)  # (B, 1, 1, S)
-    memory, _ = model.encode(src, src_mask)  # (B, S, d_model)
+    memory, src_mask = _encode(model, src)
     max_len = max_len or default_max_len(model, src.size(1))
     cache = KVCache.empty(cfg.n_decoder_layers)
     next_input = torch.full((B, 1), cfg.bos_id, dtype=torch.long, device=src.device)
@@ -42,8 +68,7 @@ def greedy_decode(model: Transformer, src: Tensor, max_len: int | None = None) -
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     for t in range(max_len):
         hidden, _, _ = model.decode(next_input, memory, src_mask, None, cache)
-        step_lp = model.project(hidden[:, -1]).float().log_softmax(-1)  # (B, V)
-        lp, token = step_lp.max(-1)  # (B,)
+        lp, token = next_token_log_probs(model, hidden, t, max_len).max(-1)  # (B,)
         token = token.masked_fill(done, cfg.pad_id)
         log_probs += lp.masked_fill(done, 0.0)
         out[:, t] = token
@@ -54,14 +79,103 @@ def greedy_decode(model: Transformer, src: Tensor, max_len: int | None = None) -
     hyps = []
     for b in range(B):
         ids = out[b].tolist()
-        ids = ids[: ids.index(cfg.eos_id) + 1] if cfg.eos_id in ids else [i for i in ids if i != cfg.pad_id]
+        ids = ids[: ids.index(cfg.eos_id) + 1]
         hyps.append(Hypothesis(ids, float(log_probs[b]), float(log_probs[b])))
     return hyps
 
 
+@torch.no_grad()
+def beam_search(
+    model: Transformer,
+    src: Tensor,
+    beam_size: int = 5,
+    length_penalty: float = 0.6,
+    max_len: int | None = None,
+    n_best: int | None = None,
+) -> list[list[Hypothesis]]:
+    """src (B, S) padded ids -> per sentence, up to `n_best` hypotheses, best first.
+
+    All B * K beams advance as one (B * K, V) tensor per step. Each step takes the
+    top 2K continuations per sentence: <eos> ones ranked within the top K are set
+    aside as finished, the best K others stay live. A sentence is done when K
+    hypotheses have finished, or earlier when no live beam can still beat the best
+    finished one (its log-probability can only fall, and the length penalty can
+    at most reach its value at `max_len`).
+    """
+    cfg = model.config
+    B, K = src.size(0), beam_size
+    device = src.device
+    max_len = max_len or default_max_len(model, src.size(1))
+    memory, src_mask = _encode(model, src)
+    memory, src_mask = memory.repeat_interleave(K, 0), src_mask.repeat_interleave(K, 0)  # (B*K, S, d), (B*K, 1, 1, S)
+    cache = KVCache.empty(cfg.n_decoder_layers)
+    tokens = torch.full((B * K, 1), cfg.bos_id, dtype=torch.long, device=device)  # (B*K, t+1)
+    scores = torch.full((B, K), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # all beams start identical: expand only the first
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    done = [False] * B
+    best_possible_penalty = length_penalty_factor(max_len, length_penalty)
+    beam_offset = (torch.arange(B, device=device) * K)[:, None]  # (B, 1)
+    rank = torch.arange(2 * K, device=device)[None, :]  # (1, 2K)
+    for t in range(max_len):
+        hidden, _, _ = model.decode(tokens[:, -1:], memory, src_mask, None, cache)
+        log_probs = next_token_log_probs(model, hidden, t, max_len)  # (B*K, V)
+        V = log_probs.size(-1)
+        candidates = (scores.view(B * K, 1) + log_probs).view(B, K * V)
+        top_scores, top_index = candidates.topk(2 * K, dim=1)  # (B, 2K)
+        from_beam, token = top_index // V, top_index % V
+        is_eos = token == cfg.eos_id
+        finishing = is_eos & (rank < K) & (top_scores > float("-inf"))
+        for b, j in finishing.nonzero().tolist():  # only hypotheses that end here
+            if not done[b]:
+                ids = tokens[b * K + from_beam[b, j], 1:].tolist() + [cfg.eos_id]
+                lp = float(top_scores[b, j])
+                finished[b].append(Hypothesis(ids, lp / length_penalty_factor(len(ids), length_penalty), lp))
+        live_scores, order = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (B, K)
+        rows = (beam_offset + from_beam.gather(1, order)).view(-1)  # (B*K,) parent of each new beam
+        tokens = torch.cat([tokens.index_select(0, rows), token.gather(1, order).view(-1, 1)], dim=1)
+        cache.reorder(rows)
+        scores = live_scores
+        bound = (scores.max(1).values / best_possible_penalty).tolist()  # (B,) best any live beam can reach
+        for b in range(B):
+            if not done[b] and finished[b]:
+                done[b] = len(finished[b]) >= K or max(h.score for h in finished[b]) >= bound[b]
+        if all(done):
+            break
+    return [sorted(hyps, key=lambda h: -h.score)[: n_best or K] for hyps in finished]
+
+
 def strip_specials(ids: list[int], model: Transformer) -> list[int]:
-    """Drop <eos>/<pad> (and anything after <eos>) from an output id list."""
+    """Drop <eos> (and anything after it), <pad> and <bos> from an output id list."""
     cfg = model.config
     if cfg.eos_id in ids:
         ids = ids[: ids.index(cfg.eos_id)]
     return [i for i in ids if i not in (cfg.pad_id, cfg.bos_id)]
+
+
+def translate_ids(
+    model: Transformer,
+    sources: list[list[int]],
+    method: str = "greedy",
+    beam_size: int = 5,
+    length_penalty: float = 0.6,
+    batch_size: int = 64,
+) -> list[list[int]]:
+    """Source id lists (no specials) -> best output id lists (no specials), in input order.
+
+    Sentences are decoded in length-sorted batches, so padding stays small.
+    """
+    cfg = model.config
+    device = next(model.parameters()).device
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    results: list[list[int]] = [[] for _ in sources]
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        src = pad_sequences([sources[i][: cfg.max_len - 1] + [cfg.eos_id] for i in idx], cfg.pad_id).to(device)
+        if method == "greedy":
+            hyps = greedy_decode(model, src)
+        else:
+            hyps = [nbest[0] for nbest in beam_search(model, src, beam_size, length_penalty)]
+        for i, hyp in zip(idx, hyps):
+            results[i] = strip_specials(hyp.tokens, model)
+    return results

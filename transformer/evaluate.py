@@ -17,41 +17,12 @@ from pathlib import Path
 import sacrebleu
 import torch
 
-from . import decoding
-from .data import load_split, pad_sequences, read_lines, toy_pairs
+from .data import load_split, read_lines, toy_pairs
+from .decoding import translate_ids
 from .model import Transformer
 from .tokenizer import TextTokenizer
 
 log = logging.getLogger(__name__)
-
-
-def translate_ids(
-    model: Transformer,
-    sources: list[list[int]],
-    method: str = "greedy",
-    beam_size: int = 5,
-    length_penalty: float = 0.6,
-    batch_size: int = 64,
-) -> list[list[int]]:
-    """Source id lists (without specials) -> best output id lists (without specials).
-
-    Sentences are decoded in length-sorted batches (little padding), results
-    returned in input order.
-    """
-    cfg = model.config
-    device = next(model.parameters()).device
-    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    results: list[list[int]] = [[] for _ in sources]
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        src = pad_sequences([sources[i][: cfg.max_len - 1] + [cfg.eos_id] for i in idx], cfg.pad_id).to(device)
-        if method == "greedy":
-            hyps = decoding.greedy_decode(model, src)
-        else:
-            hyps = [nbest[0] for nbest in decoding.beam_search(model, src, beam_size, length_penalty)]
-        for i, hyp in zip(idx, hyps):
-            results[i] = decoding.strip_specials(hyp.tokens, model)
-    return results
 
 
 def translate_texts(model: Transformer, tokenizer: TextTokenizer, texts: list[str], **kwargs) -> list[str]:

@@ -1,0 +1,59 @@
+"""Shared fixtures for the engine tests: tiny model configs and a deterministic torch setup.
+
+Every model in these tests is tiny, and for tiny tensors torch's intra-op thread pool costs far more
+than it gives (on a busy 2-core machine a 2-thread forward pass was ~100x slower than a 1-thread one),
+so the whole session runs single-threaded; training subprocesses get `--threads 1` to match.
+"""
+from __future__ import annotations
+
+import socket
+
+import pytest
+import torch
+
+from transformer.config import ModelConfig
+from transformer.model import Transformer
+
+torch.set_num_threads(1)
+
+
+def pytest_configure(config):
+    # Used by tests that start subprocesses (which also carry their own subprocess timeouts);
+    # enforced when pytest-timeout is installed, documentation otherwise.
+    config.addinivalue_line("markers", "timeout(seconds): upper bound on the test's run time")
+
+
+def tiny_config(**overrides) -> ModelConfig:
+    """A model small enough for a unit test: d_model 32, 1+1 layers, 16-symbol vocabulary."""
+    values = dict(
+        src_vocab_size=16, tgt_vocab_size=16, d_model=32, n_heads=4, n_encoder_layers=1, n_decoder_layers=1,
+        d_ff=64, dropout=0.0, max_len=64, norm_first=True, activation="relu", tie_embeddings=False,
+    )
+    values.update(overrides)
+    return ModelConfig(**values)
+
+
+@pytest.fixture
+def make_config():
+    """`make_config(**overrides)` -> a tiny ModelConfig."""
+    return tiny_config
+
+
+@pytest.fixture
+def make_model():
+    """`make_model(seed=0, **config_overrides)` -> a tiny Transformer in eval mode."""
+
+    def build(seed: int = 0, **overrides) -> Transformer:
+        torch.manual_seed(seed)
+        return Transformer(tiny_config(**overrides)).eval()
+
+    return build
+
+
+@pytest.fixture
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+

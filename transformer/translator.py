@@ -1,0 +1,210 @@
+"""The public API: `load_pretrained(...).translate(...)`.
+
+    from transformer import load_pretrained
+    tr = load_pretrained("checkpoints/multi30k-en-de")
+    r = tr.translate("A girl plays the violin.", method="beam", beam_size=5)
+    r.text, r.candidates, r.attention.cross, r.steps
+    tr.attention_for(r, candidate=2)
+
+Attention is computed after decoding, by one teacher-forced pass over the
+chosen hypothesis with weights switched on; float32 numpy arrays, rows are
+queries and columns keys.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .decoding import Hypothesis, beam_search, greedy_decode, strip_specials, translate_ids
+from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
+from .tokenizer import TextTokenizer
+
+METHODS = ("greedy", "beam")
+MAX_BEAM_SIZE = 16
+
+
+@dataclass
+class Candidate:
+    """One hypothesis of the n-best list."""
+
+    text: str
+    tokens: list[str]  # output tokens, <eos> included when the model produced it
+    ids: list[int]
+    score: float  # log-probability / GNMT length penalty (what beam search ranks by)
+    log_prob: float  # summed log-probability
+
+
+@dataclass
+class StepRecord:
+    """One decoding step of the chosen hypothesis."""
+
+    position: int
+    token: str  # the token chosen at this step
+    probability: float  # the model's probability of that token
+    top_k: list[tuple[str, float]]  # the k most likely next tokens with probabilities
+
+
+@dataclass
+class Attention:
+    """Every layer and head of the three attention kinds for one hypothesis.
+
+    encoder (L, H, S, S), decoder (L, H, T, T), cross (L, H, T, S); float32,
+    rows are queries. Decoder row t belongs to input token `tgt_in_tokens[t]`
+    and predicts `tgt_out_tokens[t]`.
+    """
+
+    encoder: np.ndarray
+    decoder: np.ndarray
+    cross: np.ndarray
+    src_tokens: list[str]  # as the model saw them, <eos> included
+    tgt_in_tokens: list[str]  # <bos> + output tokens[:-1]
+    tgt_out_tokens: list[str]  # output tokens
+    steps: list[StepRecord] = field(default_factory=list)
+
+
+@dataclass
+class Translation:
+    text: str
+    src_tokens: list[str]
+    tgt_tokens: list[str]
+    score: float
+    log_prob: float
+    truncated: bool  # the input was longer than the model's source limit and was cut
+    candidates: list[Candidate]  # best first
+    method: str
+    beam_size: int
+    src_ids: list[int]  # model input, <eos> included
+    attention: Attention | None = None
+
+    @property
+    def steps(self) -> list[StepRecord]:
+        return self.attention.steps if self.attention is not None else []
+
+
+def _check_options(method: str, beam_size: int, length_penalty: float, max_len: int | None) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= MAX_BEAM_SIZE:
+        raise ValueError(f"beam_size must be an integer from 1 to {MAX_BEAM_SIZE}, got {beam_size!r}")
+    if not isinstance(length_penalty, (int, float)) or not math.isfinite(length_penalty) or length_penalty < 0:
+        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
+    if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
+        raise ValueError(f"max_len must be a positive integer or None, got {max_len!r}")
+
+
+class Translator:
+    """A loaded checkpoint (model + tokenizer) with translate / attention methods."""
+
+    def __init__(self, model: PretrainedTransformer, tokenizer: TextTokenizer, name: str = ""):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.device = next(model.parameters()).device
+
+    @property
+    def max_source_tokens(self) -> int:
+        return self.model.config.max_len - 1  # room for <eos>
+
+    def _source_ids(self, text: str) -> tuple[list[int], bool]:
+        if not isinstance(text, str):
+            raise ValueError(f"text must be a string, got {type(text).__name__}")
+        if not text.strip():
+            raise ValueError("text is empty: type a sentence to translate")
+        ids = self.tokenizer.encode(text)
+        if not ids:
+            raise ValueError("text has nothing to translate after normalisation")
+        truncated = len(ids) > self.max_source_tokens
+        return ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated
+
+    def _candidate(self, hyp: Hypothesis) -> Candidate:
+        text = self.tokenizer.decode(strip_specials(hyp.tokens, self.model))
+        return Candidate(text, self.tokenizer.ids_to_tokens(hyp.tokens), hyp.tokens, hyp.score, hyp.log_prob)
+
+    @torch.inference_mode()
+    def translate(
+        self,
+        text: str,
+        method: str = "beam",
+        beam_size: int = 5,
+        length_penalty: float = 0.6,
+        max_len: int | None = None,
+        return_attention: bool = True,
+        top_k: int = 5,
+    ) -> Translation:
+        """Translate one sentence; `method="greedy"` ignores `beam_size`."""
+        _check_options(method, beam_size, length_penalty, max_len)
+        src_ids, truncated = self._source_ids(text)
+        src = torch.tensor([src_ids], device=self.device)
+        if max_len is not None:
+            max_len = min(max_len, self.model.config.max_len)
+        if method == "greedy":
+            hyps = greedy_decode(self.model, src, max_len)
+            beam_size = 1
+        else:
+            hyps = beam_search(self.model, src, beam_size, length_penalty, max_len)[0]
+        candidates = [self._candidate(h) for h in hyps]
+        best = candidates[0]
+        result = Translation(
+            text=best.text, src_tokens=self.tokenizer.ids_to_tokens(src_ids), tgt_tokens=best.tokens,
+            score=best.score, log_prob=best.log_prob, truncated=truncated, candidates=candidates,
+            method=method, beam_size=beam_size, src_ids=src_ids,
+        )
+        if return_attention:
+            result.attention = self.attention_for(result, 0, top_k)
+        return result
+
+    @torch.inference_mode()
+    def attention_for(self, result: Translation, candidate: int = 0, top_k: int = 5) -> Attention:
+        """Attention (and step records) of n-best candidate `candidate`, by one teacher-forced pass."""
+        if not 0 <= candidate < len(result.candidates):
+            raise ValueError(f"candidate must be in 0..{len(result.candidates) - 1}, got {candidate!r}")
+        cfg = self.model.config
+        out_ids = result.candidates[candidate].ids
+        in_ids = [cfg.bos_id] + out_ids[:-1]
+        src = torch.tensor([result.src_ids], device=self.device)
+        tgt_in = torch.tensor([in_ids], device=self.device)
+        output = self.model(src, tgt_in, return_attention=True)
+        maps = output.attention
+
+        def stack(ws: list[torch.Tensor]) -> np.ndarray:
+            return torch.stack([w[0] for w in ws]).float().cpu().numpy()  # (L, H, T_q, T_k)
+
+        probs = output.logits[0].float().softmax(-1)  # (T, V)
+        top_p, top_i = probs.topk(min(top_k, probs.size(-1)), dim=-1)
+        out_tokens = self.tokenizer.ids_to_tokens(out_ids)
+        steps = [
+            StepRecord(t, out_tokens[t], float(probs[t, out_ids[t]]),
+                       list(zip(self.tokenizer.ids_to_tokens(top_i[t].tolist()), top_p[t].tolist())))
+            for t in range(len(out_ids))
+        ]
+        return Attention(
+            encoder=stack(maps.encoder), decoder=stack(maps.decoder), cross=stack(maps.cross),
+            src_tokens=self.tokenizer.ids_to_tokens(result.src_ids), tgt_in_tokens=self.tokenizer.ids_to_tokens(in_ids),
+            tgt_out_tokens=out_tokens, steps=steps,
+        )
+
+    @torch.inference_mode()
+    def translate_batch(
+        self, texts: list[str], method: str = "beam", beam_size: int = 5, length_penalty: float = 0.6,
+        batch_size: int = 64,
+    ) -> list[str]:
+        """Texts only, decoded in length-sorted batches. Empty inputs give empty outputs."""
+        _check_options(method, beam_size, length_penalty, None)
+        sources = [self.tokenizer.encode(t)[: self.max_source_tokens] if t.strip() else [] for t in texts]
+        keep = [i for i, s in enumerate(sources) if s]
+        outputs = translate_ids(self.model, [sources[i] for i in keep], method, beam_size, length_penalty, batch_size)
+        texts_out = [""] * len(texts)
+        for i, ids in zip(keep, outputs):
+            texts_out[i] = self.tokenizer.decode(ids)
+        return texts_out
+
+
+def load_pretrained(name_or_path: str | os.PathLike, device: str = "cpu", **download_kwargs) -> Translator:
+    """A local checkpoint directory or a Hugging Face Hub repo id -> `Translator`."""
+    directory = resolve_checkpoint(name_or_path, **download_kwargs)
+    model = load_checkpoint(directory, device=device)
+    return Translator(model, model.tokenizer, name=str(name_or_path))
