@@ -56,8 +56,12 @@ class PretrainedTransformer(
             self.tokenizer.save(save_directory / TOKENIZER_FILE)
 
     @classmethod
-    def _from_pretrained(cls, *, model_id: str, map_location: str = "cpu", **hub_kwargs) -> "PretrainedTransformer":
-        return load_checkpoint(resolve_checkpoint(model_id, **_download_kwargs(hub_kwargs)), device=map_location)
+    def from_pretrained(
+        cls, pretrained_model_name_or_path: str | os.PathLike, *, map_location: str = "cpu", **hub_kwargs
+    ) -> "PretrainedTransformer":
+        """Load from a local directory or a Hub repo id (our own loader: strict, safetensors only)."""
+        directory = resolve_checkpoint(pretrained_model_name_or_path, **_download_kwargs(hub_kwargs))
+        return load_checkpoint(directory, device=map_location)
 
 
 def _download_kwargs(kwargs: dict) -> dict:
@@ -113,6 +117,9 @@ def load_weights_into(model: Transformer, state: dict[str, torch.Tensor], source
     if model.config.tie_embeddings:  # safetensors stores a shared matrix under one of its names
         state = dict(state)
         stored = [state.pop(k) for k in TIED_NAMES if k in state]
+        if any(t.shape != stored[0].shape or not torch.equal(t, stored[0]) for t in stored[1:]):
+            raise CheckpointError(f"{source}: config.json says tie_embeddings, but the file holds different "
+                                  "embedding/output matrices")
         if stored:
             state[TIED_NAMES[0]] = stored[0]
         expected = {k: v for k, v in expected.items() if k not in TIED_NAMES[1:]}

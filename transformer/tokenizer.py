@@ -50,6 +50,7 @@ class TextTokenizer:
     """Thin wrapper: text <-> ids, with the special ids the model uses."""
 
     def __init__(self, tokenizer: Tokenizer):
+        tokenizer.add_special_tokens(list(SPECIAL_TOKENS))  # keeps their ids; makes decode skip them
         self.tokenizer = tokenizer
         self.pad_id, self.unk_id, self.bos_id, self.eos_id = (tokenizer.token_to_id(t) for t in SPECIAL_TOKENS)
         if None in (self.pad_id, self.unk_id, self.bos_id, self.eos_id):
@@ -58,10 +59,10 @@ class TextTokenizer:
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "TextTokenizer":
         path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"tokenizer file not found: {path}")
         try:
             return cls(Tokenizer.from_file(str(path)))
-        except FileNotFoundError:
-            raise
         except Exception as err:  # tokenizers raises a bare Exception on bad JSON
             raise ValueError(f"{path}: not a valid tokenizer file ({err})") from err
 
