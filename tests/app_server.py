@@ -1,0 +1,129 @@
+"""Start `python app.py` in a subprocess on a free port and wait until it answers (tests and benches).
+
+    with running_app({"TRANSFORMER_CHECKPOINT": "checkpoints/toy-reverse"}) as server:
+        Client(server.url).predict("h e l l o", "greedy", 1, api_name="/translate")
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TOY_CHECKPOINT = ROOT / "checkpoints" / "toy-reverse"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class AppServer:
+    url: str
+    process: subprocess.Popen
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def log_tail(self, n_chars: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")[-n_chars:]
+        except OSError:
+            return ""
+
+
+@contextmanager
+def running_app(env: dict[str, str] | None = None, timeout_s: float = 120.0) -> Iterator[AppServer]:
+    """`python app.py` on 127.0.0.1:<free port> with `env` added; stopped (by its own pid) on exit."""
+    port = free_port()
+    full_env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+                "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
+    log_file = tempfile.NamedTemporaryFile(prefix="app-server-", suffix=".log", delete=False)
+    process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=full_env,
+                               stdout=log_file, stderr=subprocess.STDOUT)
+    server = AppServer(f"http://127.0.0.1:{port}/", process, Path(log_file.name))
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"app.py exited with {process.returncode}:\n{server.log_tail()}")
+            try:
+                with urllib.request.urlopen(server.url + "gradio_api/info", timeout=5) as response:
+                    if response.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"app.py did not answer within {timeout_s:.0f} s:\n{server.log_tail()}")
+            time.sleep(0.25)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+        log_file.close()
+        Path(log_file.name).unlink(missing_ok=True)
+
+
+_SHARED: dict[tuple, tuple[AppServer, object]] = {}
+
+
+def shared_app(env: dict[str, str] | None = None, timeout_s: float = 120.0) -> AppServer:
+    """One running app per `env` for the whole test process (both test files), stopped at exit."""
+    import atexit
+
+    key = tuple(sorted((env or {}).items()))
+    if key not in _SHARED or _SHARED[key][0].process.poll() is not None:
+        context = running_app(env, timeout_s)
+        server = context.__enter__()
+        _SHARED[key] = (server, context)
+        atexit.register(context.__exit__, None, None, None)
+    return _SHARED[key][0]
+
+
+def app_env() -> tuple[dict[str, str], str]:
+    """Environment for a test app: the real toy-reverse checkpoint when it exists, else a random tiny one.
+
+    Returns (env, which) where `which` is "toy-reverse" or the path of the stand-in checkpoint.
+    """
+    env = {"TRANSFORMER_THREADS": "1"}
+    if (TOY_CHECKPOINT / "model.safetensors").is_file():
+        return {**env, "TRANSFORMER_CHECKPOINT": str(TOY_CHECKPOINT)}, "toy-reverse"
+    path = Path(tempfile.gettempdir()) / "attention-app-test-ckpt"
+    if not (path / "model.safetensors").is_file():
+        make_standin_checkpoint(path)
+    return {**env, "TRANSFORMER_CHECKPOINT": str(path)}, str(path)
+
+
+def make_standin_checkpoint(path: Path) -> Path:
+    """An untrained 2+2-layer toy-letter model (the app works; its outputs are noise)."""
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from transformer.config import ModelConfig
+    from transformer.hub import PretrainedTransformer
+    from transformer.tokenizer import TextTokenizer, toy_tokenizer
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=32, n_heads=4, n_encoder_layers=2,
+                      n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=64)
+    model = PretrainedTransformer(cfg)
+    model.tokenizer = TextTokenizer(toy_tokenizer(26))
+    model.save_pretrained(str(path))
+    return path

@@ -1,0 +1,286 @@
+"""The Gradio app: pure state/view functions in-process, and the /translate API through gradio_client.
+
+Uses checkpoints/toy-reverse when it exists (the reversal is then asserted); otherwise an untrained
+stand-in toy model, and the tests that need a trained model skip with that reason.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from app_server import app_env, shared_app  # noqa: E402
+
+gr = pytest.importorskip("gradio")
+from gradio_client import Client  # noqa: E402
+from gradio_client.exceptions import AppError  # noqa: E402
+
+from transformer.translator import Attention, Candidate, StepRecord, Translation  # noqa: E402
+
+EVIL = "<img src=x onerror=alert(1)>"
+ENV, WHICH = app_env()
+TRAINED = WHICH == "toy-reverse"
+needs_trained = pytest.mark.skipif(not TRAINED, reason="checkpoints/toy-reverse is not trained yet (stand-in model)")
+
+
+@pytest.fixture(scope="module")
+def app():
+    """The app module, imported with the test checkpoint as default and one torch thread."""
+    saved_env = {k: os.environ.get(k) for k in ENV}
+    threads = torch.get_num_threads()
+    os.environ.update(ENV)
+    try:
+        module = importlib.import_module("app")
+    finally:
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        torch.set_num_threads(threads)  # app sets it at import; keep the test session single-threaded
+    assert module.DEFAULT_TRANSLATOR is not None, module.STARTUP_ERROR
+    return module
+
+
+@pytest.fixture(scope="module")
+def client():
+    server = shared_app(ENV)
+    return Client(server.url, verbose=False)
+
+
+def fake_result(app):
+    """A Result with hand-made attention and HTML-looking tokens (no model needed)."""
+    src = ["\u2581a", "b", EVIL, "<b>", "<eos>"]
+    out = ["\u2581x", "<i>y</i>", "<eos>"]
+    tin = ["<bos>"] + out[:-1]
+    rng = np.random.default_rng(0)
+
+    def maps(shape):
+        a = rng.random(shape).astype(np.float32)
+        return a / a.sum(-1, keepdims=True)
+
+    dec = maps((2, 4, 3, 3)) * np.tril(np.ones((3, 3), np.float32))
+    dec /= dec.sum(-1, keepdims=True)
+    steps = [StepRecord(t, tok, 0.5, [(tok, 0.5), (EVIL, 0.3), ("<b>", 0.2)]) for t, tok in enumerate(out)]
+    att = Attention(maps((2, 4, 5, 5)), dec, maps((2, 4, 3, 5)), src, tin, out, steps)
+    cand = Candidate("x " + EVIL, out, [4, 5, 3], -1.0, -2.0)
+    tr = Translation("x " + EVIL, src, out, -1.0, -2.0, False, [cand], "beam", 5, [4, 5, 6, 7, 3], att)
+    return app.Result("fake", EVIL, tr, 0.6, {0: att})
+
+
+def all_strings(obj):
+    stack = [obj]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+
+
+# ----------------------------------------------------------------------------- pure functions
+
+
+def test_registry_lists_flagship_first_then_sorted_and_override_first(app, tmp_path):
+    for name in ("toy-b", "multi30k-en-de", "toy-a", "incomplete", ".hidden"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")
+        if name != "incomplete":
+            (tmp_path / name / "model.safetensors").write_bytes(b"")
+    (tmp_path / "stray.txt").write_text("not a checkpoint")
+    assert app.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b"]
+    assert app.ModelRegistry(tmp_path, str(tmp_path / "toy-b")).labels() == ["toy-b", "multi30k-en-de", "toy-a"]
+    assert app.ModelRegistry(tmp_path, "someone/some-model").labels()[0] == "someone/some-model"
+    assert app.ModelRegistry(tmp_path / "missing").labels() == []
+    assert app.ModelRegistry(tmp_path / "missing").default() is None
+    with pytest.raises(LookupError, match="No model found"):
+        app.ModelRegistry(tmp_path / "missing").get(None)
+
+
+def test_registry_loads_once_and_caches(app):
+    label = app.DEFAULT_MODEL
+    assert app.REGISTRY.is_loaded(label)
+    assert app.REGISTRY.get(label) is app.DEFAULT_TRANSLATOR
+    assert app.REGISTRY.directory(label) is not None
+
+
+@pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", None, float("nan")])
+def test_check_options_rejects_bad_beam(app, beam):
+    with pytest.raises(gr.Error, match="beam_size must be a whole number from 1 to 10"):
+        app.check_options("beam", beam)
+
+
+def test_check_options_accepts_and_rejects_methods(app):
+    assert app.check_options("beam", 5.0) == 5 and isinstance(app.check_options("greedy", 1), int)
+    with pytest.raises(gr.Error, match="method"):
+        app.check_options("sample", 3)
+
+
+def test_run_translation_empty_and_truncated(app):
+    tr = app.DEFAULT_TRANSLATOR
+    for empty in ("", "   \n", None):
+        with pytest.raises(gr.Error, match="Type a sentence"):
+            app.run_translation(tr, "m", empty, "beam", 3)
+    long = " ".join("abcdefghij"[i % 10] for i in range(tr.max_source_tokens + 20))
+    result, notice = app.run_translation(tr, "m", long, "greedy", 1)
+    assert result.translation.truncated and f"limit of {tr.max_source_tokens} tokens" in notice
+    result, notice = app.run_translation(tr, "m", "a " * (app.MAX_INPUT_CHARS + 10), "greedy", 1)
+    assert f"first {app.MAX_INPUT_CHARS} characters" in notice and len(result.source) == app.MAX_INPUT_CHARS
+
+
+def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
+    tr = app.DEFAULT_TRANSLATOR
+    result, _ = app.run_translation(tr, "m", "h e l l o", "beam", 4)
+    n = len(result.translation.candidates)
+    assert n >= 2
+    calls = []
+    original = tr.attention_for
+    monkeypatch.setattr(tr, "translate", lambda *a, **k: pytest.fail("must not re-run decoding"))
+    monkeypatch.setattr(tr, "attention_for", lambda r, candidate=0: calls.append(candidate) or original(r, candidate))
+    app.select_candidate(tr, result, 1)
+    app.select_candidate(tr, result, 0)
+    app.select_candidate(tr, result, 1)
+    assert calls == [1] and result.candidate == 1
+    assert result.attention.tgt_out_tokens == result.translation.candidates[1].tokens
+    with pytest.raises(gr.Error):
+        app.select_candidate(tr, result, n)
+
+
+def test_render_all_outputs_and_escaping(app):
+    result = fake_result(app)
+    for rows in (app.ROWS_INPUT, app.ROWS_PREDICTED):
+        for hide in (False, True):
+            for merge in (False, True):
+                out = app.render_all(result, 1, app.MEAN_HEADS, rows, hide, merge)
+                assert len(out) == 18
+                figs = [o for o in out if isinstance(o, go.Figure)]
+                assert len(figs) == 11  # 3 focus + 3 model views + rollout + 3 summaries + step
+                for fig in figs:
+                    raw = fig.to_json()
+                    assert "<img" not in raw and "<b>" not in raw and "\\u003cimg" not in raw
+                    # escaped, not dropped: the literal token is recoverable from the labels
+                assert any("&lt;img src=x onerror=alert(1)&gt;" in s for f in figs
+                           for s in all_strings(json.loads(f.to_json())))
+                assert ("mass hidden" in out[-1]) == hide
+
+
+def test_focus_view_layer_clipping_mean_and_titles(app):
+    att = fake_result(app).attention
+    opts = app.ViewOptions(layer=7, head=2)
+    fig, hidden = app.focus_view(att, "cross", opts)
+    assert "layer 2" in fig.layout.title.text and "head 3" in fig.layout.title.text
+    assert "this stack has 2 layers" in fig.layout.title.text and hidden is None
+    fig, hidden = app.focus_view(att, "encoder", app.ViewOptions(layer=0, head=app.MEAN_HEADS, hide_special=True))
+    assert "mean over heads" in fig.layout.title.text and 0.0 < hidden < 1.0
+    z = np.array(fig.data[0].z)
+    np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)  # renormalised rows
+    # decoder rows by predicted token: the last row is the one that predicted <eos>
+    w, q, k = app.kind_maps(att, "decoder", app.ROWS_PREDICTED)
+    assert q == att.tgt_out_tokens and k == att.tgt_in_tokens
+
+
+def test_step_view_and_hidden_text(app):
+    att = fake_result(app).attention
+    fig, text = app.step_view(att, 2, app.ViewOptions(layer=1, head=0))
+    assert "Step 2 of 3" in text and "&lt;i&gt;y&lt;/i&gt;" in fig.layout.title.text
+    fig, text = app.step_view(att, 99, app.ViewOptions())  # clamped
+    assert "Step 3 of 3" in text
+    assert "1.5%" in app.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
+
+
+def test_export_npz_round_trip_without_pickle(app, tmp_path):
+    result = fake_result(app)
+    path = app.export_npz(result, tmp_path)
+    assert path.parent == tmp_path and path.suffix == ".npz"
+    with np.load(path, allow_pickle=False) as z:
+        np.testing.assert_array_equal(z["cross"], result.attention.cross)
+        assert list(z["src_tokens"]) == result.attention.src_tokens
+        assert z["step_topk_tokens"].shape == (3, 3)
+        meta = json.loads(str(z["meta"]))
+    assert meta["source"] == EVIL and meta["candidate"] == 0
+
+
+def test_training_helpers(app, tmp_path):
+    (tmp_path / "train_log.jsonl").write_text('{"epoch": 1, "val_loss": 2.0}\nnot json\n[1]\n{"epoch": 2}\n')
+    assert [r["epoch"] for r in app.load_train_log(tmp_path)] == [1, 2]
+    (tmp_path / "metrics.json").write_text(json.dumps({"bleu": 31.234567, "test": {"bleu": 30.0}, "n": [1, 2]}))
+    table = app.metrics_table(tmp_path)
+    assert dict(zip(table["metric"], table["value"])) == {"bleu": "31.23", "test.bleu": "30", "n": "[1, 2]"}
+    assert "no metrics.json" in app.metrics_table(tmp_path / "nope")["metric"][0]
+
+
+def test_launch_options_default_and_env(app, monkeypatch):
+    monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
+    monkeypatch.delenv("GRADIO_SERVER_PORT", raising=False)
+    opts = app.launch_options()
+    assert (opts["server_name"], opts["server_port"]) == ("127.0.0.1", 7860)
+    assert opts["share"] is False and not opts["allowed_paths"]
+    monkeypatch.setenv("GRADIO_SERVER_NAME", "0.0.0.0")
+    monkeypatch.setenv("GRADIO_SERVER_PORT", "8123")
+    assert (app.launch_options()["server_name"], app.launch_options()["server_port"]) == ("0.0.0.0", 8123)
+    assert app.demo._queue.max_size is not None  # bounded queue
+
+
+# ----------------------------------------------------------------------------- the running app, through its API
+
+
+def test_api_exposes_only_translate_with_three_inputs(client):
+    api = client.view_api(print_info=False, return_format="dict")
+    assert list(api["named_endpoints"]) == ["/translate"] and not api["unnamed_endpoints"]
+    params = api["named_endpoints"]["/translate"]["parameters"]
+    assert [p["parameter_name"] for p in params] == ["text", "method", "beam_size"]
+    assert api["named_endpoints"]["/translate"]["returns"][0]["component"] == "Textbox"
+
+
+@needs_trained
+@pytest.mark.parametrize("method,beam", [("greedy", 1), ("beam", 1), ("beam", 5)])
+def test_api_translates_reversal(client, method, beam):
+    text, notice, table = client.predict("h e l l o", method, beam, api_name="/translate")
+    assert text == "o l l e h" and notice == ""
+    assert table["headers"][:2] == ["#", "translation"] and table["data"][0][1] == "o l l e h"
+    assert len(table["data"]) == (1 if method == "greedy" else beam)
+
+
+def test_api_runs_with_any_model(client):
+    text, notice, table = client.predict("a b c", "beam", 3, api_name="/translate")
+    assert isinstance(text, str) and 1 <= len(table["data"]) <= 3
+
+
+def test_api_empty_input_is_a_friendly_error(client):
+    for empty in ("", "   "):
+        with pytest.raises(AppError, match="Type a sentence") as info:
+            client.predict(empty, "beam", 5, api_name="/translate")
+        assert "Traceback" not in str(info.value)
+
+
+@pytest.mark.parametrize("beam,match", [(0, "less than minimum value 1"), (17, "greater than maximum value 10")])
+def test_api_beam_out_of_range_is_a_clear_error(client, beam, match):
+    with pytest.raises(AppError, match=match):
+        client.predict("h e l l o", "beam", beam, api_name="/translate")
+
+
+def test_api_unknown_method_is_a_clear_error(client):
+    with pytest.raises(AppError, match="not in the list of choices"):
+        client.predict("h e l l o", "sampling", 3, api_name="/translate")
+
+
+def test_api_html_input_comes_back_as_plain_text(client):
+    text, notice, table = client.predict(EVIL + " h e l l o <b>x</b>", "beam", 2, api_name="/translate")
+    for s in [text, notice] + [str(c) for row in table["data"] for c in row]:
+        assert "&lt;" not in s and "&amp;" not in s  # nothing HTML-escaped server side: the UI shows text as text
+
+
+def test_api_over_long_input_is_truncated_with_notice(client):
+    text, notice, _ = client.predict("a " * 300, "greedy", 1, api_name="/translate")
+    assert "only the first" in notice and "tokens were translated" in notice
