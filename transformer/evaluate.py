@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     p.add_argument("--out", help="write the metrics as JSON here")
+    p.add_argument("--record", action="store_true", help="also merge the result into CHECKPOINT/metrics.json")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.threads:
@@ -118,7 +119,21 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"BLEU = {result['bleu']:.2f}")
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if args.record:
+        record_metrics(Path(args.checkpoint), result)
     return result
+
+
+def record_metrics(checkpoint: Path, result: dict) -> None:
+    """Merge one result into checkpoint/metrics.json, keyed by data and decoding."""
+    if not checkpoint.is_dir():
+        raise ValueError(f"--record needs a local checkpoint directory, got {checkpoint}")
+    path = checkpoint / "metrics.json"
+    metrics = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    data = result.get("split") or result.get("task")
+    decoding = "greedy" if result["method"] == "greedy" else f"beam{result['beam_size']}"
+    metrics[f"{data}/{decoding}"] = result
+    path.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import os
+import platform
 import random
 import shutil
 import sys
@@ -98,7 +99,8 @@ PRESETS: dict[str, dict] = {
     **{
         f"toy-{task}": dict(
             task=task, d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.0,
-            max_len=64, max_tokens=2048, lr=3e-3, warmup_steps=200, max_epochs=12, patience=0, label_smoothing=0.0,
+            max_len=64, max_tokens=2048, lr=2e-3, warmup_steps=150, schedule="cosine", max_epochs=15, patience=0,
+            label_smoothing=0.0,
             toy_train_size=20000, run_dir=f"runs/toy-{task}", output=f"checkpoints/toy-{task}",
             average_last=1, half_precision=False,
         )
@@ -164,6 +166,14 @@ def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
         for k, v in load_file(str(path)).items():
             total[k] += v.double()
     return {k: (v / len(paths)).float() for k, v in total.items()}
+
+
+def hardware_description(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").is_file() else platform.processor()
+    return f"{os.cpu_count()} x {model}"
 
 
 # ---------------------------------------------------------------------------- the trainer
@@ -458,6 +468,7 @@ class Trainer:
         summary = {"selected": name, "val_score": score, "float16": half, "steps": self.step, "epochs": self.epoch,
                    "train_minutes": round(self.train_seconds / 60, 1),
                    "parameters": self.model.num_parameters(), "device": str(self.device), "threads": torch.get_num_threads(),
+                   "hardware": hardware_description(self.device),
                    "world_size": self.world, "train_config": asdict(self.cfg)}
         (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         log.info("exported %s (%s) to %s", name, "float16" if half else "float32", out)

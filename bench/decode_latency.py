@@ -1,0 +1,160 @@
+"""Decoding latency of `translate(..., return_attention=True)` against two references.
+
+(a) the seed implementations' decoding: the whole prefix recomputed every
+    step, hypotheses advanced one at a time in a Python loop (no cache);
+(b) Hugging Face `MarianMTModel.generate` with the same architecture (random
+    weights), forced to the same output length.
+
+Ours includes the attention-capture pass; the references do not. Prints one JSON object.
+
+    python bench/decode_latency.py --threads 2 --repeats 30
+    pip install -r bench/requirements.txt   # for (b): transformers, benchmark-only
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from transformer.config import ModelConfig  # noqa: E402
+from transformer.decoding import default_max_len, length_penalty_factor, next_token_log_probs  # noqa: E402
+from transformer.hub import PretrainedTransformer  # noqa: E402
+from transformer.model import Transformer, causal_mask, padding_mask  # noqa: E402
+from transformer.tokenizer import TextTokenizer, train_tokenizer  # noqa: E402
+from transformer.translator import Translator, load_pretrained  # noqa: E402
+
+SENTENCE = "A young man in a green jacket is playing the guitar on a busy street."  # 13 words, our own
+
+
+def seed_greedy(model: Transformer, src: torch.Tensor, max_len: int) -> list[int]:
+    """Recompute the full prefix every step."""
+    cfg = model.config
+    src_mask = padding_mask(src, cfg.pad_id)
+    memory, _ = model.encode(src, src_mask)
+    ys = [cfg.bos_id]
+    for t in range(max_len):
+        tgt = torch.tensor([ys])
+        hidden, _, _ = model.decode(tgt, memory, src_mask, causal_mask(len(ys))[None, None])
+        token = int(next_token_log_probs(model, hidden, t, max_len).argmax(-1))
+        ys.append(token)
+        if token == cfg.eos_id:
+            break
+    return ys[1:]
+
+
+def seed_beam(model: Transformer, src: torch.Tensor, k: int, alpha: float, max_len: int) -> list[int]:
+    """Beam search as the seeds wrote it: a Python loop over hypotheses, each re-decoding its prefix."""
+    cfg = model.config
+    src_mask = padding_mask(src, cfg.pad_id)
+    memory, _ = model.encode(src, src_mask)
+    beams, finished = [([cfg.bos_id], 0.0)], []
+    for t in range(max_len):
+        candidates = []
+        for ys, lp in beams:
+            tgt = torch.tensor([ys])
+            hidden, _, _ = model.decode(tgt, memory, src_mask, causal_mask(len(ys))[None, None])
+            log_probs = next_token_log_probs(model, hidden, t, max_len)[0]
+            top_lp, top_id = log_probs.topk(2 * k)
+            candidates += [(ys + [int(i)], lp + float(v)) for v, i in zip(top_lp, top_id)]
+        candidates.sort(key=lambda c: -c[1])
+        beams = []
+        for rank, (ys, lp) in enumerate(candidates):
+            if ys[-1] == cfg.eos_id:
+                if rank < k:
+                    finished.append((ys[1:], lp / length_penalty_factor(len(ys) - 1, alpha)))
+            elif len(beams) < k:
+                beams.append((ys, lp))
+        if len(finished) >= k or not beams:
+            break
+    return max(finished, key=lambda f: f[1])[0]
+
+
+def random_translator(seed: int = 0) -> Translator:
+    """~10M-parameter model with random weights and a small made-up-text tokenizer."""
+    torch.manual_seed(seed)
+    words = SENTENCE.lower().replace(".", "").split() + ["ein", "junger", "mann", "spielt", "gitarre", "auf", "der", "straße"]
+    tok = TextTokenizer(train_tokenizer([" ".join(words)] * 10, vocab_size=300, min_frequency=1))
+    cfg = ModelConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4,
+                      n_decoder_layers=4, d_ff=1024, dropout=0.0)
+    model = PretrainedTransformer(cfg).eval()
+    return Translator(model, tok, name="random weights")
+
+
+def percentiles(times: list[float]) -> dict[str, float]:
+    ms = sorted(t * 1000 for t in times)
+    return {"p50_ms": round(statistics.median(ms), 1), "p95_ms": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1)}
+
+
+def timed(fn, repeats: int) -> list[float]:
+    fn()  # warm-up
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def marian_timings(cfg: ModelConfig, src_len: int, out_len: int, beam: int, repeats: int) -> dict | str:
+    try:
+        from transformers import MarianConfig, MarianMTModel
+    except ImportError:
+        return "transformers not installed (pip install -r bench/requirements.txt)"
+    mcfg = MarianConfig(
+        vocab_size=cfg.tgt_vocab_size, d_model=cfg.d_model, encoder_layers=cfg.n_encoder_layers,
+        decoder_layers=cfg.n_decoder_layers, encoder_attention_heads=cfg.n_heads, decoder_attention_heads=cfg.n_heads,
+        encoder_ffn_dim=cfg.d_ff, decoder_ffn_dim=cfg.d_ff, max_position_embeddings=cfg.max_len,
+        activation_function=cfg.activation, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+        pad_token_id=cfg.pad_id, eos_token_id=cfg.eos_id, decoder_start_token_id=cfg.bos_id,
+        forced_eos_token_id=None, scale_embedding=True, share_encoder_decoder_embeddings=True,
+    )
+    torch.manual_seed(0)
+    model = MarianMTModel(mcfg).eval()
+    ids = torch.randint(4, cfg.src_vocab_size, (1, src_len))
+    ids[0, -1] = cfg.eos_id
+    # Same number of generated tokens as our output: min = max.
+    kwargs = dict(max_new_tokens=out_len, min_new_tokens=out_len, num_beams=beam, do_sample=False,
+                  early_stopping=False, length_penalty=0.6 if beam > 1 else 1.0)
+    with torch.inference_mode():
+        return percentiles(timed(lambda: model.generate(ids, **kwargs), repeats))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", default="checkpoints/multi30k-en-de", help="used if present, else random weights")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--seed-repeats", type=int, default=5, help="repeats for the slow seed decoding")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    tr = load_pretrained(args.checkpoint) if Path(args.checkpoint).is_dir() else random_translator()
+    model = tr.model
+    results: dict = {"model": tr.name, "parameters": model.num_parameters(), "threads": args.threads, "sentence_words": len(SENTENCE.split())}
+    with torch.inference_mode():
+        for method, beam in (("greedy", 1), ("beam", 5)):
+            r = tr.translate(SENTENCE, method=method, beam_size=beam, return_attention=True)
+            src = torch.tensor([r.src_ids])
+            max_len = default_max_len(model, src.size(1))
+            ours = timed(lambda: tr.translate(SENTENCE, method=method, beam_size=beam, return_attention=True), args.repeats)
+            if method == "greedy":
+                seed = timed(lambda: seed_greedy(model, src, max_len), args.seed_repeats)
+            else:
+                seed = timed(lambda: seed_beam(model, src, beam, 0.6, max_len), args.seed_repeats)
+            marian = marian_timings(model.config, src.size(1), len(r.candidates[0].ids), beam, args.repeats)
+            row = {"output_tokens": len(r.candidates[0].ids), "ours_with_attention": percentiles(ours),
+                   "seed_recompute_loop": percentiles(seed), "marian_generate": marian}
+            row["speedup_vs_seed"] = round(row["seed_recompute_loop"]["p50_ms"] / row["ours_with_attention"]["p50_ms"], 2)
+            if isinstance(marian, dict):
+                row["speedup_vs_marian"] = round(marian["p50_ms"] / row["ours_with_attention"]["p50_ms"], 2)
+            results[method if beam == 1 else f"beam{beam}"] = row
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

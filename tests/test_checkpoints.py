@@ -1,0 +1,77 @@
+"""The checkpoints we ship: they load, fit their configs, translate, and keep their quality."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from transformer.data import DEFAULT_DATA_DIR, load_split, toy_pairs
+from transformer.evaluate import score_translations, sequence_accuracy
+from transformer.hub import read_config, read_weights
+from transformer.translator import load_pretrained
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKPOINTS = sorted(p for p in (ROOT / "checkpoints").iterdir() if (p / "config.json").is_file())
+FLAGSHIP = ROOT / "checkpoints" / "multi30k-en-de"
+TOYS = {"toy-copy": "copy", "toy-reverse": "reverse", "toy-sort": "sort"}
+
+# Our own sentences, never Multi30k text.
+ENGLISH = ["A small dog is running after a red ball.", "Two women are drinking coffee in a kitchen.",
+           "The old man waves from his boat."]
+LETTERS = ["c a t", "h e l l o w o r l d", "z y x w"]
+
+# Greedy BLEU on the first 200 test_2016_flickr sentences, measured when the checkpoint was shipped,
+# minus a margin: a regression guard, not the reported score (see the model card).
+FLAGSHIP_BLEU_FLOOR_200 = 28.0
+
+
+def test_every_expected_checkpoint_is_shipped():
+    names = {p.name for p in CHECKPOINTS}
+    assert {"multi30k-en-de", *TOYS} <= names
+
+
+@pytest.mark.parametrize("directory", CHECKPOINTS, ids=lambda p: p.name)
+def test_checkpoint_loads_and_translates(directory):
+    config = read_config(directory)
+    read_weights(directory)  # a readable safetensors file; load_pretrained checks it fits the config
+    tr = load_pretrained(directory)
+    assert tr.tokenizer.vocab_size <= config.src_vocab_size
+    sentences = LETTERS if directory.name in TOYS else ENGLISH
+    for sentence in sentences:
+        r = tr.translate(sentence, method="beam", beam_size=4)
+        assert r.text.strip(), f"{directory.name} gave an empty translation for {sentence!r}"
+        assert r.attention.cross.shape[-1] == len(r.src_tokens)
+    assert all(t.strip() for t in tr.translate_batch(sentences, method="greedy"))
+    card = directory / "README.md"
+    assert card.is_file() and "python -m transformer.train --preset" in card.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name,task", sorted(TOYS.items()))
+def test_toy_checkpoint_accuracy_on_fresh_samples(name, task):
+    tr = load_pretrained(ROOT / "checkpoints" / name)
+    # Seeds 1 (train) and 10001 (val) were used in training; 777 draws fresh sequences.
+    pairs = toy_pairs(task, 300, tr.model.config.src_vocab_size, seed=777)
+    acc = sequence_accuracy(tr.model, pairs, method="greedy")
+    assert acc["sequence_accuracy"] >= 0.99, acc
+
+
+def test_flagship_training_log_is_there():
+    lines = (FLAGSHIP / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    assert records and all({"epoch", "train_loss", "val_loss", "val_bleu"} <= set(r) for r in records)
+
+
+def multi30k_dir() -> Path | None:
+    path = Path(os.environ.get("MULTI30K_DIR") or ROOT / DEFAULT_DATA_DIR)
+    return path if (path / "test_2016_flickr.en.gz").is_file() else None
+
+
+@pytest.mark.skipif(multi30k_dir() is None, reason="Multi30k data not present (../shared/data/multi30k)")
+def test_flagship_bleu_regression_guard():
+    sources, references = load_split("test_2016_flickr", data_dir=multi30k_dir())
+    tr = load_pretrained(FLAGSHIP)
+    hypotheses = tr.translate_batch(sources[:200], method="greedy")
+    bleu = score_translations(hypotheses, references[:200])["bleu"]
+    assert bleu >= FLAGSHIP_BLEU_FLOOR_200

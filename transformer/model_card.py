@@ -1,0 +1,88 @@
+"""Write a checkpoint's model card (README.md) from the files beside it.
+
+    python -m transformer.model_card checkpoints/multi30k-en-de
+
+Reads `config.json`, `training.json` (written by `train` on export),
+`metrics.json` (results recorded by `evaluate --record`) and
+`train_log.jsonl`; nothing in the card is typed by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+FRONT_MATTER = """---
+language: [en, de]
+license: mit
+library_name: pytorch
+pipeline_tag: translation
+tags: [translation, transformer, attention-visualisation]
+---
+"""
+
+
+def _read_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _metrics_table(metrics: dict) -> list[str]:
+    if not metrics:
+        return ["No evaluation recorded yet (`python -m transformer.evaluate ... --record`)."]
+    rows = ["| data | decoding | BLEU | chrF | sentences |", "| --- | --- | --- | --- | --- |"]
+    for key, m in sorted(metrics.items()):
+        if "bleu" in m:
+            rows.append(f"| {m.get('split', key)} | {key.split('/')[-1]} | {m['bleu']:.2f} | {m['chrf']:.2f} | {m['n_sentences']} |")
+        elif "sequence_accuracy" in m:
+            rows.append(f"| fresh {m.get('task')} samples | {key.split('/')[-1]} | sequence accuracy {m['sequence_accuracy']:.4f} | "
+                        f"token accuracy {m['token_accuracy']:.4f} | {m['n_sentences']} |")
+    signature = next((m["signature"] for m in metrics.values() if "signature" in m), None)
+    if signature:
+        rows += ["", f"sacreBLEU signature: `{signature}`"]
+    return rows
+
+
+def render_card(directory: Path) -> str:
+    config = _read_json(directory / "config.json")
+    training = _read_json(directory / "training.json")
+    metrics = _read_json(directory / "metrics.json")
+    cfg = training.get("train_config", {})
+    preset = directory.name
+    lines = [FRONT_MATTER, f"# {preset}", ""]
+    if cfg.get("task", "multi30k") == "multi30k":
+        lines += ["An encoder–decoder Transformer trained from scratch for English→German on Multi30k task 1 "
+                  "(train split; model selection on val; test_2016_flickr used only for the report).", ""]
+    else:
+        lines += [f"A toy model for the `{cfg.get('task')}` task (random letter sequences generated in code), "
+                  "used in class to show clean attention patterns.", ""]
+    lines += ["## Metrics", "", *_metrics_table(metrics), ""]
+    lines += ["## Model", "",
+              f"- parameters: {training.get('parameters', '?'):,}" if training else "- parameters: ?",
+              f"- layers: {config.get('n_encoder_layers')} encoder + {config.get('n_decoder_layers')} decoder, "
+              f"d_model {config.get('d_model')}, {config.get('n_heads')} heads, d_ff {config.get('d_ff')}, "
+              f"{config.get('activation')}, {'pre-LN' if config.get('norm_first') else 'post-LN'}, "
+              f"tied embeddings: {config.get('tie_embeddings')}",
+              f"- weights: {'float16' if training.get('float16') else 'float32'} safetensors; "
+              f"selected: {training.get('selected', '?')}", ""]
+    lines += ["## Training", "",
+              f"- command: `python -m transformer.train --preset {preset}`",
+              f"- seed: {cfg.get('seed')}; epochs: {training.get('epochs')}; optimizer steps: {training.get('steps')}",
+              f"- training time: {training.get('train_minutes')} minutes (excluding per-epoch validation) on "
+              f"{training.get('device')} with {training.get('threads')} torch thread(s)",
+              f"- hardware: {training.get('hardware', 'not recorded')}",
+              "- per-epoch loss, perplexity and validation scores: `train_log.jsonl`", ""]
+    notes = training.get("notes")
+    if notes:
+        lines += ["## Notes", "", notes, ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checkpoint", type=Path)
+    args = p.parse_args(argv)
+    (args.checkpoint / "README.md").write_text(render_card(args.checkpoint), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
