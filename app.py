@@ -86,8 +86,7 @@ along that row are its attention weights over the columns and add up to 100 %.
 """
 
 CSS = """
-#translation textarea {font-size: 1.35rem !important;}
-.tight-plot {min-height: 0 !important;}
+#translation textarea, #translation input {font-size: 1.35rem !important;}
 """
 
 
@@ -165,8 +164,10 @@ class ModelRegistry:
                     raise LookupError(f"Unknown model {label!r}; choose one of {self.labels()}")
                 start = time.perf_counter()
                 translator = load_pretrained(entry.source)
-                translator.model.eval()
-                self._dirs[label] = resolve_checkpoint(entry.source, local_files_only=True)
+                try:  # where its train_log.jsonl / metrics.json live (a Hub id is in the cache by now)
+                    self._dirs[label] = resolve_checkpoint(entry.source, local_files_only=True)
+                except Exception:
+                    log.warning("no local directory for %s: the training tab will be empty", label)
                 self._models[label] = translator
                 log.info("loaded %s from %s in %.1f s", label, entry.source, time.perf_counter() - start)
         return self._models[label]
@@ -420,7 +421,8 @@ def export_npz(result: Result, directory: Path) -> Path:
             src_tokens=np.array(att.src_tokens, dtype=str), tgt_in_tokens=np.array(att.tgt_in_tokens, dtype=str),
             tgt_out_tokens=np.array(att.tgt_out_tokens, dtype=str),
             step_probability=np.array([s.probability for s in att.steps], dtype=np.float32),
-            step_topk_tokens=topk_tokens.reshape(len(att.steps), k), step_topk_probs=topk_probs.reshape(len(att.steps), k),
+            step_topk_tokens=topk_tokens.reshape(len(att.steps), k),
+            step_topk_probs=topk_probs.reshape(len(att.steps), k),
             meta=np.array(json.dumps(meta, ensure_ascii=False)),
         )
     return Path(name)
@@ -516,7 +518,12 @@ def layer_head_choices(tr: Translator | None) -> tuple[list[tuple[str, int]], li
     return layers, heads
 
 
-def placeholder(kind: str = "") -> go.Figure:
+def empty_grid(tr: Translator | None) -> pd.DataFrame:
+    n_heads = tr.model.config.n_heads if tr is not None else 1
+    return pd.DataFrame(columns=["layer"] + [f"H{h + 1}" for h in range(n_heads)])
+
+
+def placeholder() -> go.Figure:
     return viz.placeholder_figure("Translate a sentence to see its attention.")
 
 
@@ -530,12 +537,15 @@ def on_translate(text: str, method: str, beam_size: float, model: str | None, le
     return result.translation.text, notice, nbest_table(result), result
 
 
-def render_all(result: Result | None, layer: int, head: int, rows: str, hide: bool, merge: bool):
-    """Every view of the current result (after a translation, a candidate or a display-option change)."""
+def render_all(result: Result | None, layer: int, head: int, rows: str, hide: bool, merge: bool, step: Any = None):
+    """Every view of the current result (after a translation, a candidate or a display-option change).
+
+    `step` keeps the step slider where it was (a display-option change); None starts at step 1.
+    """
     opts = ViewOptions(int(layer or 0), int(MEAN_HEADS if head is None else head), rows, bool(hide), bool(merge))
     if result is None:
         empty = placeholder()
-        return ([empty] * 10 + [pd.DataFrame()] * 3
+        return ([empty] * 10 + [pd.DataFrame(columns=["layer"])] * 3
                 + [gr.Dropdown(choices=candidate_choices(None), value=0, interactive=False),
                    gr.Slider(minimum=1, maximum=2, value=1, interactive=False), empty, "", hidden_text({})])
     att, suffix = result.attention, candidate_suffix(result)
@@ -545,11 +555,12 @@ def render_all(result: Result | None, layer: int, head: int, rows: str, hide: bo
         figures += [focus, model_view(att, kind, opts, suffix)]
     summaries = [entropy_grid(att, kind) for kind in KINDS]
     n_steps = max(len(att.steps), 1)
-    step_fig, step_text = step_view(att, 1, opts)
+    step = min(max(int(step or 1), 1), n_steps)
+    step_fig, step_text = step_view(att, step, opts)
     n_cand = len(result.translation.candidates)
     return (figures + [rollout_view(att, opts)] + [s[0] for s in summaries] + [s[1] for s in summaries]
             + [gr.Dropdown(choices=candidate_choices(result), value=result.candidate, interactive=n_cand > 1),
-               gr.Slider(minimum=1, maximum=max(n_steps, 2), value=1, step=1, interactive=n_steps > 1),
+               gr.Slider(minimum=1, maximum=max(n_steps, 2), value=step, step=1, interactive=n_steps > 1),
                step_fig, step_text, hidden_text(masses)])
 
 
@@ -587,18 +598,13 @@ def on_nbest_select(result: Result | None, evt: gr.SelectData):
     return select_candidate(_translator(result.model), result, row)
 
 
-def on_grid_select(kind_index: int):
+def on_grid_select(result: Result | None, step: float, rows: str, hide: bool, merge: bool, evt: gr.SelectData):
     """Clicking a head-summary cell sets the layer and head selectors (column 0 = the layer's mean)."""
-
-    def handler(result, step, rows, hide, merge, evt: gr.SelectData):
-        if not isinstance(evt.index, (list, tuple)) or len(evt.index) != 2:
-            raise gr.Error("Click a cell of the grid.", print_exception=False)
-        layer, col = int(evt.index[0]), int(evt.index[1])
-        head = MEAN_HEADS if col == 0 else col - 1
-        return [layer, head] + render_focus(result, layer, head, rows, hide, merge, step)
-
-    handler.__name__ = f"focus_from_{KINDS[kind_index]}_grid"
-    return handler
+    if not isinstance(evt.index, (list, tuple)) or len(evt.index) != 2:
+        raise gr.Error("Click a cell of the grid.", print_exception=False)
+    layer, col = int(evt.index[0]), int(evt.index[1])
+    head = MEAN_HEADS if col == 0 else col - 1
+    return [layer, head] + render_focus(result, layer, head, rows, hide, merge, step)
 
 
 def on_model_change(label: str):
@@ -671,7 +677,8 @@ def build_demo() -> gr.Blocks:
                                 value=STARTUP_ERROR)
         with gr.Row():
             nbest = gr.Dataframe(value=nbest_table(None), label="n-best list (click a row to inspect that candidate)",
-                                 interactive=False, elem_id="nbest", scale=3)
+                                 interactive=False, elem_id="nbest", scale=3, wrap=True,
+                                 column_widths=["7%", "53%", "20%", "20%"])
             with gr.Column(scale=2):
                 candidate = gr.Dropdown(choices=candidate_choices(None), value=0, type="value", label="Candidate shown",
                                         interactive=False, elem_id="candidate")
@@ -697,7 +704,8 @@ def build_demo() -> gr.Blocks:
                         with gr.Column(scale=2):
                             summaries[kind] = gr.Plot(placeholder(), label="Head summary (entropy)",
                                                       elem_id=f"summary-{kind}")
-                            grids[kind] = gr.Dataframe(label="Click a cell to focus that head (layer column: mean)",
+                            grids[kind] = gr.Dataframe(empty_grid(tr0),
+                                                       label="Click a cell to focus that head (layer column: mean)",
                                                        interactive=False, elem_id=f"grid-{kind}")
                     model_views[kind] = gr.Plot(placeholder(), label="Model view", elem_id=f"model-{kind}")
                     if kind == "encoder":
@@ -721,38 +729,43 @@ def build_demo() -> gr.Blocks:
                      + [candidate, step, step_plot, step_text, hidden_box])
         focus_outputs = [focus[k] for k in KINDS] + [step_plot, step_text, hidden_box]
         quiet = dict(api_visibility="private", show_progress="minimal")
+        # one model pass at a time: torch already uses every core, and two passes on 2 vCPUs thrash
+        # (figure building, which holds the GIL, keeps the default limit of 2)
+        model_group = dict(concurrency_limit=1, concurrency_id="model")
 
         translate_event = gr.on(
             [btn.click, src.submit], on_translate, inputs=[src, method, beam, model_state, lp_state],
-            outputs=[translation, notice, nbest, result_state], api_name="translate",
+            outputs=[translation, notice, nbest, result_state], api_name="translate", **model_group,
             api_description="Translate text; returns (translation, notice, n-best table).",
         )
-        translate_event.success(render_all, view_inputs, all_views, **quiet).then(
+        # undocumented (callable, not listed) so that bench/load.py can replay the UI's whole request
+        translate_event.success(render_all, view_inputs, all_views, api_name="render_views",
+                                api_visibility="undocumented", show_progress="minimal").then(
             on_export, [result_state], [download], **quiet)
         examples.click(lambda sample: sample[0], [examples], [src], api_visibility="private", queue=False).then(
             on_translate, [src, method, beam, model_state, lp_state], [translation, notice, nbest, result_state],
-            api_visibility="private",
+            api_visibility="private", **model_group,
         ).success(render_all, view_inputs, all_views, **quiet).then(on_export, [result_state], [download], **quiet)
 
         for control in (layer_dd, head_dd):
             control.input(render_focus, view_inputs + [step], focus_outputs, trigger_mode="always_last", **quiet)
         for control in (rows, hide, merge):
-            control.input(render_all, view_inputs, all_views, trigger_mode="always_last", **quiet)
+            control.input(render_all, view_inputs + [step], all_views, trigger_mode="always_last", **quiet)
         step.input(on_step, [result_state, step, layer_dd, head_dd, rows, hide, merge], [step_plot, step_text],
                    trigger_mode="always_last", **quiet)
-        candidate.input(on_candidate, [result_state, candidate], [result_state], **quiet).success(
+        candidate.input(on_candidate, [result_state, candidate], [result_state], **quiet, **model_group).success(
             render_all, view_inputs, all_views, **quiet).then(on_export, [result_state], [download], **quiet)
-        nbest.select(on_nbest_select, [result_state], [result_state], **quiet).success(
+        nbest.select(on_nbest_select, [result_state], [result_state], **quiet, **model_group).success(
             render_all, view_inputs, all_views, **quiet).then(on_export, [result_state], [download], **quiet)
-        for i, kind in enumerate(KINDS):
-            grids[kind].select(on_grid_select(i), [result_state, step, rows, hide, merge],
+        for kind in KINDS:
+            grids[kind].select(on_grid_select, [result_state, step, rows, hide, merge],
                                [layer_dd, head_dd] + focus_outputs, **quiet)
         method.input(on_method, [method], [beam], api_visibility="private", queue=False)
         lp.change(lambda v: v, [lp], [lp_state], api_visibility="private", queue=False)
         model_dd.input(
             on_model_change, [model_dd],
             [model_state, result_state, translation, notice, nbest, examples, layer_dd, head_dd, train_plot, metrics],
-            api_visibility="private",
+            api_visibility="private", **model_group,
         ).success(render_all, view_inputs, all_views, **quiet).then(on_export, [result_state], [download], **quiet)
         demo.load(on_load, [model_state], [model_dd], api_visibility="private", queue=False)
     return demo

@@ -29,7 +29,7 @@ from transformer.model import Transformer, causal_mask, padding_mask  # noqa: E4
 from transformer.tokenizer import TextTokenizer, train_tokenizer  # noqa: E402
 from transformer.translator import Translator, load_pretrained  # noqa: E402
 
-SENTENCE = "A young man in a green jacket is playing the guitar on a busy street."  # 13 words, our own
+SENTENCE = "A young man in a green jacket plays the guitar on the street."  # 13 words, our own
 
 
 def seed_greedy(model: Transformer, src: torch.Tensor, max_len: int) -> list[int]:

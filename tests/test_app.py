@@ -175,6 +175,38 @@ def test_render_all_outputs_and_escaping(app):
                 assert ("mass hidden" in out[-1]) == hide
 
 
+def test_render_all_keeps_the_step_on_option_changes_and_handles_no_result(app):
+    result = fake_result(app)
+    out = app.render_all(result, 0, 1, app.ROWS_INPUT, False, False, 3)
+    slider, text = out[14], out[16]
+    assert slider.value == 3 and slider.maximum == 3 and "Step 3 of 3" in text
+    assert app.render_all(result, 0, 1, app.ROWS_INPUT, False, False)[14].value == 1  # new result: step 1
+    empty = app.render_all(None, 0, -1, app.ROWS_INPUT, False, False)
+    assert len(empty) == 18 and empty[13].interactive is False
+
+
+def test_model_change_updates_selectors_examples_and_clears_result(app):
+    label = app.DEFAULT_MODEL
+    out = app.on_model_change(label)
+    state, result, translation, notice = out[:4]
+    assert state == label and result is None and translation == "" and label in notice
+    cfg = app.DEFAULT_TRANSLATOR.model.config
+    assert [s[0] for s in out[5].raw_samples] == app.EXAMPLES_TOY  # a toy model gets letter examples
+    assert len(out[6].choices) == max(cfg.n_encoder_layers, cfg.n_decoder_layers)
+    assert len(out[7].choices) == cfg.n_heads + 1  # + mean over heads
+    with pytest.raises(gr.Error, match="Unknown model"):
+        app.on_model_change("no-such-model")
+
+
+def test_grid_click_sets_layer_and_head(app):
+    result = fake_result(app)
+    click = lambda row, col: gr.SelectData(None, {"index": [row, col], "value": 0})  # noqa: E731
+    out = app.on_grid_select(result, 1, app.ROWS_INPUT, False, False, click(1, 3))
+    assert out[:2] == [1, 2] and "layer 2 · head 3" in out[2].layout.title.text
+    out = app.on_grid_select(result, 1, app.ROWS_INPUT, False, False, click(0, 0))
+    assert out[:2] == [0, app.MEAN_HEADS] and "layer 1 · mean over heads" in out[2].layout.title.text
+
+
 def test_focus_view_layer_clipping_mean_and_titles(app):
     att = fake_result(app).attention
     opts = app.ViewOptions(layer=7, head=2)
@@ -284,3 +316,15 @@ def test_api_html_input_comes_back_as_plain_text(client):
 def test_api_over_long_input_is_truncated_with_notice(client):
     text, notice, _ = client.predict("a " * 300, "greedy", 1, api_name="/translate")
     assert "only the first" in notice and "tokens were translated" in notice
+
+
+def test_server_does_not_serve_repository_files(client):
+    import urllib.error
+    import urllib.request
+
+    root = Path(__file__).resolve().parents[1]
+    for target in (root / "app.py", root / "checkpoints" / "toy-reverse" / "config.json", Path("/etc/passwd")):
+        url = f"{client.src.rstrip('/')}/gradio_api/file={target}"
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(url, timeout=10)
+        assert info.value.code in (403, 404), (target, info.value.code)

@@ -90,6 +90,7 @@ def test_beam_width_one_is_greedy(seed):
         assert nbest[0].log_prob == pytest.approx(g.log_prob, abs=1e-5)
 
 
+@torch.no_grad()
 def brute_force(model: Transformer, src: torch.Tensor, max_len: int, alpha: float) -> tuple[list[int], float]:
     """Score every output of at most `max_len` tokens ending in <eos>; return the best."""
     cfg = model.config

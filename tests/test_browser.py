@@ -1,0 +1,152 @@
+"""The app in a real browser (Playwright + Debian chromium): translate, tabs, selectors, export, no script injection.
+
+Writes docs/screenshot.png. Skips, saying why, only when chromium or the playwright package is missing.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from app_server import ROOT, app_env, shared_app  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+EVIL = "<img src=x onerror=alert(1)>"
+SCREENSHOT = ROOT / "docs" / "screenshot.png"
+ENV, WHICH = app_env()
+TIMEOUT_MS = 60_000  # a busy 2-core machine
+
+
+def focus_title(page, kind: str) -> str:
+    return page.locator(f"#focus-{kind} .gtitle").first.text_content() or ""
+
+
+def wait_for_title(page, kind: str, *parts: str) -> None:
+    page.wait_for_function(
+        "([sel, parts]) => { const t = document.querySelector(sel); "
+        "return t && parts.every(p => t.textContent.includes(p)); }",
+        arg=[f"#focus-{kind} .gtitle", list(parts)], timeout=TIMEOUT_MS)
+
+
+def choose(page, elem_id: str, option: str) -> None:
+    page.locator(f"#{elem_id} input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_browser_end_to_end(tmp_path):
+    server = shared_app(ENV)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+            page.set_default_timeout(TIMEOUT_MS)
+            dialogs: list[str] = []
+            external: list[str] = []
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.on("request", lambda r: external.append(r.url)
+                    if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
+            page.goto(server.url)
+
+            # translate with the button
+            source = page.locator("#source textarea, #source input").first
+            source.fill("h e l l o")
+            page.locator("#translate").click()
+            page.wait_for_function(
+                "document.querySelector('#translation textarea, #translation input').value.length > 0")
+            for view in ("focus", "model", "summary"):
+                page.wait_for_selector(f"#{view}-encoder .js-plotly-plot g.hm")
+            page.wait_for_selector("#rollout .js-plotly-plot g.hm")
+            translation = page.locator("#translation textarea, #translation input").first.input_value()
+            if WHICH == "toy-reverse":
+                assert translation == "o l l e h"
+            assert page.locator("#nbest [data-testid='cell-0-1']").text_content().strip() == translation
+
+            # the screenshot for the docs: cross-attention of the best candidate, last layer, mean over heads
+            page.get_by_role("tab", name="Cross-attention").click()
+            page.wait_for_selector("#model-cross .js-plotly-plot g.hm")
+            wait_for_title(page, "cross", "mean over heads")
+            SCREENSHOT.parent.mkdir(exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT), full_page=True)
+            page.get_by_role("tab", name="Encoder self-attention").click()
+
+            # another n-best candidate: every view switches to it (attention_for, no new beam search)
+            page.locator("#nbest [data-testid='cell-1-1']").click()
+            wait_for_title(page, "encoder", "candidate 2")
+            assert page.locator("#candidate input").input_value().startswith("2:")
+
+            # hiding <bos>/<eos> reports the hidden mass
+            page.locator("#hide input").check()
+            page.wait_for_function("document.querySelector('#hidden-mass textarea, #hidden-mass input')"
+                                   ".value.includes('mass hidden')")
+
+            # the three attention tabs: focus and model view render in each
+            for name, kind in [("Decoder self-attention", "decoder"), ("Cross-attention", "cross"),
+                               ("Encoder self-attention", "encoder")]:
+                page.get_by_role("tab", name=name).click()
+                page.wait_for_selector(f"#focus-{kind} .js-plotly-plot g.hm")
+                page.wait_for_selector(f"#model-{kind} .js-plotly-plot g.hm")
+                assert f"{name.split()[0]}" in focus_title(page, kind)
+
+            # layer and head selectors redraw the focus view
+            choose(page, "layer", "Layer 1")
+            wait_for_title(page, "encoder", "layer 1", "mean over heads")
+            choose(page, "head", "Head 2")
+            wait_for_title(page, "encoder", "layer 1", "head 2")
+            # a head-summary cell focuses that head (row 1 = layer 2, column 3 = head 3)
+            page.locator("#grid-encoder [data-testid='cell-1-3']").click()
+            wait_for_title(page, "encoder", "layer 2", "head 3")
+            assert page.locator("#head input").input_value() == "Head 3"
+            assert page.locator("#layer input").input_value() == "Layer 2"
+
+            # step-by-step tab
+            page.get_by_role("tab", name="Step by step").click()
+            page.wait_for_selector("#step-plot .js-plotly-plot .barlayer")
+            assert "Step 1 of" in page.locator("#step-text textarea, #step-text input").first.input_value()
+
+            # export: the .npz downloads and holds the tensors and tokens
+            with page.expect_download() as download_info:
+                page.locator("#download").click()
+            saved = tmp_path / "attention.npz"
+            download_info.value.save_as(saved)
+            with np.load(saved, allow_pickle=False) as z:
+                assert {"encoder", "decoder", "cross", "src_tokens", "tgt_out_tokens"} <= set(z.files)
+                assert z["cross"].ndim == 4
+
+            # an example translates on click; greedy decoding disables the beam width slider
+            page.locator("#method label", has_text="greedy").click()
+            page.wait_for_function("document.querySelector('#beam input[type=range]').disabled")
+            page.locator("#examples button", has_text="a b c d e f g").click()
+            page.wait_for_function(
+                "document.querySelector('#source textarea, #source input').value === 'a b c d e f g' && "
+                "document.querySelector('#nbest [data-testid=\\'cell-0-1\\']').textContent.trim() === "
+                "document.querySelector('#translation textarea, #translation input').value && "
+                "document.querySelectorAll('#nbest [data-testid^=\\'cell-\\'][data-testid$=\\'-0\\']').length === 1")
+            if WHICH == "toy-reverse":
+                assert page.locator("#translation textarea, #translation input").first.input_value() == "g f e d c b a"
+
+            # HTML / script in the input: Enter submits, nothing runs, everything shows as text
+            source.fill(EVIL)
+            source.press("Enter")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('#focus-cross .xtick text')]"
+                ".some(t => t.textContent.includes('<unk>') || t.textContent.includes('<img'))")
+            page.wait_for_timeout(500)
+            assert dialogs == []
+            assert source.input_value() == EVIL
+            assert page.locator("img[src='x']").count() == 0
+            ticks = page.locator("#focus-cross .xtick text").all_text_contents()
+            assert any(re.search(r"<unk>|<img", t) for t in ticks), ticks  # shown literally, not parsed
+            assert "&lt;" not in " ".join(ticks)
+            assert external == [], f"requests left the machine: {external}"
+        finally:
+            browser.close()
