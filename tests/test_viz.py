@@ -12,6 +12,12 @@ import pytest
 
 from transformer import viz
 
+
+@pytest.fixture(autouse=True)
+def validate_figures(monkeypatch):
+    """Build every figure here with plotly's property validation on, so a bad property fails."""
+    monkeypatch.setattr(viz, "VALIDATE_FIGURES", True)
+
 EVIL = "<img src=x onerror=alert(1)>"
 
 

@@ -42,6 +42,7 @@ WORD_MARK = "\u2581"  # "▁", SentencePiece's word-start mark
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>")
 HIDDEN_BY_DEFAULT = ("<bos>", "<eos>", "<pad>")
 
+VALIDATE_FIGURES = False  # tests switch this on
 TEMPLATE = "plotly_white"
 ATTENTION_COLORSCALE = "Blues"  # white = no attention, so near-zero cells fade into the page
 SCORE_COLORSCALE = "Viridis"
@@ -271,7 +272,17 @@ def placeholder_figure(message: str = "Translate a sentence to see its attention
     layout = _layout("", xaxis=dict(visible=False), yaxis=dict(visible=False), height=300,
                      annotations=[dict(text=escape_label(message), x=0.5, y=0.5, xref="paper", yref="paper",
                                        showarrow=False, font=dict(size=18, color="#666"))])
-    return go.Figure(layout=layout)
+    return _figure([], layout)
+
+
+def _figure(traces: list, layout: dict[str, Any]) -> go.Figure:
+    """A Figure from traces and layout we built ourselves, skipping plotly's property validation.
+
+    Validation walks every property of every trace and dominated the time of a
+    full request (tests build the same figures with validation on, so a bad
+    property still fails there: see tests/test_viz.py).
+    """
+    return go.Figure(data=traces, layout=layout, _validate=VALIDATE_FIGURES)
 
 
 # ----------------------------------------------------------------------------- attention figures
@@ -311,7 +322,7 @@ def attention_heatmap(
         height=int(np.clip(260 + 16 * n, 420, 900)),
     )
     layout["margin"]["t"] = 140  # room for rotated key labels above the map
-    return go.Figure(data=[trace], layout=layout)
+    return _figure([trace], layout)
 
 
 def model_view(
@@ -366,7 +377,7 @@ def model_view(
                        colorbar=dict(title=dict(text="weight"), ticksuffix="%", thickness=14)),
         **axes,
     )
-    fig = go.Figure(data=traces, layout=layout)
+    fig = _figure(traces, layout)
     logger.debug("model_view: %d x %d heads of %s maps", n_layers, n_heads, w.shape[-2:])
     return fig
 
@@ -399,7 +410,7 @@ def head_summary(scores: np.ndarray, metric_name: str, title: str = "") -> go.Fi
                    showgrid=False, zeroline=False, title=dict(text="layer")),
         height=60 * n_layers + 180,
     )
-    return go.Figure(data=[trace], layout=layout)
+    return _figure([trace], layout)
 
 
 def rollout_figure(rollout_weights: np.ndarray, src_tokens: Sequence[str], title: str = "") -> go.Figure:
@@ -452,7 +463,7 @@ def step_figure(
                      _panel_title("Cross-attention over the source", x=sum(right) / 2, y=1.02)],
         height=380,
     )
-    return go.Figure(data=[bars, attention], layout=layout)
+    return _figure([bars, attention], layout)
 
 
 # ----------------------------------------------------------------------------- training curves
@@ -506,4 +517,4 @@ def training_curves(records: Sequence[Mapping[str, Any]], title: str = "Training
         axes[f"yaxis{ax}"] = dict(anchor=f"x{ax}", type="log" if log_y else "linear")
         notes.append(_panel_title(panel, x=sum(xd) / 2, y=1.02))
     layout = _layout(title, annotations=notes, height=380, **axes)  # default legend: right, clear of the axes
-    return go.Figure(data=traces, layout=layout)
+    return _figure(traces, layout)
