@@ -462,6 +462,8 @@ def metrics_table(directory: Path | None) -> pd.DataFrame:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
         return pd.DataFrame({"metric": ["metrics.json could not be read"], "value": [str(err)]})
+    if isinstance(data, dict) and data and all(isinstance(v, dict) for v in data.values()):
+        return _evaluation_table(data)
     rows: list[tuple[str, str]] = []
 
     def walk(prefix: str, value: Any) -> None:
@@ -475,6 +477,23 @@ def metrics_table(directory: Path | None) -> pd.DataFrame:
 
     walk("", data)
     return pd.DataFrame(rows, columns=["metric", "value"])
+
+
+def _evaluation_table(data: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """{"test/beam5": {"bleu": ..., "chrf": ..., ...}, ...} -> one row per evaluation, scalar fields as columns."""
+    skip = ("split", "batch_size")
+    columns: list[str] = [c for c in ("bleu", "chrf") if any(c in v for v in data.values())]
+    for record in data.values():
+        for key, value in record.items():
+            if (key not in columns and key not in skip and "signature" not in key
+                    and isinstance(value, (int, float, str)) and not isinstance(value, bool)):
+                columns.append(key)
+
+    def cell(value: Any) -> str:
+        return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+    rows = [[name] + [cell(record.get(c)) for c in columns] for name, record in data.items()]
+    return pd.DataFrame(rows, columns=["evaluation"] + columns)
 
 
 def training_view(label: str | None) -> tuple[go.Figure, pd.DataFrame]:

@@ -250,6 +250,12 @@ def test_training_helpers(app, tmp_path):
     table = app.metrics_table(tmp_path)
     assert dict(zip(table["metric"], table["value"])) == {"bleu": "31.23", "test.bleu": "30", "n": "[1, 2]"}
     assert "no metrics.json" in app.metrics_table(tmp_path / "nope")["metric"][0]
+    (tmp_path / "metrics.json").write_text(json.dumps({
+        "test/beam5": {"bleu": 23.456, "chrf": 45.7, "method": "beam", "signature": "x", "split": "test"},
+        "val/greedy": {"bleu": 22.0, "method": "greedy", "batch_size": 64}}))
+    table = app.metrics_table(tmp_path)
+    assert list(table.columns) == ["evaluation", "bleu", "chrf", "method"]
+    assert table.values.tolist() == [["test/beam5", "23.46", "45.7", "beam"], ["val/greedy", "22", "", "greedy"]]
 
 
 def test_launch_options_default_and_env(app, monkeypatch):

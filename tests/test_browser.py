@@ -1,6 +1,6 @@
 """The app in a real browser (Playwright + Debian chromium): translate, tabs, selectors, export, no script injection.
 
-Writes docs/screenshot.png. Skips, saying why, only when chromium or the playwright package is missing.
+Writes docs/screenshot.png (the flagship's cross-attention when checkpoints/multi30k-en-de exists, else the toy's). Skips, saying why, only when chromium or the playwright package is missing.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
         "--disable-sync", "--no-first-run"]
 EVIL = "<img src=x onerror=alert(1)>"
 SCREENSHOT = ROOT / "docs" / "screenshot.png"
+FLAGSHIP = "multi30k-en-de"
 ENV, WHICH = app_env()
 TIMEOUT_MS = 60_000  # a busy 2-core machine
 
@@ -148,5 +149,22 @@ def test_browser_end_to_end(tmp_path):
             assert any(re.search(r"<unk>|<img", t) for t in ticks), ticks  # shown literally, not parsed
             assert "&lt;" not in " ".join(ticks)
             assert external == [], f"requests left the machine: {external}"
+
+            # switching model in a fresh session (flagship, when trained): examples, selectors and views follow;
+            # its cross-attention replaces the toy screenshot
+            if (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file():
+                page.goto(server.url)
+                choose(page, "model", FLAGSHIP)
+                page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
+                                       f".value.includes('{FLAGSHIP} is ready')")
+                page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm", state="detached")
+                example = page.locator("#examples button").first
+                assert " " in example.text_content().strip() and "." in example.text_content()  # English now
+                example.click()
+                page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+                page.get_by_role("tab", name="Cross-attention").click()
+                page.wait_for_selector("#model-cross .js-plotly-plot g.hm")
+                assert page.locator("#translation textarea, #translation input").first.input_value().strip()
+                page.screenshot(path=str(SCREENSHOT), full_page=True)
         finally:
             browser.close()
