@@ -24,6 +24,7 @@ from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 from transformer.translator import Attention, Candidate, StepRecord, Translation  # noqa: E402
+from strings import all_strings
 
 EVIL = "<img src=x onerror=alert(1)>"
 ENV, WHICH = app_env()
@@ -74,19 +75,6 @@ def fake_result(app):
     cand = Candidate("x " + EVIL, out, [4, 5, 3], -1.0, -2.0)
     tr = Translation("x " + EVIL, src, out, -1.0, -2.0, False, [cand], "beam", 5, [4, 5, 6, 7, 3], att)
     return app.Result("fake", EVIL, tr, 0.6, {0: att})
-
-
-def all_strings(obj):
-    stack = [obj]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            yield node
-        elif isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
 
 
 # ----------------------------------------------------------------------------- pure functions

@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from strings import all_strings
 from transformer import viz
 
 
@@ -29,16 +30,7 @@ def random_attention(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
 
 def json_strings(fig: go.Figure) -> Iterator[str]:
     """Every string (keys included) in the figure's JSON, decoded, so "\\u003c" escapes can't hide a "<"."""
-    stack: list[Any] = [json.loads(fig.to_json())]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            yield node
-        elif isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+    return all_strings(json.loads(fig.to_json()))
 
 
 def assert_no_raw_tag(fig: go.Figure) -> None:

@@ -1,7 +1,7 @@
 """Translate from the command line.
 
-    python -m transformer.translate "A dog runs across the grass." "Two kids eat ice cream."
-    echo "A dog runs across the grass." | python -m transformer.translate --method greedy
+    python -m transformer.translate "My grey cat sleeps on the warm windowsill." "Two kids eat ice cream."
+    echo "My grey cat sleeps on the warm windowsill." | python -m transformer.translate --method greedy
     python -m transformer.translate --n-best 3          # interactive prompt; empty line or Ctrl-D quits
 """
 from __future__ import annotations
