@@ -55,11 +55,12 @@ def main() -> None:
     import torch
 
     import app  # noqa: E402  (loads the model once, like the server does)
+    from transformer import explorer  # noqa: E402
 
     torch.set_num_threads(args.threads)
     model = app.DEFAULT_MODEL
-    text = SENTENCE_TOY if app.is_toy(app.DEFAULT_TRANSLATOR) else SENTENCE_EN
-    view = (app.layer_head_choices(app.DEFAULT_TRANSLATOR)[0][-1][1], app.MEAN_HEADS, app.ROWS_INPUT, False, False)
+    text = SENTENCE_TOY if explorer.is_toy(app.DEFAULT_TRANSLATOR) else SENTENCE_EN
+    view = (app.layer_head_choices(app.DEFAULT_TRANSLATOR)[0][-1][1], explorer.MEAN_HEADS, app.ROWS_INPUT, False, False)
 
     def full_request() -> tuple[dict[str, float], int, list]:
         times = {}
@@ -70,7 +71,7 @@ def main() -> None:
         t2 = time.perf_counter()
         payload = sum(len(o.to_json()) if isinstance(o, go.Figure) else 0 for o in outputs)
         t3 = time.perf_counter()
-        app.export_npz(result, app.EXPORT_DIR)
+        explorer.export_npz(result, app.EXPORT_DIR)
         t4 = time.perf_counter()
         times.update(translate=t1 - t0, figures=t2 - t1, serialise=t3 - t2, export=t4 - t3, total=t4 - t0)
         return times, payload, [result, outputs]
@@ -120,6 +121,7 @@ def synthetic_flagship_grid(app, go, view, runs: int) -> dict:
     """
     import numpy as np
 
+    from transformer import explorer
     from transformer.train import PRESETS
     from transformer.translator import Attention, Candidate, StepRecord, Translation
 
@@ -142,11 +144,11 @@ def synthetic_flagship_grid(app, go, view, runs: int) -> dict:
                     maps((n_dec, n_heads, t_len, s_len)), src, ["<bos>"] + out[:-1], out, steps)
     cands = [Candidate("v", out, list(range(t_len)), -1.0, -2.0)] * 5
     tr = Translation("v", src, out, -1.0, -2.0, False, cands, "beam", 5, list(range(s_len)), att)
-    result = app.Result("synthetic", "", tr, 0.6, {0: att})
+    result = explorer.Result("synthetic", "", tr, 0.6, {0: att})
     times, sizes = [], {}
     for _ in range(max(3, runs // 3)):
         start = time.perf_counter()
-        outputs = app.render_all(result, n_dec - 1, app.MEAN_HEADS, app.ROWS_INPUT, False, False)
+        outputs = app.render_all(result, n_dec - 1, explorer.MEAN_HEADS, app.ROWS_INPUT, False, False)
         sizes = {i: len(o.to_json()) for i, o in enumerate(outputs) if isinstance(o, go.Figure)}
         times.append(time.perf_counter() - start)
     return {"layers_heads": [n_enc, n_dec, n_heads], "src_tgt_tokens": [s_len, t_len],

@@ -23,6 +23,7 @@ gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
+from transformer import explorer  # noqa: E402
 from transformer.translator import Attention, Candidate, StepRecord, Translation  # noqa: E402
 from strings import all_strings
 
@@ -74,7 +75,7 @@ def fake_result(app):
     att = Attention(maps((2, 4, 5, 5)), dec, maps((2, 4, 3, 5)), src, tin, out, steps)
     cand = Candidate("x " + EVIL, out, [4, 5, 3], -1.0, -2.0)
     tr = Translation("x " + EVIL, src, out, -1.0, -2.0, False, [cand], "beam", 5, [4, 5, 6, 7, 3], att)
-    return app.Result("fake", EVIL, tr, 0.6, {0: att})
+    return explorer.Result("fake", EVIL, tr, 0.6, {0: att})
 
 
 # ----------------------------------------------------------------------------- pure functions
@@ -87,13 +88,13 @@ def test_registry_lists_flagship_first_then_sorted_and_override_first(app, tmp_p
         if name != "incomplete":
             (tmp_path / name / "model.safetensors").write_bytes(b"")
     (tmp_path / "stray.txt").write_text("not a checkpoint")
-    assert app.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b"]
-    assert app.ModelRegistry(tmp_path, str(tmp_path / "toy-b")).labels() == ["toy-b", "multi30k-en-de", "toy-a"]
-    assert app.ModelRegistry(tmp_path, "someone/some-model").labels()[0] == "someone/some-model"
-    assert app.ModelRegistry(tmp_path / "missing").labels() == []
-    assert app.ModelRegistry(tmp_path / "missing").default() is None
+    assert explorer.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b"]
+    assert explorer.ModelRegistry(tmp_path, str(tmp_path / "toy-b")).labels() == ["toy-b", "multi30k-en-de", "toy-a"]
+    assert explorer.ModelRegistry(tmp_path, "someone/some-model").labels()[0] == "someone/some-model"
+    assert explorer.ModelRegistry(tmp_path / "missing").labels() == []
+    assert explorer.ModelRegistry(tmp_path / "missing").default() is None
     with pytest.raises(LookupError, match="No model found"):
-        app.ModelRegistry(tmp_path / "missing").get(None)
+        explorer.ModelRegistry(tmp_path / "missing").get(None)
 
 
 def test_registry_loads_once_and_caches(app):
@@ -106,43 +107,43 @@ def test_registry_loads_once_and_caches(app):
 @pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", None, float("nan")])
 def test_check_options_rejects_bad_beam(app, beam):
     with pytest.raises(gr.Error, match="beam_size must be a whole number from 1 to 10"):
-        app.check_options("beam", beam)
+        explorer.check_options("beam", beam)
 
 
 def test_check_options_accepts_and_rejects_methods(app):
-    assert app.check_options("beam", 5.0) == 5 and isinstance(app.check_options("greedy", 1), int)
+    assert explorer.check_options("beam", 5.0) == 5 and isinstance(explorer.check_options("greedy", 1), int)
     with pytest.raises(gr.Error, match="method"):
-        app.check_options("sample", 3)
+        explorer.check_options("sample", 3)
 
 
 def test_run_translation_empty_and_truncated(app):
     tr = app.DEFAULT_TRANSLATOR
     for empty in ("", "   \n", None):
         with pytest.raises(gr.Error, match="Type a sentence"):
-            app.run_translation(tr, "m", empty, "beam", 3)
+            explorer.run_translation(tr, "m", empty, "beam", 3)
     long = " ".join("abcdefghij"[i % 10] for i in range(tr.max_source_tokens + 20))
-    result, notice = app.run_translation(tr, "m", long, "greedy", 1)
+    result, notice = explorer.run_translation(tr, "m", long, "greedy", 1)
     assert result.translation.truncated and f"limit of {tr.max_source_tokens} tokens" in notice
-    result, notice = app.run_translation(tr, "m", "a " * (app.MAX_INPUT_CHARS + 10), "greedy", 1)
-    assert f"first {app.MAX_INPUT_CHARS} characters" in notice and len(result.source) == app.MAX_INPUT_CHARS
+    result, notice = explorer.run_translation(tr, "m", "a " * (explorer.MAX_INPUT_CHARS + 10), "greedy", 1)
+    assert f"first {explorer.MAX_INPUT_CHARS} characters" in notice and len(result.source) == explorer.MAX_INPUT_CHARS
 
 
 def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
     tr = app.DEFAULT_TRANSLATOR
-    result, _ = app.run_translation(tr, "m", "h e l l o", "beam", 4)
+    result, _ = explorer.run_translation(tr, "m", "h e l l o", "beam", 4)
     n = len(result.translation.candidates)
     assert n >= 2
     calls = []
     original = tr.attention_for
     monkeypatch.setattr(tr, "translate", lambda *a, **k: pytest.fail("must not re-run decoding"))
     monkeypatch.setattr(tr, "attention_for", lambda r, candidate=0: calls.append(candidate) or original(r, candidate))
-    app.select_candidate(tr, result, 1)
-    app.select_candidate(tr, result, 0)
-    app.select_candidate(tr, result, 1)
+    explorer.select_candidate(tr, result, 1)
+    explorer.select_candidate(tr, result, 0)
+    explorer.select_candidate(tr, result, 1)
     assert calls == [1] and result.candidate == 1
     assert result.attention.tgt_out_tokens == result.translation.candidates[1].tokens
     with pytest.raises(gr.Error):
-        app.select_candidate(tr, result, n)
+        explorer.select_candidate(tr, result, n)
 
 
 def test_render_all_outputs_and_escaping(app):
@@ -150,7 +151,7 @@ def test_render_all_outputs_and_escaping(app):
     for rows in (app.ROWS_INPUT, app.ROWS_PREDICTED):
         for hide in (False, True):
             for merge in (False, True):
-                out = app.render_all(result, 1, app.MEAN_HEADS, rows, hide, merge)
+                out = app.render_all(result, 1, explorer.MEAN_HEADS, rows, hide, merge)
                 assert len(out) == 18
                 figs = [o for o in out if isinstance(o, go.Figure)]
                 assert len(figs) == 11  # 3 focus + 3 model views + rollout + 3 summaries + step
@@ -179,7 +180,7 @@ def test_model_change_updates_selectors_examples_and_clears_result(app):
     state, result, translation, notice = out[:4]
     assert state == label and result is None and translation == "" and label in notice
     cfg = app.DEFAULT_TRANSLATOR.model.config
-    assert [s[0] for s in out[5].raw_samples] == app.EXAMPLES_TOY  # a toy model gets letter examples
+    assert [s[0] for s in out[5].raw_samples] == explorer.EXAMPLES_TOY  # a toy model gets letter examples
     assert len(out[6].choices) == max(cfg.n_encoder_layers, cfg.n_decoder_layers)
     assert len(out[7].choices) == cfg.n_heads + 1  # + mean over heads
     with pytest.raises(gr.Error, match="Unknown model"):
@@ -192,36 +193,36 @@ def test_grid_click_sets_layer_and_head(app):
     out = app.on_grid_select(result, 1, app.ROWS_INPUT, False, False, click(1, 3))
     assert out[:2] == [1, 2] and "layer 2 · head 3" in out[2].layout.title.text
     out = app.on_grid_select(result, 1, app.ROWS_INPUT, False, False, click(0, 0))
-    assert out[:2] == [0, app.MEAN_HEADS] and "layer 1 · mean over heads" in out[2].layout.title.text
+    assert out[:2] == [0, explorer.MEAN_HEADS] and "layer 1 · mean over heads" in out[2].layout.title.text
 
 
 def test_focus_view_layer_clipping_mean_and_titles(app):
     att = fake_result(app).attention
-    opts = app.ViewOptions(layer=7, head=2)
-    fig, hidden = app.focus_view(att, "cross", opts)
+    opts = explorer.ViewOptions(layer=7, head=2)
+    fig, hidden = explorer.focus_view(att, "cross", opts)
     assert "layer 2" in fig.layout.title.text and "head 3" in fig.layout.title.text
     assert "this stack has 2 layers" in fig.layout.title.text and hidden is None
-    fig, hidden = app.focus_view(att, "encoder", app.ViewOptions(layer=0, head=app.MEAN_HEADS, hide_special=True))
+    fig, hidden = explorer.focus_view(att, "encoder", explorer.ViewOptions(layer=0, head=explorer.MEAN_HEADS, hide_special=True))
     assert "mean over heads" in fig.layout.title.text and 0.0 < hidden < 1.0
     z = np.array(fig.data[0].z)
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)  # renormalised rows
     # decoder rows by predicted token: the last row is the one that predicted <eos>
-    w, q, k = app.kind_maps(att, "decoder", app.ROWS_PREDICTED)
+    w, q, k = explorer.kind_maps(att, "decoder", app.ROWS_PREDICTED)
     assert q == att.tgt_out_tokens and k == att.tgt_in_tokens
 
 
 def test_step_view_and_hidden_text(app):
     att = fake_result(app).attention
-    fig, text = app.step_view(att, 2, app.ViewOptions(layer=1, head=0))
+    fig, text = explorer.step_view(att, 2, explorer.ViewOptions(layer=1, head=0))
     assert "Step 2 of 3" in text and "&lt;i&gt;y&lt;/i&gt;" in fig.layout.title.text
-    fig, text = app.step_view(att, 99, app.ViewOptions())  # clamped
+    fig, text = explorer.step_view(att, 99, explorer.ViewOptions())  # clamped
     assert "Step 3 of 3" in text
-    assert "1.5%" in app.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
+    assert "1.5%" in explorer.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
 
 
 def test_export_npz_round_trip_without_pickle(app, tmp_path):
     result = fake_result(app)
-    path = app.export_npz(result, tmp_path)
+    path = explorer.export_npz(result, tmp_path)
     assert path.parent == tmp_path and path.suffix == ".npz"
     with np.load(path, allow_pickle=False) as z:
         np.testing.assert_array_equal(z["cross"], result.attention.cross)
@@ -233,15 +234,15 @@ def test_export_npz_round_trip_without_pickle(app, tmp_path):
 
 def test_training_helpers(app, tmp_path):
     (tmp_path / "train_log.jsonl").write_text('{"epoch": 1, "val_loss": 2.0}\nnot json\n[1]\n{"epoch": 2}\n')
-    assert [r["epoch"] for r in app.load_train_log(tmp_path)] == [1, 2]
+    assert [r["epoch"] for r in explorer.load_train_log(tmp_path)] == [1, 2]
     (tmp_path / "metrics.json").write_text(json.dumps({"bleu": 31.234567, "test": {"bleu": 30.0}, "n": [1, 2]}))
-    table = app.metrics_table(tmp_path)
+    table = explorer.metrics_table(tmp_path)
     assert dict(zip(table["metric"], table["value"])) == {"bleu": "31.23", "test.bleu": "30", "n": "[1, 2]"}
-    assert "no metrics.json" in app.metrics_table(tmp_path / "nope")["metric"][0]
+    assert "no metrics.json" in explorer.metrics_table(tmp_path / "nope")["metric"][0]
     (tmp_path / "metrics.json").write_text(json.dumps({
         "test/beam5": {"bleu": 23.456, "chrf": 45.7, "method": "beam", "signature": "x", "split": "test"},
         "val/greedy": {"bleu": 22.0, "method": "greedy", "batch_size": 64}}))
-    table = app.metrics_table(tmp_path)
+    table = explorer.metrics_table(tmp_path)
     assert list(table.columns) == ["evaluation", "bleu", "chrf", "method"]
     assert table.values.tolist() == [["test/beam5", "23.46", "45.7", "beam"], ["val/greedy", "22", "", "greedy"]]
 

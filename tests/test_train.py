@@ -18,7 +18,6 @@ from transformer import train
 from transformer.data import collate, toy_pairs
 from transformer.evaluate import sequence_accuracy
 from transformer.hub import load_checkpoint
-from transformer.model import Transformer
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -48,9 +48,16 @@ def next_token_log_probs(model: Transformer, hidden: Tensor, step: int, max_len:
     return log_probs
 
 
-def _encode(model: Transformer, src: Tensor) -> tuple[Tensor, Tensor]:
-    src_mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
-    memory, _ = model.encode(src, src_mask)  # (B, S, d_model)
+def _encode(model: Transformer, src: Tensor) -> tuple[Tensor, Tensor | None]:
+    """src (B, S) -> memory (B, S, d_model) and the source mask (B, 1, 1, S).
+
+    The mask is None when no sentence has padding (always so for one sentence):
+    attention then skips the masking work on every decoder step.
+    """
+    src_mask = padding_mask(src, model.config.pad_id)
+    if bool(src_mask.all()):
+        src_mask = None
+    memory, _ = model.encode(src, src_mask)
     return memory, src_mask
 
 
@@ -107,7 +114,9 @@ def beam_search(
     device = src.device
     max_len = max_len or default_max_len(model, src.size(1))
     memory, src_mask = _encode(model, src)
-    memory, src_mask = memory.repeat_interleave(K, 0), src_mask.repeat_interleave(K, 0)  # (B*K, S, d), (B*K, 1, 1, S)
+    memory = memory.repeat_interleave(K, 0)  # (B*K, S, d_model)
+    if src_mask is not None:
+        src_mask = src_mask.repeat_interleave(K, 0)  # (B*K, 1, 1, S)
     cache = KVCache.empty(cfg.n_decoder_layers)
     tokens = torch.full((B * K, 1), cfg.bos_id, dtype=torch.long, device=device)  # (B*K, t+1)
     scores = torch.full((B, K), float("-inf"), device=device)

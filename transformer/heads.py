@@ -1,7 +1,6 @@
 """Encoder-only use: classification and regression heads over mean-pooled encoder output."""
 from __future__ import annotations
 
-import torch
 from torch import Tensor, nn
 
 from .model import Transformer, padding_mask

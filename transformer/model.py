@@ -138,7 +138,7 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         """x (B, S, d_model), mask (B, 1, 1, S)."""
         if self.norm_first:
             h = self.norm1(x)
@@ -167,7 +167,7 @@ class DecoderLayer(nn.Module):
         a, w = self.self_attn.attend(self.self_attn.project_q(x), k, v, mask, need_weights)
         return self.dropout(a), w
 
-    def _cross_block(self, x: Tensor, memory: Tensor, mask: Tensor, cache: LayerKVCache | None, need_weights: bool):
+    def _cross_block(self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: LayerKVCache | None, need_weights: bool):
         if cache is not None and cache.cross_k is not None:
             k, v = cache.cross_k, cache.cross_v
         else:
@@ -181,7 +181,7 @@ class DecoderLayer(nn.Module):
         self,
         x: Tensor,
         memory: Tensor,
-        src_mask: Tensor,
+        src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: LayerKVCache | None = None,
         need_weights: bool = False,
@@ -207,7 +207,7 @@ class Encoder(nn.Module):
         # Pre-LN leaves the residual stream unnormalised, so the stack ends with one LayerNorm.
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, mask: Tensor, need_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
         weights = []
         for layer in self.layers:
             x, w = layer(x, mask, need_weights)
@@ -225,7 +225,7 @@ class Decoder(nn.Module):
         self,
         x: Tensor,
         memory: Tensor,
-        src_mask: Tensor,
+        src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: KVCache | None = None,
         need_weights: bool = False,
@@ -274,15 +274,15 @@ class Transformer(nn.Module):
         x = embedding(ids) * math.sqrt(self.config.d_model)
         return self.embed_dropout(self.positional(x, offset))
 
-    def encode(self, src: Tensor, src_mask: Tensor, return_attention: bool = False) -> tuple[Tensor, list[Tensor]]:
-        """src (B, S), src_mask (B, 1, 1, S) -> memory (B, S, d_model), per-layer (B, H, S, S) weights."""
+    def encode(self, src: Tensor, src_mask: Tensor | None, return_attention: bool = False) -> tuple[Tensor, list[Tensor]]:
+        """src (B, S), src_mask (B, 1, 1, S) or None (no padding) -> memory (B, S, d_model), per-layer (B, H, S, S) weights."""
         return self.encoder(self._embed(self.src_embed, src), src_mask, return_attention)
 
     def decode(
         self,
         tgt: Tensor,
         memory: Tensor,
-        src_mask: Tensor,
+        src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: KVCache | None = None,
         return_attention: bool = False,

@@ -93,8 +93,11 @@ class TrainConfig:
 PRESETS: dict[str, dict] = {
     "multi30k-en-de": dict(
         task="multi30k", vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4, n_decoder_layers=4, d_ff=1024,
-        dropout=0.15, max_tokens=3000, lr=1.5e-3, warmup_steps=600, max_epochs=40, max_minutes=110, patience=4,
-        bf16=True, run_dir="runs/multi30k-en-de", output="checkpoints/multi30k-en-de", average_last=5,
+        dropout=0.15, max_tokens=3000, lr=1.5e-3, warmup_steps=600, schedule="cosine", max_steps=3400,
+        max_epochs=40, max_minutes=112, patience=4,
+        # fp32: bf16 autocast on CPU was 47% slower per step here (2.5 vs 1.7 s), because
+        # oneDNN builds new kernels for every new batch shape.
+        bf16=False, run_dir="runs/multi30k-en-de", output="checkpoints/multi30k-en-de", average_last=5,
     ),
     **{
         f"toy-{task}": dict(

@@ -1,0 +1,460 @@
+"""The attention explorer's logic, kept out of `app.py` so that the app is layout and wiring only.
+
+Three parts: the checkpoints the app offers (`ModelRegistry`, each loaded once), one
+translation as a session keeps it (`Result`: the decoded n-best list and the attention
+of each candidate looked at), and the views: pure functions from a `Result`'s arrays to
+Plotly figures and tables (drawn by `transformer.viz`). Errors meant for the user are
+`gr.Error`s with a plain message.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from . import viz
+from .hub import resolve_checkpoint
+from .translator import Attention, Translation, Translator, load_pretrained
+
+log = logging.getLogger(__name__)
+
+FLAGSHIP = "multi30k-en-de"
+ENV_CHECKPOINT = "TRANSFORMER_CHECKPOINT"
+
+UI_MAX_BEAM = 10  # the slider's range; the API enforces the same
+DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY = 5, 0.6
+MAX_INPUT_CHARS = 2000  # longer text is cut before tokenising (the model then cuts to its token limit)
+TOY_VOCAB_LIMIT = 64  # a tokenizer this small is a toy task's letter vocabulary
+
+KINDS = ("encoder", "decoder", "cross")
+KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
+MEAN_HEADS = -1  # head selector value for "mean over heads"
+ROWS_INPUT, ROWS_PREDICTED = "decoder input token", "predicted token"
+
+EXAMPLES_EN = [
+    "A little girl in a yellow raincoat is feeding ducks beside the pond.",
+    "My grandfather repairs old bicycles in his garage every Sunday.",
+    "Two dogs are chasing a red ball across the wet sand.",
+    "A woman with a green umbrella waits for the bus in the rain.",
+    "The children are building a snowman in front of the school.",
+]
+EXAMPLES_TOY = ["h e l l o", "a b c d e f g", "g r a d i e n t", "z y x w v", "t r a n s f o r m e r"]
+
+
+# ----------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    label: str  # shown in the model selector
+    source: str  # what load_pretrained gets: a directory or a Hub repo id
+
+
+class ModelRegistry:
+    """Every checkpoint directory under `checkpoint_dir` (flagship first), each loaded once on first use.
+
+    `override` (a Hub repo id or a path, from $TRANSFORMER_CHECKPOINT) becomes the first entry.
+    """
+
+    def __init__(self, checkpoint_dir: Path, override: str | None = None):
+        self.checkpoint_dir = Path(checkpoint_dir)
+        self.override = override or None
+        self._models: dict[str, Translator] = {}
+        self._dirs: dict[str, Path] = {}
+        self._lock = threading.Lock()
+        self._load_locks: dict[str, threading.Lock] = {}
+
+    def entries(self) -> list[ModelEntry]:
+        found: list[ModelEntry] = []
+        if self.checkpoint_dir.is_dir():
+            dirs = [d for d in self.checkpoint_dir.iterdir()
+                    if d.is_dir() and not d.name.startswith(".") and (d / "config.json").is_file()
+                    and (d / "model.safetensors").is_file()]
+            dirs.sort(key=lambda d: (d.name != FLAGSHIP, d.name))
+            found = [ModelEntry(d.name, str(d)) for d in dirs]
+        if self.override:
+            path = Path(self.override)
+            same = [e for e in found if path.is_dir() and Path(e.source).resolve() == path.resolve()]
+            first = same[0] if same else ModelEntry(self.override, self.override)
+            found = [first] + [e for e in found if e != first]
+        return found
+
+    def labels(self) -> list[str]:
+        return [e.label for e in self.entries()]
+
+    def default(self) -> str | None:
+        entries = self.entries()
+        return entries[0].label if entries else None
+
+    def is_loaded(self, label: str) -> bool:
+        return label in self._models
+
+    def get(self, label: str | None) -> Translator:
+        """The loaded model for `label`; loads it (once, even under concurrent requests) if needed."""
+        if label is None:
+            raise LookupError(
+                f"No model found: train one (python -m transformer.train --preset toy-reverse) so that "
+                f"{self.checkpoint_dir.name}/ holds a checkpoint, or set {ENV_CHECKPOINT}.")
+        if label in self._models:
+            return self._models[label]
+        with self._lock:
+            lock = self._load_locks.setdefault(label, threading.Lock())
+        with lock:
+            if label not in self._models:
+                entry = next((e for e in self.entries() if e.label == label), None)
+                if entry is None:
+                    raise LookupError(f"Unknown model {label!r}; choose one of {self.labels()}")
+                start = time.perf_counter()
+                translator = load_pretrained(entry.source)
+                try:  # where its train_log.jsonl / metrics.json live (a Hub id is in the cache by now)
+                    self._dirs[label] = resolve_checkpoint(entry.source, local_files_only=True)
+                except Exception:
+                    log.warning("no local directory for %s: the training tab will be empty", label)
+                self._models[label] = translator
+                log.info("loaded %s from %s in %.1f s", label, entry.source, time.perf_counter() - start)
+        return self._models[label]
+
+    def directory(self, label: str | None) -> Path | None:
+        """The checkpoint directory of a model (None if unknown); the model need not be loaded."""
+        if label in self._dirs:
+            return self._dirs[label]
+        entry = next((e for e in self.entries() if e.label == label), None)
+        if entry is not None and Path(entry.source).is_dir():
+            return Path(entry.source)
+        return None
+
+
+def is_toy(tr: Translator) -> bool:
+    return tr.tokenizer.vocab_size <= TOY_VOCAB_LIMIT
+
+
+def examples_for(tr: Translator | None) -> list[str]:
+    return EXAMPLES_TOY if tr is not None and is_toy(tr) else EXAMPLES_EN
+
+
+# ----------------------------------------------------------------------------- one translation (session state)
+
+
+@dataclass
+class Result:
+    """What one translation leaves in a session's gr.State; views are drawn from it, never by re-decoding."""
+
+    model: str
+    source: str
+    translation: Translation
+    length_penalty: float
+    attentions: dict[int, Attention] = field(default_factory=dict)  # per n-best candidate, filled lazily
+    candidate: int = 0
+
+    @property
+    def attention(self) -> Attention:
+        return self.attentions[self.candidate]
+
+
+def check_options(method: Any, beam_size: Any) -> int:
+    """The beam width as an int, or gr.Error with what is allowed."""
+    if method not in ("greedy", "beam"):
+        raise gr.Error(f"method must be 'greedy' or 'beam', got {method!r}.", title="Invalid option",
+                       print_exception=False)
+    if isinstance(beam_size, bool) or not isinstance(beam_size, (int, float)) or not math.isfinite(beam_size) \
+            or beam_size != int(beam_size) or not 1 <= beam_size <= UI_MAX_BEAM:
+        raise gr.Error(f"beam_size must be a whole number from 1 to {UI_MAX_BEAM}, got {beam_size!r}.",
+                       title="Invalid beam width", print_exception=False)
+    return int(beam_size)
+
+
+def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_size: Any,
+                    length_penalty: float = DEFAULT_LENGTH_PENALTY) -> tuple[Result, str]:
+    """Validate, translate with attention, and return (Result, notice text for the user)."""
+    beam = check_options(method, beam_size)
+    text = "" if text is None else str(text)
+    if not text.strip():
+        raise gr.Error("Type a sentence in the box (or click an example), then press Translate.",
+                       title="Nothing to translate", print_exception=False)
+    notices = []
+    if len(text) > MAX_INPUT_CHARS:
+        text = text[:MAX_INPUT_CHARS]
+        notices.append(f"The input was cut to its first {MAX_INPUT_CHARS} characters.")
+    try:
+        translation = tr.translate(text, method=method, beam_size=beam, length_penalty=float(length_penalty),
+                                   return_attention=True)
+    except ValueError as err:
+        raise gr.Error(str(err), title="Cannot translate this input", print_exception=False) from None
+    if translation.truncated:
+        notices.append(f"The input is longer than this model's limit of {tr.max_source_tokens} tokens: "
+                       f"only the first {tr.max_source_tokens} tokens were translated.")
+    result = Result(model, text, translation, float(length_penalty), {0: translation.attention})
+    return result, " ".join(notices)
+
+
+def nbest_table(result: Result | None) -> pd.DataFrame:
+    columns = ["#", "translation", "log-probability", "score (length-normalised)"]
+    if result is None:
+        return pd.DataFrame(columns=columns)
+    rows = [[i + 1, c.text, round(c.log_prob, 3), round(c.score, 3)]
+            for i, c in enumerate(result.translation.candidates)]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def candidate_choices(result: Result | None) -> list[tuple[str, int]]:
+    if result is None:
+        return [("1", 0)]
+    return [(f"{i + 1}: {c.text[:60] or '(empty)'}", i) for i, c in enumerate(result.translation.candidates)]
+
+
+def select_candidate(tr: Translator, result: Result, index: Any) -> Result:
+    """Point the result at n-best candidate `index` (one teacher-forced pass the first time; cached)."""
+    n = len(result.translation.candidates)
+    if isinstance(index, bool) or not isinstance(index, (int, float)) or index != int(index) or not 0 <= index < n:
+        raise gr.Error(f"candidate must be 1 to {n}.", print_exception=False)
+    index = int(index)
+    if index not in result.attentions:
+        result.attentions[index] = tr.attention_for(result.translation, candidate=index)
+    result.candidate = index
+    return result
+
+
+# ----------------------------------------------------------------------------- views (pure: arrays -> figures)
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    layer: int = 0
+    head: int = MEAN_HEADS
+    rows: str = ROWS_INPUT
+    hide_special: bool = False
+    merge_subwords: bool = False
+
+
+def kind_maps(att: Attention, kind: str, rows: str) -> tuple[np.ndarray, list[str], list[str]]:
+    """(L, H, Tq, Tk) weights of one attention kind with its query and key tokens."""
+    if kind == "encoder":
+        return att.encoder, att.src_tokens, att.src_tokens
+    queries = att.tgt_out_tokens if rows == ROWS_PREDICTED else att.tgt_in_tokens
+    if kind == "decoder":
+        return att.decoder, queries, att.tgt_in_tokens
+    if kind == "cross":
+        return att.cross, queries, att.src_tokens
+    raise ValueError(f"unknown attention kind {kind!r}")
+
+
+def transform(weights: np.ndarray, q: Sequence[str], k: Sequence[str], hide: bool, merge: bool
+              ) -> tuple[np.ndarray, list[str], list[str], float | None]:
+    """Hide special tokens (renormalising rows) then merge subwords; hidden mass is None when not hiding."""
+    hidden = None
+    q, k = list(q), list(k)
+    if hide:
+        weights, q, k, hidden = viz.hide_special(weights, q, k)
+    if merge and q and k:
+        weights, q, k = viz.merge_subwords(weights, q, k)
+    return weights, q, k, hidden
+
+
+def _empty(weights: np.ndarray) -> bool:
+    return 0 in weights.shape[-2:]
+
+
+def head_label(head: int) -> str:
+    return "mean over heads" if head < 0 else f"head {head + 1}"
+
+
+def focus_view(att: Attention, kind: str, opts: ViewOptions, suffix: str = "") -> tuple[go.Figure, float | None]:
+    """One layer and head (or the mean over heads) of one kind as a heatmap, and the hidden mass."""
+    weights, q, k = kind_maps(att, kind, opts.rows)
+    n_layers, n_heads = weights.shape[:2]
+    if n_layers == 0:
+        return viz.placeholder_figure(f"This model has no {kind} layers."), None
+    layer = min(max(opts.layer, 0), n_layers - 1)
+    head = opts.head if opts.head < n_heads else MEAN_HEADS
+    w = weights[layer].mean(axis=0) if head < 0 else weights[layer, head]
+    w, q, k, hidden = transform(w, q, k, opts.hide_special, opts.merge_subwords)
+    title = f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head)}{suffix}"
+    if layer != opts.layer:
+        title += f" (this stack has {n_layers} layers)"
+    if _empty(w):
+        return viz.placeholder_figure("Nothing left to show after hiding special tokens."), hidden
+    return viz.attention_heatmap(w, q, k, title=title), hidden
+
+
+def model_view(att: Attention, kind: str, opts: ViewOptions, suffix: str = "") -> go.Figure:
+    weights, q, k = kind_maps(att, kind, opts.rows)
+    if weights.shape[0] == 0:
+        return viz.placeholder_figure(f"This model has no {kind} layers.")
+    w, q, k, _ = transform(weights, q, k, opts.hide_special, opts.merge_subwords)
+    if _empty(w):
+        return viz.placeholder_figure("Nothing left to show after hiding special tokens.")
+    return viz.model_view(w, q, k, title=f"{KIND_TITLES[kind]}: every layer (rows) × head (columns){suffix}")
+
+
+def rollout_view(att: Attention, opts: ViewOptions) -> go.Figure:
+    if att.encoder.shape[0] == 0:
+        return viz.placeholder_figure("This model has no encoder layers.")
+    r = viz.rollout(att.encoder)  # over all tokens: specials carry mass through the layers too
+    r, q, k, _ = transform(r, att.src_tokens, att.src_tokens, opts.hide_special, opts.merge_subwords)
+    if _empty(r):
+        return viz.placeholder_figure("Nothing left to show after hiding special tokens.")
+    return viz.rollout_figure(r, q, title="Encoder attention rollout (all layers, heads averaged)")
+
+
+def entropy_grid(att: Attention, kind: str) -> tuple[go.Figure, pd.DataFrame]:
+    """Head summary figure and the clickable table of the same numbers (column 0 = layer label)."""
+    weights, _, _ = kind_maps(att, kind, ROWS_INPUT)
+    if weights.shape[0] == 0:
+        return viz.placeholder_figure(f"This model has no {kind} layers."), pd.DataFrame()
+    scores = viz.head_entropy(weights)
+    fig = viz.head_summary(scores, "entropy (nats)", title=f"{KIND_TITLES[kind]}: entropy per head")
+    table = pd.DataFrame(np.round(scores, 2), columns=[f"H{h + 1}" for h in range(scores.shape[1])])
+    table.insert(0, "layer", [f"L{layer + 1}" for layer in range(scores.shape[0])])
+    return fig, table
+
+
+def step_view(att: Attention, step: Any, opts: ViewOptions) -> tuple[go.Figure, str]:
+    """Decoding step `step` (1-based): the chosen token, top-5 next tokens and that step's cross-attention row."""
+    if not att.steps:
+        return viz.placeholder_figure("No decoding steps."), ""
+    t = min(max(int(step or 1), 1), len(att.steps)) - 1
+    record = att.steps[t]
+    n_layers, n_heads = att.cross.shape[:2]
+    if n_layers == 0:
+        return viz.placeholder_figure("This model has no decoder layers."), ""
+    layer = min(max(opts.layer, 0), n_layers - 1)
+    head = opts.head if opts.head < n_heads else MEAN_HEADS
+    row = att.cross[layer].mean(axis=0)[t] if head < 0 else att.cross[layer, head, t]
+    row2, _, src, _ = transform(row[None, :], ["·"], att.src_tokens, opts.hide_special, opts.merge_subwords)
+    fig = viz.step_figure(record.top_k, row2[0], src, record.token,
+                          title=f"Step {t + 1}: chose {record.token} · cross-attention layer {layer + 1}, "
+                                f"{head_label(head)}")
+    text = (f"Step {t + 1} of {len(att.steps)}: the decoder read {att.tgt_in_tokens[t]!r} and chose "
+            f"{record.token!r} (probability {record.probability:.1%}).")
+    return fig, text
+
+
+def hidden_text(masses: dict[str, float | None]) -> str:
+    shown = {k: v for k, v in masses.items() if v is not None}
+    if not shown:
+        return "Special tokens are shown (tick \"Hide <bos>/<eos>\" to hide them and renormalise rows)."
+    parts = ", ".join(f"{KIND_TITLES[k].lower()} {v:.1%}" for k, v in shown.items())
+    return f"Attention mass hidden on <bos>/<eos>/<pad> in the focus views (rows renormalised): {parts}."
+
+
+def candidate_suffix(result: Result) -> str:
+    return f" · candidate {result.candidate + 1}" if result.candidate else ""
+
+
+def export_npz(result: Result, directory: Path) -> Path:
+    """Write the current candidate's attention tensors, tokens and step records to an .npz (no pickles)."""
+    att = result.attention
+    cand = result.translation.candidates[result.candidate]
+    meta = dict(model=result.model, source=result.source, translation=cand.text, method=result.translation.method,
+                beam_size=result.translation.beam_size, length_penalty=result.length_penalty,
+                candidate=result.candidate, score=cand.score, log_prob=cand.log_prob,
+                truncated=result.translation.truncated,
+                axes="encoder (L,H,S,S), decoder (L,H,T,T), cross (L,H,T,S); rows = queries, columns = keys")
+    k = max((len(s.top_k) for s in att.steps), default=0)
+    topk_tokens = np.array([[tok for tok, _ in s.top_k] + [""] * (k - len(s.top_k)) for s in att.steps], dtype=str)
+    topk_probs = np.array([[p for _, p in s.top_k] + [0.0] * (k - len(s.top_k)) for s in att.steps],
+                          dtype=np.float32)
+    directory.mkdir(parents=True, exist_ok=True)
+    _prune(directory, max_age_s=900)
+    fd, name = tempfile.mkstemp(prefix=f"attention-{result.candidate + 1}-", suffix=".npz", dir=directory)
+    with os.fdopen(fd, "wb") as f:
+        np.savez_compressed(
+            f, encoder=att.encoder, decoder=att.decoder, cross=att.cross,
+            src_tokens=np.array(att.src_tokens, dtype=str), tgt_in_tokens=np.array(att.tgt_in_tokens, dtype=str),
+            tgt_out_tokens=np.array(att.tgt_out_tokens, dtype=str),
+            step_probability=np.array([s.probability for s in att.steps], dtype=np.float32),
+            step_topk_tokens=topk_tokens.reshape(len(att.steps), k),
+            step_topk_probs=topk_probs.reshape(len(att.steps), k),
+            meta=np.array(json.dumps(meta, ensure_ascii=False)),
+        )
+    return Path(name)
+
+
+def _prune(directory: Path, max_age_s: float) -> None:
+    """Delete old exports (gradio has already copied them into its own cache)."""
+    cutoff = time.time() - max_age_s
+    for p in directory.glob("attention-*.npz"):
+        try:
+            if p.stat().st_mtime < cutoff:
+                p.unlink()
+        except OSError:
+            pass
+
+
+def load_train_log(directory: Path | None) -> list[dict[str, Any]]:
+    if directory is None or not (directory / "train_log.jsonl").is_file():
+        return []
+    records = []
+    for line in (directory / "train_log.jsonl").read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def metrics_table(directory: Path | None) -> pd.DataFrame:
+    """metrics.json flattened to (metric, value) rows; empty when there is none."""
+    path = None if directory is None else directory / "metrics.json"
+    if path is None or not path.is_file():
+        return pd.DataFrame({"metric": ["(no metrics.json in this checkpoint)"], "value": [""]})
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        return pd.DataFrame({"metric": ["metrics.json could not be read"], "value": [str(err)]})
+    if isinstance(data, dict) and data and all(isinstance(v, dict) for v in data.values()):
+        return _evaluation_table(data)
+    rows: list[tuple[str, str]] = []
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), sub)
+        elif isinstance(value, float):
+            rows.append((prefix, f"{value:.4g}"))
+        else:
+            rows.append((prefix, json.dumps(value, ensure_ascii=False) if isinstance(value, list) else str(value)))
+
+    walk("", data)
+    return pd.DataFrame(rows, columns=["metric", "value"])
+
+
+def _evaluation_table(data: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """{"test/beam5": {"bleu": ..., "chrf": ..., ...}, ...} -> one row per evaluation, scalar fields as columns."""
+    skip = ("split", "batch_size")
+    columns: list[str] = [c for c in ("bleu", "chrf") if any(c in v for v in data.values())]
+    for record in data.values():
+        for key, value in record.items():
+            if (key not in columns and key not in skip and "signature" not in key
+                    and isinstance(value, (int, float, str)) and not isinstance(value, bool)):
+                columns.append(key)
+
+    def cell(value: Any) -> str:
+        return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+    rows = [[name] + [cell(record.get(c)) for c in columns] for name, record in data.items()]
+    return pd.DataFrame(rows, columns=["evaluation"] + columns)
+
+
+def training_view(label: str | None, directory: Path | None) -> tuple[go.Figure, pd.DataFrame]:
+    """Loss and validation curves from train_log.jsonl, and the metrics.json table, of one checkpoint."""
+    records = load_train_log(directory)
+    title = f"Training: {label}" if label else "Training"
+    fig = viz.training_curves(records, title=title) if records else viz.placeholder_figure(
+        "This checkpoint has no train_log.jsonl.")
+    return fig, metrics_table(directory)
