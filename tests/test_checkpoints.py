@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
+from transformer import evaluate
 from transformer.data import DEFAULT_DATA_DIR, load_split, toy_pairs
 from transformer.evaluate import score_translations, sequence_accuracy
 from transformer.hub import read_config, read_weights
@@ -61,6 +63,20 @@ def test_flagship_training_log_is_there():
     lines = (FLAGSHIP / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines]
     assert records and all({"epoch", "train_loss", "val_loss", "val_bleu"} <= set(r) for r in records)
+
+
+def test_evaluate_record_merges_metrics_and_rewrites_the_card(tmp_path):
+    directory = tmp_path / "toy-reverse"
+    shutil.copytree(ROOT / "checkpoints" / "toy-reverse", directory)
+    (directory / "metrics.json").write_text('{"reverse/beam4": {"sequence_accuracy": 0.5, "token_accuracy": 0.5, '
+                                            '"n_sentences": 3, "task": "reverse"}}')
+    result = evaluate.main(["--checkpoint", str(directory), "--toy-task", "reverse", "--limit", "40",
+                            "--method", "greedy", "--record"])
+    metrics = json.loads((directory / "metrics.json").read_text())
+    assert set(metrics) == {"reverse/beam4", "reverse/greedy"}  # merged, not replaced
+    assert metrics["reverse/greedy"]["n_sentences"] == 40 == result["n_sentences"]
+    card = (directory / "README.md").read_text()
+    assert "| fresh reverse samples | greedy | sequence accuracy" in card and "| 40 |" in card
 
 
 def multi30k_dir() -> Path | None:

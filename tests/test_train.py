@@ -72,6 +72,8 @@ def test_single_batch_overfits_to_near_zero_loss(make_model):
 
 def test_cli_learns_reverse_task_and_exports_a_working_checkpoint(tmp_path):
     start = time.time()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "metrics.json").write_text('{"val/greedy": {"bleu": 99.0}}')  # an older model's scores
     trainer = train.main([
         "--task", "reverse", "--toy-symbols", "10", "--toy-min-len", "3", "--toy-max-len", "8",
         "--toy-train-size", "3000", "--toy-val-size", "100", "--d-model", "64", "--n-heads", "4",
@@ -94,6 +96,9 @@ def test_cli_learns_reverse_task_and_exports_a_working_checkpoint(tmp_path):
     assert acc["sequence_accuracy"] >= 0.95
     summary = json.loads((tmp_path / "out" / "training.json").read_text())
     assert summary["steps"] == trainer.step and summary["float16"] is False
+    assert not (tmp_path / "out" / "metrics.json").exists()  # stale scores are not kept with new weights
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert f"optimizer steps: {trainer.step}" in card and "No evaluation recorded yet" in card
 
 
 # ---------------------------------------------------------------------------- exact resume

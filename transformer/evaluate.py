@@ -20,6 +20,7 @@ import torch
 from .data import load_split, read_lines, toy_pairs
 from .decoding import translate_ids
 from .model import Transformer
+from .model_card import write_card
 from .tokenizer import TextTokenizer
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,8 @@ def record_metrics(checkpoint: Path, result: dict) -> None:
     decoding = "greedy" if result["method"] == "greedy" else f"beam{result['beam_size']}"
     metrics[f"{data}/{decoding}"] = result
     path.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if (checkpoint / "training.json").is_file():  # a trained checkpoint: keep its card in step
+        write_card(checkpoint)
 
 
 if __name__ == "__main__":

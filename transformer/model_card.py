@@ -31,10 +31,13 @@ def _metrics_table(metrics: dict) -> list[str]:
         return ["No evaluation recorded yet (`python -m transformer.evaluate ... --record`)."]
     rows = ["| data | decoding | BLEU | chrF | sentences |", "| --- | --- | --- | --- | --- |"]
     for key, m in sorted(metrics.items()):
+        decoding = key.split("/")[-1]
+        if m.get("method") == "beam" and "length_penalty" in m:
+            decoding += f", length penalty {m['length_penalty']}"
         if "bleu" in m:
-            rows.append(f"| {m.get('split', key)} | {key.split('/')[-1]} | {m['bleu']:.2f} | {m['chrf']:.2f} | {m['n_sentences']} |")
+            rows.append(f"| {m.get('split', key)} | {decoding} | {m['bleu']:.2f} | {m['chrf']:.2f} | {m['n_sentences']} |")
         elif "sequence_accuracy" in m:
-            rows.append(f"| fresh {m.get('task')} samples | {key.split('/')[-1]} | sequence accuracy {m['sequence_accuracy']:.4f} | "
+            rows.append(f"| fresh {m.get('task')} samples | {decoding} | sequence accuracy {m['sequence_accuracy']:.4f} | "
                         f"token accuracy {m['token_accuracy']:.4f} | {m['n_sentences']} |")
     signature = next((m["signature"] for m in metrics.values() if "signature" in m), None)
     if signature:
@@ -77,11 +80,16 @@ def render_card(directory: Path) -> str:
     return "\n".join(lines)
 
 
+def write_card(directory: Path) -> None:
+    """(Re)write directory/README.md from the checkpoint's config, training and metrics files."""
+    (directory / "README.md").write_text(render_card(directory), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint", type=Path)
     args = p.parse_args(argv)
-    (args.checkpoint / "README.md").write_text(render_card(args.checkpoint), encoding="utf-8")
+    write_card(args.checkpoint)
 
 
 if __name__ == "__main__":

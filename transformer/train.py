@@ -33,6 +33,7 @@ from .data import PairDataset, load_split, toy_pairs
 from .evaluate import score_translations, sequence_accuracy, teacher_forced_loss, translate_ids
 from .hub import save_checkpoint
 from .model import Transformer
+from .model_card import write_card
 from .tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
 
 log = logging.getLogger(__name__)
@@ -466,6 +467,7 @@ class Trainer:
             log.info("float16 round trip: validation score %.2f (%s)", score16, "kept" if half else "rejected")
         out = Path(self.cfg.output)
         save_checkpoint(self.model, self.tokenizer, out, half_precision=half)
+        (out / "metrics.json").unlink(missing_ok=True)  # scores of the model this export replaces
         if (self.run_dir / "train_log.jsonl").is_file():
             shutil.copyfile(self.run_dir / "train_log.jsonl", out / "train_log.jsonl")
         summary = {"selected": name, "val_score": score, "float16": half, "steps": self.step, "epochs": self.epoch,
@@ -474,6 +476,7 @@ class Trainer:
                    "hardware": hardware_description(self.device),
                    "world_size": self.world, "train_config": asdict(self.cfg)}
         (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        write_card(out)
         log.info("exported %s (%s) to %s", name, "float16" if half else "float32", out)
         return summary
 

@@ -256,7 +256,10 @@ def _panel_title(text: str, x: float, y: float, **kw: Any) -> dict[str, Any]:
 
 def _layout(title: str, **kw: Any) -> dict[str, Any]:
     text = escape_label(title) if title else ""
-    return dict(title=dict(text=text, x=0.5, xanchor="center"), template=TEMPLATE, font=FONT,
+    # Pinned to the top edge: by default plotly centres the title in the top margin, where the
+    # labels and title of a top-side axis (keys, heads) also go.
+    title = dict(text=text, x=0.5, xanchor="center", yref="container", y=0.99, yanchor="top")
+    return dict(title=title, template=TEMPLATE, font=FONT,
                 margin=dict(l=60, r=40, t=90, b=60), **kw)
 
 
