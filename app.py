@@ -114,6 +114,11 @@ def empty_grid(tr: Translator | None) -> pd.DataFrame:
     return pd.DataFrame(columns=["layer"] + [f"H{h + 1}" for h in range(n_heads)])
 
 
+def view_options(layer: Any, head: Any, rows: str, hide: Any, merge: Any) -> ViewOptions:
+    """The display controls' values (None until a control is first set) as ViewOptions."""
+    return ViewOptions(int(layer or 0), int(MEAN_HEADS if head is None else head), rows, bool(hide), bool(merge))
+
+
 def placeholder() -> go.Figure:
     return viz.placeholder_figure("Translate a sentence to see its attention.")
 
@@ -133,7 +138,7 @@ def render_all(result: Result | None, layer: int, head: int, rows: str, hide: bo
 
     `step` keeps the step slider where it was (a display-option change); None starts at step 1.
     """
-    opts = ViewOptions(int(layer or 0), int(MEAN_HEADS if head is None else head), rows, bool(hide), bool(merge))
+    opts = view_options(layer, head, rows, hide, merge)
     if result is None:
         empty = placeholder()
         return ([empty] * 10 + [pd.DataFrame(columns=["layer"])] * 3
@@ -159,7 +164,7 @@ def render_focus(result: Result | None, layer: int, head: int, rows: str, hide: 
     """Only the three focus views and the step view (a layer or head change)."""
     if result is None:
         return [placeholder()] * 3 + [placeholder(), "", hidden_text({})]
-    opts = ViewOptions(int(layer or 0), int(MEAN_HEADS if head is None else head), rows, bool(hide), bool(merge))
+    opts = view_options(layer, head, rows, hide, merge)
     att, suffix = result.attention, candidate_suffix(result)
     figs, masses = [], {}
     for kind in KINDS:
@@ -172,7 +177,7 @@ def render_focus(result: Result | None, layer: int, head: int, rows: str, hide: 
 def on_step(result: Result | None, step: float, layer: int, head: int, rows: str, hide: bool, merge: bool):
     if result is None:
         return placeholder(), ""
-    opts = ViewOptions(int(layer or 0), int(MEAN_HEADS if head is None else head), rows, bool(hide), bool(merge))
+    opts = view_options(layer, head, rows, hide, merge)
     return step_view(result.attention, step, opts)
 
 
