@@ -101,6 +101,22 @@ def test_cli_learns_reverse_task_and_exports_a_working_checkpoint(tmp_path):
     assert f"optimizer steps: {trainer.step}" in card and "No evaluation recorded yet" in card
 
 
+def test_budget_stop_mid_epoch_keeps_the_final_weights_for_export(tmp_path):
+    run_dir = tmp_path / "run"
+    trainer = run_train(run_dir, "--max-steps", "30", "--average-last", "3", "--output", str(tmp_path / "out"))
+    assert trainer.step == 30 and trainer.batch_in_epoch > 0  # stopped inside an epoch
+    assert_same_weights(load_file(str(run_dir / "last.safetensors")), load_state(run_dir)["model"])
+    summary = trainer.export()
+    epochs = [int(p.stem.split("_")[1]) for p in sorted(run_dir.glob("epoch_*.safetensors"))][-2:]
+    average = f"average of epoch {epochs[0]}, epoch {epochs[1]}, last step"
+    assert set(summary["candidates"]) == {"best epoch", "last step (30)", average}
+    assert summary["val_score"] == max(summary["candidates"].values())
+    # Going on past the next epoch end: that epoch's file supersedes it, until the next budget stop.
+    trainer = run_train(run_dir, "--resume", "--max-steps", "40")
+    assert trainer.step == 40
+    assert_same_weights(load_file(str(run_dir / "last.safetensors")), load_state(run_dir)["model"])
+
+
 # ---------------------------------------------------------------------------- exact resume
 
 @pytest.fixture(scope="module")

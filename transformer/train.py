@@ -38,6 +38,8 @@ from .tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
 
 log = logging.getLogger(__name__)
 
+LAST_WEIGHTS = "last.safetensors"  # the final weights when a budget stopped training mid-epoch
+
 
 @dataclass
 class TrainConfig:
@@ -411,6 +413,7 @@ class Trainer:
             log.info("epoch %d: %s", self.epoch + 1, json.dumps(record))
             weights = {k: v for k, v in self.model.state_dict().items()}
             atomic_save_weights(weights, self.run_dir / f"epoch_{self.epoch + 1:03d}.safetensors")
+            (self.run_dir / LAST_WEIGHTS).unlink(missing_ok=True)  # older than this epoch's weights
             for old in sorted(self.run_dir.glob("epoch_*.safetensors"))[: -max(self.cfg.keep_last, self.cfg.average_last)]:
                 old.unlink()
             if metrics["score"] > self.best_score:
@@ -433,6 +436,8 @@ class Trainer:
             if not self.train_epoch():
                 log.info("budget reached at step %d", self.step)
                 self.save_state()
+                if self.is_main:  # stopped mid-epoch: the newest weights are in no epoch file
+                    atomic_save_weights(self.model.state_dict(), self.run_dir / LAST_WEIGHTS)
                 return
             if self.end_epoch():
                 log.info("early stopping after epoch %d", self.epoch)
@@ -441,14 +446,22 @@ class Trainer:
     # -- export --------------------------------------------------------------
 
     def export(self) -> dict:
-        """Choose between the best epoch and the average of the last epochs on validation; export it."""
+        """Choose on validation between the best epoch, the final weights and the average of the
+        last `average_last` snapshots (epoch ends, plus the final step if a budget ended training
+        mid-epoch); export the winner."""
         candidates = {}
         best = self.run_dir / "best.safetensors"
         if best.is_file():
             candidates["best epoch"] = load_file(str(best))
-        epochs = sorted(self.run_dir.glob("epoch_*.safetensors"))[-self.cfg.average_last :]
-        if len(epochs) > 1:
-            candidates[f"average of last {len(epochs)} epochs"] = average_weights(epochs)
+        snapshots = sorted(self.run_dir.glob("epoch_*.safetensors"))
+        last = self.run_dir / LAST_WEIGHTS
+        if last.is_file():
+            candidates[f"last step ({self.step})"] = load_file(str(last))
+            snapshots.append(last)
+        snapshots = snapshots[-self.cfg.average_last :]
+        if len(snapshots) > 1:
+            names = ", ".join("last step" if p == last else f"epoch {int(p.stem.split('_')[1])}" for p in snapshots)
+            candidates[f"average of {names}"] = average_weights(snapshots)
         if not candidates:
             candidates["last step"] = self.model.state_dict()
         scored = []
@@ -456,7 +469,7 @@ class Trainer:
             self.model.load_state_dict(weights)
             scored.append((self.validate()["score"], name, weights))
             log.info("%s: validation score %.2f", name, scored[-1][0])
-        score, name, weights = max(scored, key=lambda s: s[0])
+        score, name, weights = max(scored, key=lambda s: s[0])  # ties: the earlier candidate
         self.model.load_state_dict(weights)
         half = False
         if self.cfg.half_precision:
@@ -470,7 +483,7 @@ class Trainer:
         (out / "metrics.json").unlink(missing_ok=True)  # scores of the model this export replaces
         if (self.run_dir / "train_log.jsonl").is_file():
             shutil.copyfile(self.run_dir / "train_log.jsonl", out / "train_log.jsonl")
-        summary = {"selected": name, "val_score": score, "float16": half, "steps": self.step, "epochs": self.epoch,
+        summary = {"selected": name, "val_score": score, "candidates": {n: sc for sc, n, _ in scored}, "float16": half, "steps": self.step, "epochs": self.epoch,
                    "train_minutes": round(self.train_seconds / 60, 1),
                    "parameters": self.model.num_parameters(), "device": str(self.device), "threads": torch.get_num_threads(),
                    "hardware": hardware_description(self.device),
