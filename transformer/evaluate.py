@@ -132,7 +132,7 @@ def record_metrics(checkpoint: Path, result: dict) -> None:
     path = checkpoint / "metrics.json"
     metrics = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     data = result.get("split") or result.get("task")
-    decoding = "greedy" if result["method"] == "greedy" else f"beam{result['beam_size']}"
+    decoding = "greedy" if result["method"] == "greedy" else f"beam{result['beam_size']}-lp{result['length_penalty']:g}"
     metrics[f"{data}/{decoding}"] = result
     path.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if (checkpoint / "training.json").is_file():  # a trained checkpoint: keep its card in step

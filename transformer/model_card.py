@@ -32,8 +32,8 @@ def _metrics_table(metrics: dict) -> list[str]:
     rows = ["| data | decoding | BLEU | chrF | sentences |", "| --- | --- | --- | --- | --- |"]
     for key, m in sorted(metrics.items()):
         decoding = key.split("/")[-1]
-        if m.get("method") == "beam" and "length_penalty" in m:
-            decoding += f", length penalty {m['length_penalty']}"
+        if m.get("method") == "beam" and {"beam_size", "length_penalty"} <= set(m):
+            decoding = f"beam {m['beam_size']}, length penalty {m['length_penalty']:g}"
         if "bleu" in m:
             rows.append(f"| {m.get('split', key)} | {decoding} | {m['bleu']:.2f} | {m['chrf']:.2f} | {m['n_sentences']} |")
         elif "sequence_accuracy" in m:
