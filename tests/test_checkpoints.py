@@ -26,7 +26,7 @@ LETTERS = ["c a t", "h e l l o w o r l d", "z y x w"]
 
 # Greedy BLEU on the first 200 test_2016_flickr sentences, measured when the checkpoint was shipped,
 # minus a margin: a regression guard, not the reported score (see the model card).
-FLAGSHIP_BLEU_FLOOR_200 = 33.0  # measured 36.40 (greedy, first 200 sentences)
+FLAGSHIP_BLEU_FLOOR_200 = 34.0  # measured 37.46 (greedy, first 200 sentences)
 
 
 def test_every_expected_checkpoint_is_shipped():
