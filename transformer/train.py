@@ -177,9 +177,10 @@ def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
 def hardware_description(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").is_file() else platform.processor()
-    return f"{os.cpu_count()} x {model}"
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.is_file() else []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return f"{os.cpu_count()} x {names[0] if names else platform.processor()}"
 
 
 # ---------------------------------------------------------------------------- the trainer
