@@ -7,7 +7,9 @@
 
 Ours includes the attention-capture pass; the references do not (we also time ours
 without it). `linear_floor` times only the matrix multiplications any implementation of
-this architecture must run for the same output, a lower bound in float32. Prints one JSON object.
+this architecture must run for the same output, a lower bound in float32. All of them
+are timed in interleaved rounds (one call of each per round), so a slow spell of a shared
+machine hits every row alike and the speedups stay comparable. Prints one JSON object.
 
     python bench/decode_latency.py --threads 2 --repeats 30
     pip install -r bench/requirements.txt   # for (b): transformers, benchmark-only
@@ -19,6 +21,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -93,14 +96,18 @@ def percentiles(times: list[float]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(ms), 1), "p95_ms": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1)}
 
 
-def timed(fn, repeats: int) -> list[float]:
-    fn()  # warm-up
-    out = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return out
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int, limits: dict[str, int]) -> dict[str, list[float]]:
+    """Time each function `repeats` times (fewer where `limits` says), one call of each per round."""
+    for fn in fns.values():
+        fn()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for round_ in range(repeats):
+        for name, fn in fns.items():
+            if round_ < limits.get(name, repeats):
+                start = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - start)
+    return times
 
 
 def linear_floor(model: Transformer, rows: int, steps: int, src_len: int):
@@ -134,7 +141,8 @@ def linear_floor(model: Transformer, rows: int, steps: int, src_len: int):
     return run
 
 
-def marian_timings(cfg: ModelConfig, src_len: int, out_len: int, beam: int, repeats: int) -> dict | str:
+def marian_generate(cfg: ModelConfig, src_len: int, out_len: int, beam: int) -> Callable[[], object] | str:
+    """`MarianMTModel.generate` with our architecture and random weights, as a no-argument call."""
     try:
         from transformers import MarianConfig, MarianMTModel
     except ImportError:
@@ -154,8 +162,12 @@ def marian_timings(cfg: ModelConfig, src_len: int, out_len: int, beam: int, repe
     # Same number of generated tokens as our output: min = max.
     kwargs = dict(max_new_tokens=out_len, min_new_tokens=out_len, num_beams=beam, do_sample=False,
                   early_stopping=False, length_penalty=0.6 if beam > 1 else 1.0)
-    with torch.inference_mode():
-        return percentiles(timed(lambda: model.generate(ids, **kwargs), repeats))
+
+    def generate() -> object:
+        with torch.inference_mode():
+            return model.generate(ids, **kwargs)
+
+    return generate
 
 
 def main() -> None:
@@ -169,28 +181,32 @@ def main() -> None:
     tr = load_pretrained(args.checkpoint) if Path(args.checkpoint).is_dir() else random_translator()
     model = tr.model
     results: dict = {"model": tr.name, "parameters": model.num_parameters(), "threads": args.threads, "sentence_words": len(SENTENCE.split())}
-    with torch.inference_mode():
-        for method, beam in (("greedy", 1), ("beam", 5)):
-            r = tr.translate(SENTENCE, method=method, beam_size=beam, return_attention=True)
-            src = torch.tensor([r.src_ids])
-            max_len = default_max_len(model, src.size(1))
-            ours = timed(lambda: tr.translate(SENTENCE, method=method, beam_size=beam, return_attention=True), args.repeats)
-            if method == "greedy":
-                seed = timed(lambda: seed_greedy(model, src, max_len), args.seed_repeats)
-            else:
-                seed = timed(lambda: seed_beam(model, src, beam, 0.6, max_len), args.seed_repeats)
-            marian = marian_timings(model.config, src.size(1), len(r.candidates[0].ids), beam, args.repeats)
-            no_attention = timed(lambda: tr.translate(SENTENCE, method=method, beam_size=beam, return_attention=False),
-                                 args.repeats)
-            steps = len(r.candidates[0].ids)
-            floor = timed(linear_floor(model, beam, steps, src.size(1)), args.repeats)
-            row = {"output_tokens": steps, "ours_with_attention": percentiles(ours),
-                   "ours_without_attention": percentiles(no_attention), "linear_floor": percentiles(floor),
-                   "seed_recompute_loop": percentiles(seed), "marian_generate": marian}
-            row["speedup_vs_seed"] = round(row["seed_recompute_loop"]["p50_ms"] / row["ours_with_attention"]["p50_ms"], 2)
-            if isinstance(marian, dict):
-                row["speedup_vs_marian"] = round(marian["p50_ms"] / row["ours_with_attention"]["p50_ms"], 2)
-            results[method if beam == 1 else f"beam{beam}"] = row
+    for method, beam in (("greedy", 1), ("beam", 5)):
+        r = tr.translate(SENTENCE, method=method, beam_size=beam, return_attention=True)
+        src = torch.tensor([r.src_ids])
+        max_len = default_max_len(model, src.size(1))
+        steps = len(r.candidates[0].ids)
+        fns = {
+            "ours_with_attention": lambda: tr.translate(SENTENCE, method=method, beam_size=beam, return_attention=True),
+            "ours_without_attention": lambda: tr.translate(SENTENCE, method=method, beam_size=beam,
+                                                           return_attention=False),
+            "linear_floor": linear_floor(model, beam, steps, src.size(1)),
+            "seed_recompute_loop": (lambda: seed_greedy(model, src, max_len)) if beam == 1
+            else (lambda: seed_beam(model, src, beam, 0.6, max_len)),
+        }
+        marian = marian_generate(model.config, src.size(1), steps, beam)
+        if callable(marian):
+            fns["marian_generate"] = marian
+        with torch.inference_mode():
+            times = interleaved(fns, args.repeats, {"seed_recompute_loop": args.seed_repeats})
+        row: dict = {"output_tokens": steps, **{name: percentiles(t) for name, t in times.items()}}
+        ours = row["ours_with_attention"]["p50_ms"]
+        row["speedup_vs_seed"] = round(row["seed_recompute_loop"]["p50_ms"] / ours, 2)
+        if callable(marian):
+            row["speedup_vs_marian"] = round(row["marian_generate"]["p50_ms"] / ours, 2)
+        else:
+            row["marian_generate"] = marian
+        results[method if beam == 1 else f"beam{beam}"] = row
     print(json.dumps(results))
 
 

@@ -48,8 +48,17 @@ def next_token_log_probs(model: Transformer, hidden: Tensor, step: int, max_len:
     return log_probs
 
 
-def _encode(model: Transformer, src: Tensor) -> tuple[Tensor, Tensor | None]:
-    """src (B, S) -> memory (B, S, d_model) and the source mask (B, 1, 1, S).
+@dataclass
+class EncodedSource:
+    """One encoder pass, shared by the search and the attention capture that follows it."""
+
+    memory: Tensor  # (B, S, d_model)
+    mask: Tensor | None  # (B, 1, 1, S); None when no sentence is padded
+    attention: list[Tensor]  # per layer (B, H, S, S); empty unless asked for
+
+
+def encode_source(model: Transformer, src: Tensor, return_attention: bool = False) -> EncodedSource:
+    """src (B, S) padded ids -> the encoder output, its mask and (if asked) its attention weights.
 
     The mask is None when no sentence has padding (always so for one sentence):
     attention then skips the masking work on every decoder step.
@@ -57,16 +66,22 @@ def _encode(model: Transformer, src: Tensor) -> tuple[Tensor, Tensor | None]:
     src_mask = padding_mask(src, model.config.pad_id)
     if bool(src_mask.all()):
         src_mask = None
-    memory, _ = model.encode(src, src_mask)
-    return memory, src_mask
+    memory, weights = model.encode(src, src_mask, return_attention)
+    return EncodedSource(memory, src_mask, weights)
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, src: Tensor, max_len: int | None = None) -> list[Hypothesis]:
-    """src (B, S) padded ids -> one hypothesis per sentence, the most likely token at every step."""
+def greedy_decode(
+    model: Transformer, src: Tensor, max_len: int | None = None, encoded: EncodedSource | None = None
+) -> list[Hypothesis]:
+    """src (B, S) padded ids -> one hypothesis per sentence, the most likely token at every step.
+
+    `encoded` is the encoder pass over `src` when the caller already ran it.
+    """
     cfg = model.config
     B = src.size(0)
-    memory, src_mask = _encode(model, src)
+    encoded = encoded or encode_source(model, src)
+    memory, src_mask = encoded.memory, encoded.mask
     max_len = max_len or default_max_len(model, src.size(1))
     cache = KVCache.empty(cfg.n_decoder_layers)
     next_input = torch.full((B, 1), cfg.bos_id, dtype=torch.long, device=src.device)
@@ -99,6 +114,7 @@ def beam_search(
     length_penalty: float = 0.6,
     max_len: int | None = None,
     n_best: int | None = None,
+    encoded: EncodedSource | None = None,
 ) -> list[list[Hypothesis]]:
     """src (B, S) padded ids -> per sentence, up to `n_best` hypotheses, best first.
 
@@ -107,14 +123,15 @@ def beam_search(
     aside as finished, the best K others stay live. A sentence is done when K
     hypotheses have finished, or earlier when no live beam can still beat the best
     finished one (its log-probability can only fall, and the length penalty can
-    at most reach its value at `max_len`).
+    at most reach its value at `max_len`). `encoded` is the encoder pass over `src`
+    when the caller already ran it.
     """
     cfg = model.config
     B, K = src.size(0), beam_size
     device = src.device
     max_len = max_len or default_max_len(model, src.size(1))
-    memory, src_mask = _encode(model, src)
-    memory = memory.repeat_interleave(K, 0)  # (B*K, S, d_model)
+    encoded = encoded or encode_source(model, src)
+    memory, src_mask = encoded.memory.repeat_interleave(K, 0), encoded.mask  # (B*K, S, d_model)
     if src_mask is not None:
         src_mask = src_mask.repeat_interleave(K, 0)  # (B*K, 1, 1, S)
     cache = KVCache.empty(cfg.n_decoder_layers)
@@ -129,10 +146,14 @@ def beam_search(
     for t in range(max_len):
         hidden, _, _ = model.decode(tokens[:, -1:], memory, src_mask, None, cache)
         log_probs = next_token_log_probs(model, hidden, t, max_len)  # (B*K, V)
-        V = log_probs.size(-1)
-        candidates = (scores.view(B * K, 1) + log_probs).view(B, K * V)
+        # A sentence's best 2K continuations are among the best 2K of each of its beams,
+        # and ranking K * 2K numbers costs far less than ranking K * V.
+        per_beam = min(2 * K, log_probs.size(-1))
+        beam_top, beam_token = log_probs.topk(per_beam, dim=1)  # (B*K, per_beam)
+        candidates = (scores.view(B * K, 1) + beam_top).view(B, K * per_beam)
         top_scores, top_index = candidates.topk(2 * K, dim=1)  # (B, 2K)
-        from_beam, token = top_index // V, top_index % V
+        from_beam = top_index // per_beam
+        token = beam_token.view(B, K * per_beam).gather(1, top_index)
         is_eos = token == cfg.eos_id
         finishing = is_eos & (rank < K) & (top_scores > float("-inf"))
         for b, j in finishing.nonzero().tolist():  # only hypotheses that end here

@@ -6,9 +6,10 @@
     r.text, r.candidates, r.attention.cross, r.steps
     tr.attention_for(r, candidate=2)
 
-Attention is computed after decoding, by one teacher-forced pass over the
-chosen hypothesis with weights switched on; float32 numpy arrays, rows are
-queries and columns keys.
+Attention is computed after decoding, by one teacher-forced decoder pass over
+the chosen hypothesis with weights switched on (the encoder's weights come from
+the encoder pass the search used); float32 numpy arrays, rows are queries and
+columns keys.
 """
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .decoding import Hypothesis, beam_search, greedy_decode, strip_specials, translate_ids
+from .decoding import EncodedSource, Hypothesis, beam_search, encode_source, greedy_decode, strip_specials, translate_ids
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
+from .model import causal_mask
 from .tokenizer import TextTokenizer
 
 METHODS = ("greedy", "beam")
@@ -141,11 +143,12 @@ class Translator:
         src = torch.tensor([src_ids], device=self.device)
         if max_len is not None:
             max_len = min(max_len, self.model.config.max_len)
+        encoded = encode_source(self.model, src, return_attention)
         if method == "greedy":
-            hyps = greedy_decode(self.model, src, max_len)
+            hyps = greedy_decode(self.model, src, max_len, encoded=encoded)
             beam_size = 1
         else:
-            hyps = beam_search(self.model, src, beam_size, length_penalty, max_len)[0]
+            hyps = beam_search(self.model, src, beam_size, length_penalty, max_len, encoded=encoded)[0]
         candidates = [self._candidate(h) for h in hyps]
         best = candidates[0]
         result = Translation(
@@ -154,7 +157,7 @@ class Translator:
             method=method, beam_size=beam_size, src_ids=src_ids,
         )
         if return_attention:
-            result.attention = self.attention_for(result, 0, top_k)
+            result.attention = self._capture(result, 0, top_k, encoded)
         return result
 
     @torch.inference_mode()
@@ -162,18 +165,22 @@ class Translator:
         """Attention (and step records) of n-best candidate `candidate`, by one teacher-forced pass."""
         if not 0 <= candidate < len(result.candidates):
             raise ValueError(f"candidate must be in 0..{len(result.candidates) - 1}, got {candidate!r}")
-        cfg = self.model.config
-        out_ids = result.candidates[candidate].ids
-        in_ids = [cfg.bos_id] + out_ids[:-1]
         src = torch.tensor([result.src_ids], device=self.device)
+        return self._capture(result, candidate, top_k, encode_source(self.model, src, return_attention=True))
+
+    def _capture(self, result: Translation, candidate: int, top_k: int, encoded: EncodedSource) -> Attention:
+        """Decoder pass over the candidate's tokens with weights on, after the encoder pass `encoded` (weights on)."""
+        out_ids = result.candidates[candidate].ids
+        in_ids = [self.model.config.bos_id] + out_ids[:-1]
         tgt_in = torch.tensor([in_ids], device=self.device)
-        output = self.model(src, tgt_in, return_attention=True)
-        maps = output.attention
+        hidden, self_ws, cross_ws = self.model.decode(
+            tgt_in, encoded.memory, encoded.mask, causal_mask(len(in_ids), self.device), return_attention=True
+        )
 
         def stack(ws: list[torch.Tensor]) -> np.ndarray:
             return torch.stack([w[0] for w in ws]).float().cpu().numpy()  # (L, H, T_q, T_k)
 
-        probs = output.logits[0].float().softmax(-1)  # (T, V)
+        probs = self.model.project(hidden)[0].float().softmax(-1)  # (T, V)
         top_p, top_i = probs.topk(min(top_k, probs.size(-1)), dim=-1)
         out_tokens = self.tokenizer.ids_to_tokens(out_ids)
         steps = [
@@ -182,7 +189,7 @@ class Translator:
             for t in range(len(out_ids))
         ]
         return Attention(
-            encoder=stack(maps.encoder), decoder=stack(maps.decoder), cross=stack(maps.cross),
+            encoder=stack(encoded.attention), decoder=stack(self_ws), cross=stack(cross_ws),
             src_tokens=self.tokenizer.ids_to_tokens(result.src_ids), tgt_in_tokens=self.tokenizer.ids_to_tokens(in_ids),
             tgt_out_tokens=out_tokens, steps=steps,
         )

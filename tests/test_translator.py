@@ -1,0 +1,125 @@
+"""The public API: `load_pretrained(...).translate(...)`, its attention capture, step records and input checks."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from transformer.translator import load_pretrained
+
+FLAGSHIP = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
+# Our own sentences, never Multi30k text.
+SENTENCES = ["A girl in a yellow coat feeds the ducks.", "Three boys play football on the beach."]
+
+
+@pytest.fixture(scope="module")
+def tr():
+    return load_pretrained(FLAGSHIP)
+
+
+def reference_attention(tr, src_ids: list[int], out_ids: list[int]):
+    """The model's own teacher-forced forward pass over the whole sequence, weights on."""
+    in_ids = [tr.model.config.bos_id] + out_ids[:-1]
+    with torch.inference_mode():
+        out = tr.model(torch.tensor([src_ids]), torch.tensor([in_ids]), return_attention=True)
+    return out, in_ids
+
+
+@pytest.mark.parametrize("candidate", [0, 3])
+def test_attention_equals_the_models_teacher_forced_pass(tr, candidate):
+    r = tr.translate(SENTENCES[0], method="beam", beam_size=4, return_attention=True)
+    att = r.attention if candidate == 0 else tr.attention_for(r, candidate=candidate)
+    cand = r.candidates[candidate]
+    out, in_ids = reference_attention(tr, r.src_ids, cand.ids)
+    L, H = tr.model.config.n_decoder_layers, tr.model.config.n_heads
+    S, T = len(r.src_ids), len(cand.ids)
+    assert att.encoder.shape == (L, H, S, S) and att.decoder.shape == (L, H, T, T) and att.cross.shape == (L, H, T, S)
+    assert att.encoder.dtype == att.decoder.dtype == att.cross.dtype == np.float32
+    for ours, theirs in ((att.encoder, out.attention.encoder), (att.decoder, out.attention.decoder),
+                         (att.cross, out.attention.cross)):
+        np.testing.assert_allclose(ours, torch.stack([w[0] for w in theirs]).numpy(), atol=1e-5)
+    assert np.allclose(att.cross.sum(-1), 1.0, atol=1e-5)
+    assert np.all(np.triu(att.decoder, k=1) == 0)  # no query sees a later position
+    assert att.src_tokens == r.src_tokens and att.tgt_out_tokens == cand.tokens
+    assert att.tgt_in_tokens == tr.tokenizer.ids_to_tokens(in_ids) and att.tgt_in_tokens[0] == "<bos>"
+    # Step probabilities are the reference pass's softmax at the chosen tokens.
+    probs = out.logits[0].softmax(-1)
+    assert [s.probability for s in att.steps] == pytest.approx([float(probs[t, i]) for t, i in enumerate(cand.ids)],
+                                                                abs=1e-5)
+
+
+def test_steps_add_up_to_the_search_score_and_greedy_picks_the_top_token(tr):
+    r = tr.translate(SENTENCES[1], method="greedy", return_attention=True, top_k=3)
+    eos = tr.tokenizer.ids_to_tokens([tr.model.config.eos_id])[0]
+    assert [s.token for s in r.steps] == r.tgt_tokens and r.tgt_tokens[-1] == eos
+    assert sum(math.log(s.probability) for s in r.steps) == pytest.approx(r.log_prob, abs=1e-3)
+    for s in r.steps:
+        assert len(s.top_k) == 3
+        assert [p for _, p in s.top_k] == sorted((p for _, p in s.top_k), reverse=True)
+        assert s.top_k[0] == (s.token, pytest.approx(s.probability, abs=1e-6))
+
+
+def test_beam_candidates_are_ranked_and_their_scores_match_the_teacher_forced_pass(tr):
+    r = tr.translate(SENTENCES[0], method="beam", beam_size=5, length_penalty=0.6, return_attention=False)
+    assert r.text == r.candidates[0].text and len(r.candidates) == 5
+    assert [c.score for c in r.candidates] == sorted((c.score for c in r.candidates), reverse=True)
+    for c in r.candidates:
+        out, _ = reference_attention(tr, r.src_ids, c.ids)
+        log_probs = out.logits[0].log_softmax(-1)
+        assert sum(float(log_probs[t, i]) for t, i in enumerate(c.ids)) == pytest.approx(c.log_prob, abs=1e-3)
+
+
+@pytest.mark.parametrize("method,beam", [("greedy", 1), ("beam", 3)])
+def test_attention_capture_does_not_change_the_translation(tr, method, beam):
+    for sentence in SENTENCES:
+        with_att = tr.translate(sentence, method=method, beam_size=beam, return_attention=True)
+        without = tr.translate(sentence, method=method, beam_size=beam, return_attention=False)
+        assert without.attention is None and without.steps == []
+        assert [c.ids for c in with_att.candidates] == [c.ids for c in without.candidates]
+    assert tr.translate_batch(SENTENCES + ["  "], method=method, beam_size=beam) == [
+        tr.translate(s, method=method, beam_size=beam, return_attention=False).text for s in SENTENCES] + [""]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_empty_text_is_a_clear_error(tr, text):
+    with pytest.raises(ValueError, match="empty"):
+        tr.translate(text)
+
+
+@pytest.mark.parametrize("options,match", [
+    (dict(beam_size=0), "beam_size"), (dict(beam_size=17), "beam_size"), (dict(beam_size=True), "beam_size"),
+    (dict(beam_size="5"), "beam_size"), (dict(method="sample"), "method"),
+    (dict(length_penalty=float("nan")), "length_penalty"), (dict(length_penalty=-1.0), "length_penalty"),
+    (dict(max_len=0), "max_len"),
+])
+def test_bad_options_are_clear_errors(tr, options, match):
+    with pytest.raises(ValueError, match=match):
+        tr.translate(SENTENCES[0], **options)
+
+
+def test_greedy_ignores_beam_size_and_max_len_caps_the_output(tr):
+    assert tr.translate(SENTENCES[0], method="greedy", beam_size=16).beam_size == 1
+    r = tr.translate(SENTENCES[0], method="beam", beam_size=2, max_len=3)
+    assert all(len(c.ids) <= 3 for c in r.candidates) and r.attention.decoder.shape[-1] <= 3
+
+
+def test_over_long_text_is_truncated_not_a_crash(tr):
+    r = tr.translate("the dog runs " * 400, method="beam", beam_size=2)
+    assert r.truncated and len(r.src_ids) == tr.model.config.max_len
+    assert r.attention.encoder.shape[-1] == tr.model.config.max_len
+    assert not tr.translate(SENTENCES[0]).truncated
+
+
+@pytest.mark.parametrize("text", ["Ein Café 🚲 in Zürich — naïve 日本語!", "<script>alert('x')</script> & <b>bold</b>"])
+def test_unusual_characters_translate_without_error(tr, text):
+    r = tr.translate(text, method="greedy")
+    assert r.text.strip() and len(r.attention.src_tokens) == len(r.src_ids)
+
+
+def test_attention_for_rejects_a_missing_candidate(tr):
+    r = tr.translate(SENTENCES[0], method="beam", beam_size=2, return_attention=False)
+    with pytest.raises(ValueError, match="candidate"):
+        tr.attention_for(r, candidate=len(r.candidates))
