@@ -7,7 +7,9 @@
 
 Ours includes the attention-capture pass; the references do not (we also time ours
 without it). `linear_floor` times only the matrix multiplications any implementation of
-this architecture must run for the same output, a lower bound in float32. All of them
+this architecture must run for the same output, a lower bound in float32; `narrow_model`
+runs the same search with d_model and d_ff cut to 16, so the arithmetic nearly vanishes
+and what is left is eager PyTorch's cost per operation. All of them
 are timed in interleaved rounds (one call of each per round), so a slow spell of a shared
 machine hits every row alike and the speedups stay comparable. Prints one JSON object.
 
@@ -17,6 +19,7 @@ machine hits every row alike and the speedups stay comparable. Prints one JSON o
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -28,7 +31,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from transformer.config import ModelConfig  # noqa: E402
-from transformer.decoding import default_max_len, length_penalty_factor, next_token_log_probs  # noqa: E402
+from transformer.decoding import (  # noqa: E402
+    Hypothesis, beam_search, default_max_len, greedy_decode, length_penalty_factor, next_token_log_probs,
+)
 from transformer.hub import PretrainedTransformer  # noqa: E402
 from transformer.model import Transformer, causal_mask, padding_mask  # noqa: E402
 from transformer.tokenizer import TextTokenizer, train_tokenizer  # noqa: E402
@@ -141,6 +146,26 @@ def linear_floor(model: Transformer, rows: int, steps: int, src_len: int):
     return run
 
 
+def narrow_search(model: Transformer, beam: int, steps: int, src_len: int) -> tuple[Callable[[], object], int]:
+    """Our search over a model like `model` but 16 wide (d_model, d_ff), random weights -> (call, output length).
+
+    The vocabulary, layers, heads, source length and output length stay, so the number
+    of tensor operations per step is ours; only their arithmetic shrinks.
+    """
+    torch.manual_seed(0)
+    narrow = Transformer(dataclasses.replace(model.config, d_model=16, d_ff=16, dropout=0.0)).eval()
+    src = torch.randint(4, narrow.config.src_vocab_size, (1, src_len))
+    src[0, -1] = narrow.config.eos_id
+    if beam == 1:
+        def search() -> list[Hypothesis]:
+            return greedy_decode(narrow, src, max_len=steps)
+    else:
+        def search() -> list[Hypothesis]:
+            return beam_search(narrow, src, beam, 0.6, max_len=steps)[0]
+    with torch.inference_mode():
+        return search, len(search()[0].tokens)
+
+
 def marian_generate(cfg: ModelConfig, src_len: int, out_len: int, beam: int) -> Callable[[], object] | str:
     """`MarianMTModel.generate` with our architecture and random weights, as a no-argument call."""
     try:
@@ -186,11 +211,13 @@ def main() -> None:
         src = torch.tensor([r.src_ids])
         max_len = default_max_len(model, src.size(1))
         steps = len(r.candidates[0].ids)
+        narrow = narrow_search(model, beam, steps, src.size(1))
         fns = {
             "ours_with_attention": lambda: tr.translate(SENTENCE, method=method, beam_size=beam, return_attention=True),
             "ours_without_attention": lambda: tr.translate(SENTENCE, method=method, beam_size=beam,
                                                            return_attention=False),
             "linear_floor": linear_floor(model, beam, steps, src.size(1)),
+            "narrow_model": narrow[0],
             "seed_recompute_loop": (lambda: seed_greedy(model, src, max_len)) if beam == 1
             else (lambda: seed_beam(model, src, beam, 0.6, max_len)),
         }
@@ -199,7 +226,8 @@ def main() -> None:
             fns["marian_generate"] = marian
         with torch.inference_mode():
             times = interleaved(fns, args.repeats, {"seed_recompute_loop": args.seed_repeats})
-        row: dict = {"output_tokens": steps, **{name: percentiles(t) for name, t in times.items()}}
+        row: dict = {"output_tokens": steps, "narrow_model_output_tokens": narrow[1],
+                     **{name: percentiles(t) for name, t in times.items()}}
         ours = row["ours_with_attention"]["p50_ms"]
         row["speedup_vs_seed"] = round(row["seed_recompute_loop"]["p50_ms"] / ours, 2)
         if callable(marian):
