@@ -6,8 +6,6 @@ so the whole session runs single-threaded; training subprocesses get `--threads 
 """
 from __future__ import annotations
 
-import socket
-
 import pytest
 import torch
 
@@ -48,12 +46,3 @@ def make_model():
         return Transformer(tiny_config(**overrides)).eval()
 
     return build
-
-
-@pytest.fixture
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-

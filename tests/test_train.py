@@ -200,11 +200,13 @@ def test_kill_9_then_resume_gives_identical_weights(tmp_path, straight_run):
 # ---------------------------------------------------------------------------- DDP
 
 @pytest.mark.timeout(300)
-def test_ddp_two_processes_keep_identical_weights(tmp_path, free_port):
+def test_ddp_two_processes_keep_identical_weights(tmp_path):
     out = tmp_path / "weights"
     out.mkdir()
     run_dir = tmp_path / "ddp_run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port),
+    # --standalone: torchrun binds its rendezvous to a port it picks itself, so no other test's
+    # server can take that port between our choosing it and torchrun binding it.
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            str(REPO / "tests" / "ddp_worker.py"), str(out), *TINY_RUN, "--run-dir", str(run_dir),
            "--max-epochs", "2", "--save-every", "2"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}

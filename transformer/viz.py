@@ -256,9 +256,10 @@ def _panel_title(text: str, x: float, y: float, **kw: Any) -> dict[str, Any]:
 
 def _layout(title: str, **kw: Any) -> dict[str, Any]:
     text = escape_label(title) if title else ""
-    # Pinned to the top edge: by default plotly centres the title in the top margin, where the
-    # labels and title of a top-side axis (keys, heads) also go.
-    title = dict(text=text, x=0.5, xanchor="center", yref="container", y=0.99, yanchor="top")
+    # Pinned near the top edge: by default plotly centres the title in the top margin, where the
+    # labels and title of a top-side axis (keys, heads) also go. The padding keeps it clear of the
+    # label badge Gradio draws over a plot's top-left corner.
+    title = dict(text=text, x=0.5, xanchor="center", yref="container", y=1.0, yanchor="top", pad=dict(t=30))
     return dict(title=title, template=TEMPLATE, font=FONT,
                 margin=dict(l=60, r=40, t=90, b=60), **kw)
 
@@ -407,7 +408,8 @@ def head_summary(scores: np.ndarray, metric_name: str, title: str = "") -> go.Fi
     layout = _layout(
         title or f"{metric_name} per head",
         xaxis=dict(tickmode="array", tickvals=list(range(n_heads)), ticktext=[f"H{h + 1}" for h in range(n_heads)],
-                   side="top", showgrid=False, zeroline=False, title=dict(text="head")),
+                   # no axis title: "H1".."H8" say it, and above the grid it would run into the figure title
+                   side="top", showgrid=False, zeroline=False),
         yaxis=dict(tickmode="array", tickvals=list(range(n_layers)),
                    ticktext=[f"L{layer + 1}" for layer in range(n_layers)], autorange="reversed",
                    showgrid=False, zeroline=False, title=dict(text="layer")),
