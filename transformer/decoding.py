@@ -15,6 +15,8 @@ from .data import pad_sequences
 from .kv_cache import KVCache
 from .model import Transformer, padding_mask
 
+MAX_BEAM_SIZE = 16  # the widest beam the API, the CLIs and the app accept
+
 
 @dataclass
 class Hypothesis:

@@ -18,7 +18,7 @@ import sacrebleu
 import torch
 
 from .data import load_split, read_lines, toy_pairs
-from .decoding import translate_ids
+from .decoding import MAX_BEAM_SIZE, translate_ids
 from .model import Transformer
 from .model_card import write_card
 from .tokenizer import TextTokenizer
@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
     if args.src_file and not args.ref_file:
         p.error("--src-file needs --ref-file")
+    if not 1 <= args.beam_size <= MAX_BEAM_SIZE:
+        p.error(f"--beam-size must be from 1 to {MAX_BEAM_SIZE}, got {args.beam_size}")
 
     model = load_checkpoint(args.checkpoint)
     settings = {"method": args.method, "beam_size": args.beam_size if args.method == "beam" else 1,
@@ -111,6 +113,8 @@ def main(argv: list[str] | None = None) -> dict:
             sources, references = load_split(args.split, args.src_lang, args.tgt_lang, args.data_dir)
         else:
             sources, references = read_lines(args.src_file), read_lines(args.ref_file)
+            if len(sources) != len(references):
+                p.error(f"{args.src_file} has {len(sources)} lines but {args.ref_file} has {len(references)}")
         if args.limit:
             sources, references = sources[: args.limit], references[: args.limit]
         hypotheses = translate_texts(model, model.tokenizer, sources, **settings)

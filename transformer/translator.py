@@ -20,13 +20,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .decoding import EncodedSource, Hypothesis, beam_search, encode_source, greedy_decode, strip_specials, translate_ids
+from .decoding import (
+    MAX_BEAM_SIZE,
+    EncodedSource,
+    Hypothesis,
+    beam_search,
+    encode_source,
+    greedy_decode,
+    strip_specials,
+    translate_ids,
+)
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
 from .model import causal_mask
 from .tokenizer import TextTokenizer
 
 METHODS = ("greedy", "beam")
-MAX_BEAM_SIZE = 16
 
 
 @dataclass
