@@ -189,12 +189,12 @@ class Translator:
             return torch.stack([w[0] for w in ws]).float().cpu().numpy()  # (L, H, T_q, T_k)
 
         probs = self.model.project(hidden)[0].float().softmax(-1)  # (T, V)
-        top_p, top_i = probs.topk(min(top_k, probs.size(-1)), dim=-1)
+        top_p, top_i = probs.topk(min(top_k, probs.size(-1)), dim=-1)  # (T, k)
+        chosen_p = probs[torch.arange(len(out_ids)), out_ids].tolist()  # (T,)
         out_tokens = self.tokenizer.ids_to_tokens(out_ids)
         steps = [
-            StepRecord(t, out_tokens[t], float(probs[t, out_ids[t]]),
-                       list(zip(self.tokenizer.ids_to_tokens(top_i[t].tolist()), top_p[t].tolist())))
-            for t in range(len(out_ids))
+            StepRecord(t, out_tokens[t], chosen_p[t], list(zip(self.tokenizer.ids_to_tokens(ids), ps)))
+            for t, (ids, ps) in enumerate(zip(top_i.tolist(), top_p.tolist()))
         ]
         return Attention(
             encoder=stack(encoded.attention), decoder=stack(self_ws), cross=stack(cross_ws),
