@@ -190,7 +190,7 @@ class Translator:
 
         probs = self.model.project(hidden)[0].float().softmax(-1)  # (T, V)
         top_p, top_i = probs.topk(min(top_k, probs.size(-1)), dim=-1)  # (T, k)
-        chosen_p = probs[torch.arange(len(out_ids)), out_ids].tolist()  # (T,)
+        chosen_p = probs[torch.arange(len(out_ids), device=probs.device), out_ids].tolist()  # (T,)
         out_tokens = self.tokenizer.ids_to_tokens(out_ids)
         steps = [
             StepRecord(t, out_tokens[t], chosen_p[t], list(zip(self.tokenizer.ids_to_tokens(ids), ps)))
