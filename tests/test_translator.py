@@ -62,6 +62,15 @@ def test_steps_add_up_to_the_search_score_and_greedy_picks_the_top_token(tr):
         assert s.top_k[0] == (s.token, pytest.approx(s.probability, abs=1e-6))
 
 
+def test_greedy_is_scored_like_a_beam_of_one(tr):
+    for alpha in (0.0, 0.6, 1.0):
+        greedy = tr.translate(SENTENCES[0], method="greedy", length_penalty=alpha, return_attention=False)
+        beam1 = tr.translate(SENTENCES[0], method="beam", beam_size=1, length_penalty=alpha, return_attention=False)
+        assert greedy.tgt_tokens == beam1.tgt_tokens
+        assert greedy.score == pytest.approx(beam1.score, abs=1e-5)
+        assert greedy.score == pytest.approx(greedy.log_prob / ((5 + len(greedy.tgt_tokens)) / 6) ** alpha)
+
+
 def test_beam_candidates_are_ranked_and_their_scores_match_the_teacher_forced_pass(tr):
     r = tr.translate(SENTENCES[0], method="beam", beam_size=5, length_penalty=0.6, return_attention=False)
     assert r.text == r.candidates[0].text and len(r.candidates) == 5
