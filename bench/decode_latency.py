@@ -125,21 +125,21 @@ def linear_floor(model: Transformer, rows: int, steps: int, src_len: int):
     d = model.config.d_model
     x, src = torch.randn(rows, 1, d), torch.randn(1, src_len, d)
 
-    def attn_ff(layer, h, attn_names):
-        for attn in attn_names:
-            for lin in (attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj):
-                lin(h)
+    def self_attn_ff(layer, h):
+        attn = layer.self_attn
+        for lin in (attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj):
+            lin(h)
         layer.ff.linear2(layer.ff.linear1(h).relu())
 
     def run() -> None:
         for layer in model.encoder.layers:
-            attn_ff(layer, src, [layer.self_attn])
+            self_attn_ff(layer, src)
         memory = src.expand(rows, -1, -1)
         for layer in model.decoder.layers:
             layer.cross_attn.k_proj(memory), layer.cross_attn.v_proj(memory)
         for _ in range(steps):
             for layer in model.decoder.layers:
-                attn_ff(layer, x, [layer.self_attn])
+                self_attn_ff(layer, x)
                 layer.cross_attn.out_proj(layer.cross_attn.q_proj(x))
             model.project(x[:, -1])
 

@@ -15,7 +15,7 @@ from .data import pad_sequences
 from .kv_cache import KVCache
 from .model import Transformer, padding_mask
 
-MAX_BEAM_SIZE = 16  # the widest beam the API, the CLIs and the app accept
+MAX_BEAM_SIZE = 16  # the widest beam the API and the command-line tools accept
 
 
 @dataclass
@@ -74,11 +74,17 @@ def encode_source(model: Transformer, src: Tensor, return_attention: bool = Fals
 
 @torch.no_grad()
 def greedy_decode(
-    model: Transformer, src: Tensor, max_len: int | None = None, encoded: EncodedSource | None = None
+    model: Transformer,
+    src: Tensor,
+    max_len: int | None = None,
+    encoded: EncodedSource | None = None,
+    length_penalty: float = 0.0,
 ) -> list[Hypothesis]:
     """src (B, S) padded ids -> one hypothesis per sentence, the most likely token at every step.
 
-    `encoded` is the encoder pass over `src` when the caller already ran it.
+    `encoded` is the encoder pass over `src` when the caller already ran it. The search
+    ignores `length_penalty`; it only divides the reported score, as beam search's does,
+    so greedy and beam scores compare.
     """
     cfg = model.config
     B = src.size(0)
@@ -104,7 +110,8 @@ def greedy_decode(
     for b in range(B):
         ids = out[b].tolist()
         ids = ids[: ids.index(cfg.eos_id) + 1]
-        hyps.append(Hypothesis(ids, float(log_probs[b]), float(log_probs[b])))
+        lp = float(log_probs[b])
+        hyps.append(Hypothesis(ids, lp / length_penalty_factor(len(ids), length_penalty), lp))
     return hyps
 
 

@@ -484,7 +484,8 @@ class Trainer:
         (out / "metrics.json").unlink(missing_ok=True)  # scores of the model this export replaces
         if (self.run_dir / "train_log.jsonl").is_file():
             shutil.copyfile(self.run_dir / "train_log.jsonl", out / "train_log.jsonl")
-        summary = {"selected": name, "val_score": score, "candidates": {n: sc for sc, n, _ in scored}, "float16": half, "steps": self.step, "epochs": self.epoch,
+        summary = {"selected": name, "val_score": score, "candidates": {n: sc for sc, n, _ in scored},
+                   "float16": half, "steps": self.step, "epochs": self.epoch,
                    "train_minutes": round(self.train_seconds / 60, 1),
                    "parameters": self.model.num_parameters(), "device": str(self.device), "threads": torch.get_num_threads(),
                    "hardware": hardware_description(self.device),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -27,7 +27,6 @@ from .decoding import (
     beam_search,
     encode_source,
     greedy_decode,
-    length_penalty_factor,
     strip_specials,
     translate_ids,
 )
@@ -154,9 +153,7 @@ class Translator:
             max_len = min(max_len, self.model.config.max_len)
         encoded = encode_source(self.model, src, return_attention)
         if method == "greedy":
-            # Scored like beam search's hypotheses (log-probability / length penalty), so the two compare.
-            hyps = [replace(h, score=h.log_prob / length_penalty_factor(len(h.tokens), length_penalty))
-                    for h in greedy_decode(self.model, src, max_len, encoded=encoded)]
+            hyps = greedy_decode(self.model, src, max_len, encoded=encoded, length_penalty=length_penalty)
             beam_size = 1
         else:
             hyps = beam_search(self.model, src, beam_size, length_penalty, max_len, encoded=encoded)[0]
