@@ -1,8 +1,9 @@
-"""Data: Multi30k files, generated toy tasks, token-bucketed batching and padding.
+"""Data: parallel corpus files, generated toy tasks, token-bucketed batching and padding.
 
-Multi30k task-1 raw files are `{split}.{lang}.gz` (or uncompressed) in one
-directory, one sentence a line, line i of each language aligned. The directory
-comes from `--data-dir`, else `$MULTI30K_DIR`, else `../shared/data/multi30k`.
+A corpus (Multi30k task 1, Tatoeba en-de, ...) is a directory of `{split}.{lang}.gz`
+(or uncompressed) files, one sentence a line, line i of each language aligned. The
+directory of corpus NAME comes from an explicit path (`--data-dir`), else `$NAME_DIR`
+(upper case, `-` as `_`: `MULTI30K_DIR`, `TATOEBA_EN_DE_DIR`), else `../shared/data/NAME`.
 
 With internet access, the same files can be fetched once, e.g.
 
@@ -18,6 +19,7 @@ import gzip
 import json
 import os
 import random
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-DEFAULT_DATA_DIR = "../shared/data/multi30k"
+DEFAULT_DATA_ROOT = "../shared/data"
+DEFAULT_DATA_DIR = f"{DEFAULT_DATA_ROOT}/multi30k"
 TOY_TASKS = ("copy", "reverse", "sort")
 
 
@@ -33,10 +36,16 @@ class DataError(FileNotFoundError):
     """A data directory or file that is not there; the message names it."""
 
 
-def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
-    path = Path(data_dir or os.environ.get("MULTI30K_DIR") or DEFAULT_DATA_DIR)
+def corpus_env_var(corpus: str) -> str:
+    """The environment variable naming a corpus's directory: "tatoeba-en-de" -> "TATOEBA_EN_DE_DIR"."""
+    return re.sub(r"[^A-Z0-9]", "_", corpus.upper()) + "_DIR"
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None, corpus: str = "multi30k") -> Path:
+    env = corpus_env_var(corpus)
+    path = Path(data_dir or os.environ.get(env) or f"{DEFAULT_DATA_ROOT}/{corpus}")
     if not path.is_dir():
-        raise DataError(f"Multi30k data directory not found: {path} (set --data-dir or MULTI30K_DIR)")
+        raise DataError(f"{corpus} data directory not found: {path} (set --data-dir or {env})")
     return path
 
 
@@ -54,14 +63,15 @@ def split_file(data_dir: Path, split: str, lang: str) -> Path:
     for name in (f"{split}.{lang}.gz", f"{split}.{lang}"):
         if (data_dir / name).is_file():
             return data_dir / name
-    raise DataError(f"Multi30k file not found: {data_dir / f'{split}.{lang}.gz'} (nor uncompressed)")
+    raise DataError(f"corpus file not found: {data_dir / f'{split}.{lang}.gz'} (nor uncompressed)")
 
 
 def load_split(
-    split: str, src_lang: str = "en", tgt_lang: str = "de", data_dir: str | os.PathLike | None = None
+    split: str, src_lang: str = "en", tgt_lang: str = "de", data_dir: str | os.PathLike | None = None,
+    corpus: str = "multi30k",
 ) -> tuple[list[str], list[str]]:
-    """Aligned (sources, targets) of one split, e.g. "train", "val", "test_2016_flickr"."""
-    root = resolve_data_dir(data_dir)
+    """Aligned (sources, targets) of one split of a corpus, e.g. "train", "val", "test_2016_flickr"."""
+    root = resolve_data_dir(data_dir, corpus)
     src = read_lines(split_file(root, split, src_lang))
     tgt = read_lines(split_file(root, split, tgt_lang))
     if len(src) != len(tgt):

@@ -1,6 +1,7 @@
 """Evaluation: translate a test set and score it with sacreBLEU (BLEU, chrF).
 
     python -m transformer.evaluate --checkpoint checkpoints/multi30k-en-de --split test_2016_flickr
+    python -m transformer.evaluate --checkpoint checkpoints/en-de --corpus tatoeba-en-de --split val --source-form lowercase
     python -m transformer.evaluate --checkpoint DIR --src-file src.txt --ref-file ref.txt --out metrics.json
     python -m transformer.evaluate --checkpoint checkpoints/toy-reverse --toy-task reverse
 
@@ -17,17 +18,27 @@ from pathlib import Path
 import sacrebleu
 import torch
 
-from .data import load_split, read_lines, toy_pairs
+from .corpora import CorpusSpec, strip_final_punctuation
+from .data import read_lines, toy_pairs
 from .decoding import MAX_BEAM_SIZE, translate_ids
 from .model import Transformer
 from .model_card import write_card
-from .tokenizer import TextTokenizer
+from .tokenizer import TextTokenizer, unshout
 
 log = logging.getLogger(__name__)
 
 
+SOURCE_FORMS = {  # how people type: the robustness checks rewrite the sources, never the references
+    "as-written": lambda text: text,
+    "lowercase": str.lower,
+    "uppercase": str.upper,
+    "no-final-punct": strip_final_punctuation,
+}
+
+
 def translate_texts(model: Transformer, tokenizer: TextTokenizer, texts: list[str], **kwargs) -> list[str]:
-    outputs = translate_ids(model, tokenizer.encode_batch(texts), **kwargs)
+    """Sources as the app prepares them (`unshout`), translated in batches."""
+    outputs = translate_ids(model, tokenizer.encode_batch([unshout(t) for t in texts]), **kwargs)
     return tokenizer.decode_batch(outputs)
 
 
@@ -76,11 +87,15 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", required=True, help="checkpoint directory or Hub repo id")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--split", help="Multi30k split name, e.g. val or test_2016_flickr")
+    src.add_argument("--split", help="a split of --corpus, e.g. val, test (Tatoeba) or test_2016_flickr (Multi30k)")
     src.add_argument("--src-file", help="source sentences, one a line (plain or .gz)")
     src.add_argument("--toy-task", choices=["copy", "reverse", "sort"], help="score a toy checkpoint")
     p.add_argument("--ref-file", help="reference translations for --src-file")
-    p.add_argument("--data-dir", help="Multi30k directory (default $MULTI30K_DIR or ../shared/data/multi30k)")
+    p.add_argument("--corpus", default="multi30k", help="corpus of --split: multi30k (default), tatoeba-en-de, ...")
+    p.add_argument("--data-dir", help="the corpus directory (default $NAME_DIR, e.g. $TATOEBA_EN_DE_DIR, "
+                                      "else ../shared/data/NAME)")
+    p.add_argument("--source-form", choices=sorted(SOURCE_FORMS), default="as-written",
+                   help="rewrite every source first (the references stay): how robust is the model to how people type")
     p.add_argument("--src-lang", default="en")
     p.add_argument("--tgt-lang", default="de")
     p.add_argument("--limit", type=int, help="only the first N sentences")
@@ -110,15 +125,20 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"sequence accuracy = {result['sequence_accuracy']:.4f}")
     else:
         if args.split:
-            sources, references = load_split(args.split, args.src_lang, args.tgt_lang, args.data_dir)
+            sources, references = CorpusSpec(args.corpus, path=args.data_dir).load(args.split, args.src_lang, args.tgt_lang)
         else:
             sources, references = read_lines(args.src_file), read_lines(args.ref_file)
             if len(sources) != len(references):
                 p.error(f"{args.src_file} has {len(sources)} lines but {args.ref_file} has {len(references)}")
         if args.limit:
             sources, references = sources[: args.limit], references[: args.limit]
+        sources = [SOURCE_FORMS[args.source_form](s) for s in sources]
         hypotheses = translate_texts(model, model.tokenizer, sources, **settings)
         result = {**score_translations(hypotheses, references), **settings, "split": args.split or args.src_file}
+        if args.split:
+            result["corpus"] = args.corpus
+        if args.source_form != "as-written":
+            result["source_form"] = args.source_form
         print(f"chrF = {result['chrf']:.2f}")
         print(result["signature"])
         print(f"BLEU = {result['bleu']:.2f}")
@@ -136,6 +156,10 @@ def record_metrics(checkpoint: Path, result: dict) -> None:
     path = checkpoint / "metrics.json"
     metrics = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     data = result.get("split") or result.get("task")
+    if result.get("corpus", "multi30k") != "multi30k":  # Multi30k keys stay as they were
+        data = f"{result['corpus']}:{data}"
+    if result.get("source_form"):
+        data += f"[{result['source_form']}]"
     decoding = "greedy" if result["method"] == "greedy" else f"beam{result['beam_size']}-lp{result['length_penalty']:g}"
     metrics[f"{data}/{decoding}"] = result
     path.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -12,6 +12,8 @@ import argparse
 import json
 from pathlib import Path
 
+from .corpora import ATTRIBUTION, CorpusSpec, test_split
+
 FRONT_MATTER = """---
 language: [en, de]
 license: mit
@@ -35,7 +37,10 @@ def _metrics_table(metrics: dict) -> list[str]:
         if m.get("method") == "beam" and {"beam_size", "length_penalty"} <= set(m):
             decoding = f"beam {m['beam_size']}, length penalty {m['length_penalty']:g}"
         if "bleu" in m:
-            rows.append(f"| {m.get('split', key)} | {decoding} | {m['bleu']:.2f} | {m['chrf']:.2f} | {m['n_sentences']} |")
+            data = f"{m.get('corpus', '')} {m.get('split', key)}".strip()
+            if m.get("source_form"):
+                data += f" (sources {m['source_form']})"
+            rows.append(f"| {data} | {decoding} | {m['bleu']:.2f} | {m['chrf']:.2f} | {m['n_sentences']} |")
         elif "sequence_accuracy" in m:
             rows.append(f"| fresh {m.get('task')} samples | {decoding} | sequence accuracy {m['sequence_accuracy']:.4f} | "
                         f"token accuracy {m['token_accuracy']:.4f} | {m['n_sentences']} |")
@@ -52,9 +57,23 @@ def render_card(directory: Path) -> str:
     cfg = training.get("train_config", {})
     preset = directory.name
     lines = [FRONT_MATTER, f"# {preset}", ""]
-    if cfg.get("task", "multi30k") == "multi30k":
+    corpora = [CorpusSpec.parse(c) for c in cfg.get("corpora") or ()]
+    if cfg.get("task", "multi30k") == "multi30k" and not corpora:
         lines += ["An encoder–decoder Transformer trained from scratch for English→German on Multi30k task 1 "
                   "(train split; model selection on val; test_2016_flickr used only for the report).", ""]
+    elif corpora:
+        mix = ", ".join(f"{c.name} (weight {c.weight:g})" for c in corpora)
+        tests = ", ".join(f"{c.name} {test_split(c.name)}" for c in corpora)
+        lines += [f"An encoder–decoder Transformer trained from scratch for English→German on the train splits of "
+                  f"{mix}; model selection on their val splits; {tests} used only for the report.", ""]
+        noise = [f"{100 * cfg[k]:g} % {what}" for k, what in (("src_lowercase_prob", "lowercased"),
+                                                             ("src_no_punct_prob", "without final punctuation"))
+                 if cfg.get(k)]
+        if noise:
+            lines += [f"Training sources (never targets) are rewritten at random: {', '.join(noise)}. "
+                      "ALL-CAPS input is lowercased before tokenising.", ""]
+        lines += [ATTRIBUTION[c.name] for c in corpora if c.name in ATTRIBUTION]
+        lines += [""] if any(c.name in ATTRIBUTION for c in corpora) else []
     else:
         lines += [f"A toy model for the `{cfg.get('task')}` task (random letter sequences generated in code), "
                   "used in class to show clean attention patterns.", ""]

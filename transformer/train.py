@@ -1,4 +1,4 @@
-"""Training: `python -m transformer.train --preset multi30k-en-de` (or toy-reverse, toy-copy, toy-sort).
+"""Training: `python -m transformer.train --preset en-de` (or multi30k-en-de, toy-reverse, toy-copy, toy-sort).
 
 Every flag maps onto a `TrainConfig` field; a preset fills in the recipe of a
 shipped checkpoint and any flag given after it overrides. A run directory
@@ -29,9 +29,10 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from .config import ModelConfig
-from .data import PairDataset, load_split, toy_pairs
+from .corpora import SOURCE_VARIANTS, CorpusSpec, SourceNoise, mixture_indices, parse_corpora, source_variants
+from .data import TOY_TASKS, DataError, PairDataset, toy_pairs
 from .evaluate import score_translations, sequence_accuracy, teacher_forced_loss, translate_ids
-from .hub import save_checkpoint
+from .hub import load_weights_into, read_config, read_weights, save_checkpoint
 from .model import Transformer
 from .model_card import write_card
 from .tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
@@ -39,13 +40,17 @@ from .tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
 log = logging.getLogger(__name__)
 
 LAST_WEIGHTS = "last.safetensors"  # the final weights when a budget stopped training mid-epoch
+REWARM_STEPS = 100  # lr warm-up of a continuation from an export, while the fresh Adam moments settle
 
 
 @dataclass
 class TrainConfig:
     # data
-    task: str = "multi30k"  # multi30k | copy | reverse | sort
-    data_dir: str | None = None
+    task: str = "multi30k"  # translation (alias: multi30k) | copy | reverse | sort
+    corpora: tuple[str, ...] = ()  # NAME[:WEIGHT][=PATH], one --corpus each; none: multi30k at --data-dir
+    data_dir: str | None = None  # the directory of the only corpus
+    src_lowercase_prob: float = 0.0  # chance a training source is lowercased (the target never is)
+    src_no_punct_prob: float = 0.0  # chance a training source loses its final punctuation
     src_lang: str = "en"
     tgt_lang: str = "de"
     vocab_size: int = 8000
@@ -83,6 +88,7 @@ class TrainConfig:
     run_dir: str = "runs/multi30k-en-de"
     output: str = ""  # export the final model here (Hugging Face layout)
     save_every: int = 100  # optimizer steps between resume saves
+    val_every: int = 0  # validate and snapshot every N optimizer steps instead of at epoch ends; 0: epochs
     keep_last: int = 5  # epoch weight files kept
     average_last: int = 5  # epochs averaged into the final model (1: no averaging)
     half_precision: bool = True  # export float16 weights if validation moves by < 0.1
@@ -94,6 +100,14 @@ class TrainConfig:
 
 
 PRESETS: dict[str, dict] = {
+    "en-de": dict(  # the app's default: everyday sentences and image captions
+        task="translation", corpora=("tatoeba-en-de", "multi30k:2"), vocab_size=16000,
+        src_lowercase_prob=0.2, src_no_punct_prob=0.2,
+        d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
+        max_tokens=4096, accum_steps=2, lr=1.5e-3, warmup_steps=500, schedule="cosine", max_steps=3000,
+        max_epochs=100, max_minutes=330, val_every=250, patience=0, bf16=False,
+        run_dir="runs/en-de", output="checkpoints/en-de", keep_last=5, average_last=4,
+    ),
     "multi30k-en-de": dict(
         task="multi30k", vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4, n_decoder_layers=4, d_ff=1024,
         dropout=0.15, max_tokens=3000, lr=1.5e-3, warmup_steps=600, schedule="cosine", max_steps=3400,
@@ -174,6 +188,12 @@ def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
     return {k: (v / len(paths)).float() for k, v in total.items()}
 
 
+def snapshot_name(path: Path) -> str:
+    """"epoch_003.safetensors" -> "epoch 3"; "step_000300.safetensors" -> "step 300"."""
+    kind, number = path.stem.split("_")
+    return f"{kind} {int(number)}"
+
+
 def hardware_description(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
@@ -186,8 +206,9 @@ def hardware_description(device: torch.device) -> str:
 # ---------------------------------------------------------------------------- the trainer
 
 class Trainer:
-    def __init__(self, cfg: TrainConfig):
+    def __init__(self, cfg: TrainConfig, resume: bool = False):
         self.cfg = cfg
+        self.resume = resume
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.device = torch.device(
@@ -204,8 +225,10 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
+        self.noise = SourceNoise(cfg.src_lowercase_prob, cfg.src_no_punct_prob)
+        self.corpora = self._corpora()
         self.tokenizer = self._tokenizer()
-        self.train_set, self.val_set, self.val_texts = self._data()
+        self.train_set, self.corpus_sizes, self.val_sets, self.val_refs = self._data()
         self.model = Transformer(self._model_config()).to(self.device)
         self.ddp = (
             torch.nn.parallel.DistributedDataParallel(self.model, device_ids=[self.device] if self.device.type == "cuda" else None)
@@ -219,7 +242,10 @@ class Trainer:
         )
         self.steps_per_epoch = len(self._epoch_batches(0)) // cfg.accum_steps
         total = cfg.max_steps or cfg.max_epochs * self.steps_per_epoch
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_factor(s + 1, cfg, total))
+        self.rewarm_from = 0  # a continuation with a fresh optimizer warms the lr up again from this step
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: lr_factor(s + 1, cfg, total) * min(1.0, (s + 1 - self.rewarm_from) / REWARM_STEPS)
+            if self.rewarm_from else lr_factor(s + 1, cfg, total))
         self.autocast = cfg.bf16 or self.device.type == "cuda"
         # progress, restored by --resume
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
@@ -232,33 +258,68 @@ class Trainer:
 
     # -- setup ---------------------------------------------------------------
 
+    def _corpora(self) -> list[CorpusSpec]:
+        """The corpora of a translation task (none for a toy task); every directory is checked now."""
+        cfg = self.cfg
+        if cfg.task in TOY_TASKS:
+            return []
+        if cfg.task not in ("translation", "multi30k"):
+            raise ValueError(f"unknown task {cfg.task!r}; choose translation (alias multi30k) or one of {TOY_TASKS}")
+        corpora = parse_corpora(cfg.corpora) if cfg.corpora else [CorpusSpec("multi30k")]
+        if cfg.data_dir:
+            if len(corpora) > 1:
+                raise ValueError("--data-dir names the directory of a single corpus; give NAME=PATH with each --corpus")
+            corpora = [CorpusSpec(corpora[0].name, corpora[0].weight, cfg.data_dir)]
+        for corpus in corpora:
+            corpus.directory()  # a missing directory fails here, naming it, before any work
+        return corpora
+
     def _tokenizer(self) -> TextTokenizer:
         path = self.run_dir / "tokenizer.json"
+        exported = Path(self.cfg.output) / "tokenizer.json" if self.cfg.output else None
+        if self.resume and not path.is_file() and exported and exported.is_file() and self.is_main:
+            shutil.copyfile(exported, path)  # continuing from an export: keep its vocabulary
         if path.is_file():
             return TextTokenizer.from_file(path)
-        if self.cfg.task == "multi30k":
-            src, tgt = load_split("train", self.cfg.src_lang, self.cfg.tgt_lang, self.cfg.data_dir)
-            tok = TextTokenizer(train_tokenizer(src + tgt, self.cfg.vocab_size))
+        if self.corpora:  # one joint vocabulary over both languages of every corpus
+            texts = [line for c in self.corpora for side in c.load("train", self.cfg.src_lang, self.cfg.tgt_lang)
+                     for line in side]
+            tok = TextTokenizer(train_tokenizer(texts, self.cfg.vocab_size))
         else:
             tok = TextTokenizer(toy_tokenizer(self.cfg.toy_symbols))
         if self.is_main:
             tok.save(path)
         return tok
 
-    def _data(self) -> tuple[PairDataset, PairDataset, tuple[list[str], list[str]] | None]:
+    def _data(self) -> tuple[PairDataset, list[int], dict[str, PairDataset], dict[str, list[str]]]:
+        """Training pairs (corpora concatenated), each corpus's size, and validation pairs and
+        references per corpus. With source noise, the training set holds len(SOURCE_VARIANTS)
+        blocks: block v pairs variant v of every source with the same target."""
         cfg = self.cfg
-        if cfg.task == "multi30k":
-            tr_src, tr_tgt = load_split("train", cfg.src_lang, cfg.tgt_lang, cfg.data_dir)
-            va_src, va_tgt = load_split("val", cfg.src_lang, cfg.tgt_lang, cfg.data_dir)
-            enc = self.tokenizer.encode_batch
-            train = PairDataset(list(zip(enc(tr_src), enc(tr_tgt))), cfg.max_len)
-            val = PairDataset(list(zip(enc(va_src), enc(va_tgt))), cfg.max_len)
-            return train, val, (va_src, va_tgt)
-        vocab = self.tokenizer.vocab_size
-        common = dict(vocab_size=vocab, min_len=cfg.toy_min_len, max_len=cfg.toy_max_len)
-        train = toy_pairs(cfg.task, cfg.toy_train_size, seed=cfg.seed, **common)
-        val = toy_pairs(cfg.task, cfg.toy_val_size, seed=cfg.seed + 10_000, **common)
-        return PairDataset(train, cfg.max_len), PairDataset(val, cfg.max_len), None
+        if not self.corpora:
+            vocab = self.tokenizer.vocab_size
+            common = dict(vocab_size=vocab, min_len=cfg.toy_min_len, max_len=cfg.toy_max_len)
+            train = toy_pairs(cfg.task, cfg.toy_train_size, seed=cfg.seed, **common)
+            val = toy_pairs(cfg.task, cfg.toy_val_size, seed=cfg.seed + 10_000, **common)
+            return PairDataset(train, cfg.max_len), [len(train)], {cfg.task: PairDataset(val, cfg.max_len)}, {}
+        enc = self.tokenizer.encode_batch
+        sources, targets, sizes = [], [], []
+        val_sets, val_refs = {}, {}
+        for corpus in self.corpora:
+            src, tgt = corpus.load("train", cfg.src_lang, cfg.tgt_lang)
+            sources += src
+            targets += tgt
+            sizes.append(len(src))
+            va_src, va_tgt = corpus.load("val", cfg.src_lang, cfg.tgt_lang)
+            val_sets[corpus.name] = PairDataset(list(zip(enc(va_src), enc(va_tgt))), cfg.max_len)
+            val_refs[corpus.name] = va_tgt
+        target_ids = enc(targets)
+        if self.noise.active:
+            forms = list(zip(*(source_variants(text) for text in sources)))  # one tuple per variant
+        else:
+            forms = [sources]
+        pairs = [p for variant in forms for p in zip(enc(list(variant)), target_ids)]
+        return PairDataset(pairs, cfg.max_len), sizes, val_sets, val_refs
 
     def _model_config(self) -> ModelConfig:
         names = {f.name for f in fields(ModelConfig)}
@@ -268,11 +329,26 @@ class Trainer:
         return ModelConfig(**kwargs, src_vocab_size=v, tgt_vocab_size=v,
                            pad_id=t.pad_id, bos_id=t.bos_id, eos_id=t.eos_id, unk_id=t.unk_id)
 
+    def epoch_picks(self, epoch: int) -> list[int]:
+        """The epoch's indices into the training set: the corpus mixture, then a source variant each."""
+        n = sum(self.corpus_sizes)
+        if len(self.corpus_sizes) == 1 and not self.noise.active:
+            return list(range(n))
+        weights = [c.weight for c in self.corpora] or [1.0]
+        picks = mixture_indices(self.corpus_sizes, weights, self.cfg.seed, epoch)
+        if self.noise.active:
+            variants = self.noise.variants(len(picks), self.cfg.seed, epoch)
+            picks = [v * n + i for v, i in zip(variants, picks)]
+        return picks
+
     def _epoch_batches(self, epoch: int) -> list[list[int]]:
         """This process's share of the epoch's batches (equal counts on every rank)."""
         from .data import token_batches
 
-        batches = token_batches(self.train_set.lengths, self.cfg.max_tokens, self.cfg.seed, epoch)
+        picks = self.epoch_picks(epoch)
+        lengths = self.train_set.lengths
+        batches = token_batches([lengths[i] for i in picks], self.cfg.max_tokens, self.cfg.seed, epoch)
+        batches = [[picks[j] for j in batch] for batch in batches]
         usable = len(batches) // (self.world * self.cfg.accum_steps) * self.world * self.cfg.accum_steps
         return batches[self.rank : usable : self.world]
 
@@ -295,6 +371,7 @@ class Trainer:
                 "progress": {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
                              "best_score": self.best_score, "bad_epochs": self.bad_epochs,
                              "train_seconds": self.train_seconds, "epoch_loss": self.epoch_loss,
+                             "rewarm_from": self.rewarm_from,
                              "epoch_tokens": self.epoch_tokens},
                 "train_config": asdict(self.cfg), "model_config": self.model.config.to_dict(),
             },
@@ -304,6 +381,8 @@ class Trainer:
     def load_state(self) -> bool:
         path = self.state_path()
         if not path.is_file():
+            if self.continue_from_export():
+                return True
             log.info("no resume state at %s; starting fresh", path)
             return False
         state = torch.load(path, map_location=self.device, weights_only=True)
@@ -317,6 +396,31 @@ class Trainer:
         rngs = state["rng"]
         set_rng_state(rngs[self.rank] if len(rngs) == self.world else rngs[0])
         log.info("resumed from %s at step %d (epoch %d, batch %d)", path, self.step, self.epoch, self.batch_in_epoch)
+        return True
+
+    def continue_from_export(self) -> bool:
+        """Continue from the exported model in --output when the run directory is gone (a new
+        machine: state.pt is too big to commit, the export is committed). Not an exact resume:
+        the weights are the export's (maybe an average, maybe float16) and Adam starts afresh,
+        so the lr warms up again over REWARM_STEPS; the schedule, data order and step count
+        carry on from the export's recorded progress."""
+        out = Path(self.cfg.output) if self.cfg.output else None
+        if out is None or not (out / "training.json").is_file():
+            return False
+        progress = json.loads((out / "training.json").read_text(encoding="utf-8")).get("progress")
+        if not progress or read_config(out) != self.model.config:
+            raise ValueError(f"{out} is not a continuable export of this run (no progress, or another model config)")
+        load_weights_into(self.model, read_weights(out, str(self.device)), out)  # float16 is cast to float32
+        self.step, self.epoch, self.batch_in_epoch = progress["step"], progress["epoch"], progress["batch_in_epoch"]
+        self.best_score, self.train_seconds = progress["best_score"], progress["train_seconds"]
+        self.rewarm_from = self.step
+        self.scheduler.last_epoch = self.step  # the next step's lr is the schedule's at this step
+        for group, base, factor in zip(self.optimizer.param_groups, self.scheduler.base_lrs, self.scheduler.lr_lambdas):
+            group["lr"] = base * factor(self.step)
+        if self.is_main and (out / "train_log.jsonl").is_file() and not (self.run_dir / "train_log.jsonl").is_file():
+            shutil.copyfile(out / "train_log.jsonl", self.run_dir / "train_log.jsonl")
+        log.warning("no resume state at %s: continuing from the export in %s at step %d with a fresh optimizer "
+                    "(lr warms up again over %d steps)", self.state_path(), out, self.step, REWARM_STEPS)
         return True
 
     # -- training ------------------------------------------------------------
@@ -334,12 +438,14 @@ class Trainer:
     def out_of_budget(self) -> bool:
         cfg = self.cfg
         return bool((cfg.max_steps and self.step >= cfg.max_steps)
-                    or (cfg.max_minutes and self.train_seconds >= cfg.max_minutes * 60))
+                    or (cfg.max_minutes and self.train_seconds >= cfg.max_minutes * 60)
+                    or (cfg.val_every and cfg.patience and self.bad_epochs >= cfg.patience))
 
     def train_epoch(self) -> bool:
         """Train to the end of the epoch; False if a step or time budget stopped it first."""
         cfg = self.cfg
         all_batches = self._epoch_batches(self.epoch)
+        self.epoch_length = len(all_batches)
         model = self.ddp or self.model
         model.train()
         bar = tqdm(total=len(all_batches), initial=self.batch_in_epoch, desc=f"epoch {self.epoch + 1}",
@@ -367,55 +473,75 @@ class Trainer:
             self.step += 1
             self.train_seconds += time.time() - t0
             bar.update(cfg.accum_steps)
-            if time.time() - t_last > 2.0:
+            if time.time() - t_last > (2.0 if bar.disable is False else 120.0):
                 mean = self.epoch_loss / max(self.epoch_tokens, 1)
-                bar.set_postfix(loss=f"{mean:.3f}", ppl=f"{math.exp(min(mean, 50)):.1f}",
-                                tok_s=f"{tokens_since * self.world / (time.time() - t_last):.0f}",
-                                lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
+                status = dict(loss=f"{mean:.3f}", ppl=f"{math.exp(min(mean, 50)):.1f}",
+                              tok_s=f"{tokens_since * self.world / (time.time() - t_last):.0f}",
+                              lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
+                bar.set_postfix(**status)
+                if bar.disable and self.is_main:  # no progress bar (a log file): a line every two minutes
+                    log.info("step %d: %s", self.step, " ".join(f"{k}={v}" for k, v in status.items()))
                 t_last, tokens_since = time.time(), 0
-            if self.step % cfg.save_every == 0:
+            if cfg.val_every and self.step % cfg.val_every == 0:
+                self.checkpoint(f"step_{self.step:06d}")
+                model.train()
+            if self.step % cfg.save_every == 0 or (cfg.val_every and self.step % cfg.val_every == 0):
                 self.save_state()
         bar.close()
         return True
 
     def validate(self, model: Transformer | None = None) -> dict:
-        """Validation loss/perplexity and BLEU (Multi30k) or sequence accuracy (toy tasks)."""
+        """Validation loss/perplexity over every validation set, and greedy BLEU/chrF on each corpus
+        (`val_bleu_<corpus>` when there are several; `val_bleu` is their mean and the selection
+        score), or sequence accuracy (toy tasks)."""
         model = model or self.model
         model.eval()
         t = self.tokenizer
-        batches = (b.to(self.device) for b in self.val_set.batches(self.cfg.max_tokens, t.pad_id, t.bos_id, t.eos_id))
+        every = PairDataset([p for v in self.val_sets.values() for p in v.pairs])
+        batches = (b.to(self.device) for b in every.batches(self.cfg.max_tokens, t.pad_id, t.bos_id, t.eos_id))
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
             val_loss, val_ppl = teacher_forced_loss(model, batches)
         metrics = {"val_loss": round(val_loss, 4), "val_ppl": round(val_ppl, 3)}
-        if self.val_texts is not None:
-            sources = [s for s, _ in self.val_set.pairs]
-            outputs = translate_ids(model, sources, method="greedy", batch_size=self.cfg.val_batch_size)
-            scores = score_translations(t.decode_batch(outputs), self.val_texts[1])
-            metrics.update(val_bleu=scores["bleu"], val_chrf=scores["chrf"])
-            metrics["score"] = scores["bleu"]
+        if self.val_refs:
+            bleus, chrfs = [], []
+            for name, val in self.val_sets.items():
+                sources = [s for s, _ in val.pairs]
+                outputs = translate_ids(model, sources, method="greedy", batch_size=self.cfg.val_batch_size)
+                scores = score_translations(t.decode_batch(outputs), self.val_refs[name])
+                bleus.append(scores["bleu"])
+                chrfs.append(scores["chrf"])
+                if len(self.val_sets) > 1:
+                    metrics.update({f"val_bleu_{name}": scores["bleu"], f"val_chrf_{name}": scores["chrf"]})
+            metrics.update(val_bleu=round(sum(bleus) / len(bleus), 2), val_chrf=round(sum(chrfs) / len(chrfs), 2))
+            metrics["score"] = metrics["val_bleu"]
         else:
-            acc = sequence_accuracy(model, self.val_set.pairs, batch_size=self.cfg.val_batch_size)
+            (val,) = self.val_sets.values()
+            acc = sequence_accuracy(model, val.pairs, batch_size=self.cfg.val_batch_size)
             metrics.update(val_seq_acc=round(acc["sequence_accuracy"], 4), val_tok_acc=round(acc["token_accuracy"], 4))
             metrics["score"] = 100 * acc["sequence_accuracy"]
         model.train()
         return metrics
 
-    def end_epoch(self) -> bool:
-        """Validate, log, save epoch weights; True if training should stop early."""
+    def checkpoint(self, snapshot: str) -> bool:
+        """Validate, log, save the weights as RUN_DIR/<snapshot>.safetensors (keeping the newest
+        few); True if validation has not improved for `patience` checkpoints."""
         stop = False
         if self.is_main:
             metrics = self.validate()
             mean = self.epoch_loss / max(self.epoch_tokens, 1)
-            record = {"epoch": self.epoch + 1, "step": self.step, "train_loss": round(mean, 4),
-                      "train_ppl": round(math.exp(min(mean, 50)), 3), "lr": self.scheduler.get_last_lr()[0],
-                      "train_minutes": round(self.train_seconds / 60, 2), **metrics}
+            epoch = self.epoch + self.batch_in_epoch / max(getattr(self, "epoch_length", 0), 1)
+            record = {"epoch": round(epoch, 3) if epoch % 1 else int(epoch), "step": self.step,
+                      "train_loss": round(mean, 4), "train_ppl": round(math.exp(min(mean, 50)), 3),
+                      "lr": self.scheduler.get_last_lr()[0], "train_minutes": round(self.train_seconds / 60, 2),
+                      **metrics}
             with open(self.run_dir / "train_log.jsonl", "a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
-            log.info("epoch %d: %s", self.epoch + 1, json.dumps(record))
+            log.info("%s: %s", snapshot, json.dumps(record))
             weights = {k: v for k, v in self.model.state_dict().items()}
-            atomic_save_weights(weights, self.run_dir / f"epoch_{self.epoch + 1:03d}.safetensors")
-            (self.run_dir / LAST_WEIGHTS).unlink(missing_ok=True)  # older than this epoch's weights
-            for old in sorted(self.run_dir.glob("epoch_*.safetensors"))[: -max(self.cfg.keep_last, self.cfg.average_last)]:
+            atomic_save_weights(weights, self.run_dir / f"{snapshot}.safetensors")
+            (self.run_dir / LAST_WEIGHTS).unlink(missing_ok=True)  # older than this snapshot
+            prefix = snapshot.split("_")[0]
+            for old in sorted(self.run_dir.glob(f"{prefix}_*.safetensors"))[: -max(self.cfg.keep_last, self.cfg.average_last)]:
                 old.unlink()
             if metrics["score"] > self.best_score:
                 self.best_score, self.bad_epochs = metrics["score"], 0
@@ -424,11 +550,17 @@ class Trainer:
                 self.bad_epochs += 1
             stop = bool(self.cfg.patience and self.bad_epochs >= self.cfg.patience)
         if self.world > 1:
-            flag = [stop]
+            flag = [stop, self.bad_epochs]
             dist.broadcast_object_list(flag, src=0)
-            stop = flag[0]
+            stop, self.bad_epochs = flag
+        self.epoch_loss, self.epoch_tokens = 0.0, 0  # the next record's training loss starts here
+        return stop
+
+    def end_epoch(self) -> bool:
+        """Checkpoint at the epoch's end (unless checkpoints go by steps); True to stop early."""
+        stop = False if self.cfg.val_every else self.checkpoint(f"epoch_{self.epoch + 1:03d}")
         self.epoch += 1
-        self.batch_in_epoch, self.epoch_loss, self.epoch_tokens = 0, 0.0, 0
+        self.batch_in_epoch = 0
         self.save_state()
         return stop
 
@@ -437,7 +569,8 @@ class Trainer:
             if not self.train_epoch():
                 log.info("budget reached at step %d", self.step)
                 self.save_state()
-                if self.is_main:  # stopped mid-epoch: the newest weights are in no epoch file
+                newest = self.run_dir / f"step_{self.step:06d}.safetensors"
+                if self.is_main and not newest.is_file():  # the newest weights are in no snapshot yet
                     atomic_save_weights(self.model.state_dict(), self.run_dir / LAST_WEIGHTS)
                 return
             if self.end_epoch():
@@ -447,21 +580,22 @@ class Trainer:
     # -- export --------------------------------------------------------------
 
     def export(self) -> dict:
-        """Choose on validation between the best epoch, the final weights and the average of the
-        last `average_last` snapshots (epoch ends, plus the final step if a budget ended training
-        mid-epoch); export the winner."""
+        """Choose on validation between the best checkpoint, the final weights and the average of
+        the last `average_last` snapshots (epoch ends or every `val_every` steps, plus the final
+        step if a budget ended training between two); export the winner."""
         candidates = {}
         best = self.run_dir / "best.safetensors"
         if best.is_file():
-            candidates["best epoch"] = load_file(str(best))
-        snapshots = sorted(self.run_dir.glob("epoch_*.safetensors"))
+            candidates["best checkpoint" if self.cfg.val_every else "best epoch"] = load_file(str(best))
+        snapshots = sorted(self.run_dir.glob("epoch_*.safetensors")) + sorted(self.run_dir.glob("step_*.safetensors"))
         last = self.run_dir / LAST_WEIGHTS
         if last.is_file():
-            candidates[f"last step ({self.step})"] = load_file(str(last))
             snapshots.append(last)
+        if snapshots and (snapshots[-1] == last or snapshots[-1].stem == f"step_{self.step:06d}"):
+            candidates[f"last step ({self.step})"] = load_file(str(snapshots[-1]))
         snapshots = snapshots[-self.cfg.average_last :]
         if len(snapshots) > 1:
-            names = ", ".join("last step" if p == last else f"epoch {int(p.stem.split('_')[1])}" for p in snapshots)
+            names = ", ".join("last step" if p == last else snapshot_name(p) for p in snapshots)
             candidates[f"average of {names}"] = average_weights(snapshots)
         if not candidates:
             candidates["last step"] = self.model.state_dict()
@@ -486,6 +620,8 @@ class Trainer:
             shutil.copyfile(self.run_dir / "train_log.jsonl", out / "train_log.jsonl")
         summary = {"selected": name, "val_score": score, "candidates": {n: sc for sc, n, _ in scored},
                    "float16": half, "steps": self.step, "epochs": self.epoch,
+                   "progress": {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
+                                "best_score": self.best_score, "train_seconds": self.train_seconds},
                    "train_minutes": round(self.train_seconds / 60, 1),
                    "parameters": self.model.num_parameters(), "device": str(self.device), "threads": torch.get_num_threads(),
                    "hardware": hardware_description(self.device),
@@ -507,24 +643,29 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
             p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        elif f.name == "corpora":
+            p.add_argument("--corpus", dest="corpora", action="append", default=None, metavar="NAME[:WEIGHT][=PATH]",
+                           help="a training corpus, once per corpus (e.g. --corpus tatoeba-en-de --corpus multi30k:2)")
         else:
             kind = {"int": int, "float": float}.get(str(f.type), str)
             p.add_argument(flag, type=kind, default=None)
     args = p.parse_args(argv)
     values = dict(PRESETS[args.preset]) if args.preset else {}
     values.update({f.name: getattr(args, f.name) for f in fields(TrainConfig) if getattr(args, f.name) is not None})
+    values["corpora"] = tuple(values.get("corpora", ()))
     return TrainConfig(**values), args.resume, not args.no_export
 
 
 def main(argv: list[str] | None = None) -> Trainer:
     cfg, resume, export = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    trainer = Trainer(cfg)
-    if trainer.is_main:
-        log.info("model: %d parameters; %d training pairs; %d steps per epoch on %s",
-                 trainer.model.num_parameters(), len(trainer.train_set), trainer.steps_per_epoch, trainer.device)
+    trainer = Trainer(cfg, resume=resume)
     if resume:
         trainer.load_state()
+    if trainer.is_main:
+        log.info("model: %d parameters; %d training pairs (%s); %d steps per epoch on %s",
+                 trainer.model.num_parameters(), sum(trainer.corpus_sizes),
+                 ", ".join(c.name for c in trainer.corpora) or cfg.task, trainer.steps_per_epoch, trainer.device)
     trainer.fit()
     if export and cfg.output and trainer.is_main:
         trainer.export()
@@ -535,4 +676,7 @@ def main(argv: list[str] | None = None) -> Trainer:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (DataError, ValueError) as err:  # a missing corpus, a bad --corpus, a foreign run directory: one line
+        sys.exit(f"error: {err}")

@@ -32,7 +32,7 @@ from .decoding import (
 )
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
 from .model import causal_mask
-from .tokenizer import TextTokenizer
+from .tokenizer import TextTokenizer, unshout
 
 METHODS = ("greedy", "beam")
 
@@ -124,7 +124,7 @@ class Translator:
             raise ValueError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
             raise ValueError("text is empty: type a sentence to translate")
-        ids = self.tokenizer.encode(text)
+        ids = self.tokenizer.encode(unshout(text))
         if not ids:
             raise ValueError("text has nothing to translate after normalisation")
         truncated = len(ids) > self.max_source_tokens
