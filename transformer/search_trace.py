@@ -22,9 +22,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from torch import Tensor
+if TYPE_CHECKING:  # the figure code reads traces without importing torch
+    from torch import Tensor
 
 ROOT, KEPT, PRUNED, FINISHED = "root", "kept", "pruned", "finished"
 
