@@ -45,7 +45,7 @@ def _short(token: str, max_chars: int) -> str:
 
 
 def node_label(trace: SearchTrace, node_id: int) -> str:
-    """Plain text naming a node for a selector: "step 4 · ▁Hund · kept · p 91% · score −0.16 · ▁Zwei ▁Hund"."""
+    """Plain text naming a node for a selector, e.g. "step 2 · ▁Hund · kept · p 91% · score −0.16 · ▁Ein ▁Hund"."""
     node = trace.nodes[node_id]
     if node.status == ROOT:
         return "start · <bos>"
@@ -438,5 +438,5 @@ def compare_figures(
     diff_layout["yaxis"].update(scaleanchor="x", scaleratio=1, constrain="domain")
     diff_layout["xaxis"].update(constrain="domain")
     diff_layout["margin"]["t"] = 140
-    return CompareView(pair, viz._figure([_heatmap(diff, q, k, 0, "coloraxis2", "left \u2212 right")], diff_layout), diff,
-                       None)
+    difference = viz._figure([_heatmap(diff, q, k, 0, "coloraxis2", "left \u2212 right")], diff_layout)
+    return CompareView(pair, difference, diff, None)
