@@ -7,6 +7,7 @@ cross-attention keys/values are computed on the first step only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import torch
 from torch import Tensor
@@ -14,6 +15,7 @@ from torch import Tensor
 from .data import pad_sequences
 from .kv_cache import KVCache
 from .model import Transformer, padding_mask
+from .search_trace import SearchOutput, SearchRecorder
 
 MAX_BEAM_SIZE = 16  # the widest beam the API and the command-line tools accept
 
@@ -72,6 +74,18 @@ def encode_source(model: Transformer, src: Tensor, return_attention: bool = Fals
     return EncodedSource(memory, src_mask, weights)
 
 
+@overload
+def greedy_decode(
+    model: Transformer, src: Tensor, max_len: int | None = ..., encoded: EncodedSource | None = ...,
+    length_penalty: float = ..., record_search: Literal[False] = ...,
+) -> list[Hypothesis]: ...
+@overload
+def greedy_decode(
+    model: Transformer, src: Tensor, max_len: int | None = ..., encoded: EncodedSource | None = ...,
+    length_penalty: float = ..., *, record_search: Literal[True],
+) -> SearchOutput[list[Hypothesis]]: ...
+
+
 @torch.no_grad()
 def greedy_decode(
     model: Transformer,
@@ -79,12 +93,14 @@ def greedy_decode(
     max_len: int | None = None,
     encoded: EncodedSource | None = None,
     length_penalty: float = 0.0,
-) -> list[Hypothesis]:
+    record_search: bool = False,
+) -> list[Hypothesis] | SearchOutput[list[Hypothesis]]:
     """src (B, S) padded ids -> one hypothesis per sentence, the most likely token at every step.
 
     `encoded` is the encoder pass over `src` when the caller already ran it. The search
     ignores `length_penalty`; it only divides the reported score, as beam search's does,
-    so greedy and beam scores compare.
+    so greedy and beam scores compare. `record_search=True` returns a `SearchOutput`:
+    the same hypotheses plus one `SearchTrace` per sentence (each step's choice and runner-up).
     """
     cfg = model.config
     B = src.size(0)
@@ -96,9 +112,14 @@ def greedy_decode(
     out = torch.full((B, max_len), cfg.pad_id, dtype=torch.long, device=src.device)
     log_probs = torch.zeros(B, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    recorder = SearchRecorder(B, "greedy", 1, length_penalty, cfg.bos_id) if record_search else None
     for t in range(max_len):
         hidden, _, _ = model.decode(next_input, memory, src_mask, None, cache)
-        lp, token = next_token_log_probs(model, hidden, t, max_len).max(-1)  # (B,)
+        step_log_probs = next_token_log_probs(model, hidden, t, max_len)  # (B, V)
+        lp, token = step_log_probs.max(-1)  # (B,)
+        if recorder is not None:
+            _record_greedy_step(recorder, t, done, log_probs, step_log_probs, lp, token, cfg.eos_id,
+                                length_penalty_factor(t + 1, length_penalty))
         token = token.masked_fill(done, cfg.pad_id)
         log_probs += lp.masked_fill(done, 0.0)
         out[:, t] = token
@@ -112,7 +133,37 @@ def greedy_decode(
         ids = ids[: ids.index(cfg.eos_id) + 1]
         lp = float(log_probs[b])
         hyps.append(Hypothesis(ids, lp / length_penalty_factor(len(ids), length_penalty), lp))
+    if recorder is not None:
+        return SearchOutput(hyps, recorder.finish([[h] for h in hyps]))
     return hyps
+
+
+def _record_greedy_step(
+    recorder: SearchRecorder, t: int, done: Tensor, prefix_log_prob: Tensor, step_log_probs: Tensor,
+    lp: Tensor, token: Tensor, eos_id: int, length_factor: float,
+) -> None:
+    """Greedy's candidates at step t: the chosen token and the runner-up (the best other token)."""
+    top_lp, top_token = step_log_probs.topk(2, dim=-1)  # (B, 2)
+    runner_up = torch.where(top_token[:, :1] == token[:, None], 1, 0)  # (B, 1): the column that is not `token`
+    token_lp = torch.stack([lp, top_lp.gather(1, runner_up)[:, 0]], 1)  # (B, 2)
+    tokens = torch.stack([token, top_token.gather(1, runner_up)[:, 0]], 1)
+    finished = torch.zeros_like(tokens, dtype=torch.bool)
+    finished[:, 0] = token == eos_id
+    keep = torch.where(finished[:, :1], -1, 0)  # (B, 1): the choice stays the live beam unless it ended
+    recorder.record_step(t, (~done).tolist(), prefix_log_prob[:, None] + token_lp, token_lp, tokens,
+                         torch.zeros_like(tokens), finished, keep, length_factor)
+
+
+@overload
+def beam_search(
+    model: Transformer, src: Tensor, beam_size: int = ..., length_penalty: float = ..., max_len: int | None = ...,
+    n_best: int | None = ..., encoded: EncodedSource | None = ..., record_search: Literal[False] = ...,
+) -> list[list[Hypothesis]]: ...
+@overload
+def beam_search(
+    model: Transformer, src: Tensor, beam_size: int = ..., length_penalty: float = ..., max_len: int | None = ...,
+    n_best: int | None = ..., encoded: EncodedSource | None = ..., *, record_search: Literal[True],
+) -> SearchOutput[list[list[Hypothesis]]]: ...
 
 
 @torch.no_grad()
@@ -124,7 +175,8 @@ def beam_search(
     max_len: int | None = None,
     n_best: int | None = None,
     encoded: EncodedSource | None = None,
-) -> list[list[Hypothesis]]:
+    record_search: bool = False,
+) -> list[list[Hypothesis]] | SearchOutput[list[list[Hypothesis]]]:
     """src (B, S) padded ids -> per sentence, up to `n_best` hypotheses, best first.
 
     All B * K beams advance as one (B * K, V) tensor per step. Each step takes the
@@ -133,7 +185,9 @@ def beam_search(
     hypotheses have finished, or earlier when no live beam can still beat the best
     finished one (its log-probability can only fall, and the length penalty can
     at most reach its value at `max_len`). `encoded` is the encoder pass over `src`
-    when the caller already ran it.
+    when the caller already ran it. `record_search=True` returns a `SearchOutput`: the
+    same n-best lists plus one `SearchTrace` per sentence (the 2K ranked candidates of
+    every step it searched).
     """
     cfg = model.config
     B, K = src.size(0), beam_size
@@ -152,6 +206,7 @@ def beam_search(
     best_possible_penalty = length_penalty_factor(max_len, length_penalty)
     beam_offset = (torch.arange(B, device=device) * K)[:, None]  # (B, 1)
     rank = torch.arange(2 * K, device=device)[None, :]  # (1, 2K)
+    recorder = SearchRecorder(B, "beam", K, length_penalty, cfg.bos_id) if record_search else None
     for t in range(max_len):
         hidden, _, _ = model.decode(tokens[:, -1:], memory, src_mask, None, cache)
         log_probs = next_token_log_probs(model, hidden, t, max_len)  # (B*K, V)
@@ -171,6 +226,12 @@ def beam_search(
                 lp = float(top_scores[b, j])
                 finished[b].append(Hypothesis(ids, lp / length_penalty_factor(len(ids), length_penalty), lp))
         live_scores, order = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (B, K)
+        if recorder is not None:
+            recorder.record_step(
+                t, [not d for d in done], top_scores, beam_top.view(B, K * per_beam).gather(1, top_index), token,
+                from_beam, finishing, order.masked_fill(live_scores == float("-inf"), -1),
+                length_penalty_factor(t + 1, length_penalty),
+            )
         rows = (beam_offset + from_beam.gather(1, order)).view(-1)  # (B*K,) parent of each new beam
         tokens = torch.cat([tokens.index_select(0, rows), token.gather(1, order).view(-1, 1)], dim=1)
         cache.reorder(rows)
@@ -181,7 +242,10 @@ def beam_search(
                 done[b] = len(finished[b]) >= K or max(h.score for h in finished[b]) >= bound[b]
         if all(done):
             break
-    return [sorted(hyps, key=lambda h: -h.score)[: n_best or K] for hyps in finished]
+    nbest = [sorted(hyps, key=lambda h: -h.score)[: n_best or K] for hyps in finished]
+    if recorder is not None:
+        return SearchOutput(nbest, recorder.finish(nbest))
+    return nbest
 
 
 def strip_specials(ids: list[int], model: Transformer) -> list[int]:

@@ -5,6 +5,9 @@
     r = tr.translate("A girl plays the violin.", method="beam", beam_size=5)
     r.text, r.candidates, r.attention.cross, r.steps
     tr.attention_for(r, candidate=2)
+    r = tr.translate("A girl plays the violin.", beam_size=5, record_search=True)
+    r.search.nodes, r.search.nbest                # the search tree (transformer.search_trace)
+    tr.attention_for_prefix(r, r.search.prefix_ids(7))   # attention of any prefix in it
 
 Attention is computed after decoding, by one teacher-forced decoder pass over
 the chosen hypothesis with weights switched on (the encoder's weights come from
@@ -32,6 +35,7 @@ from .decoding import (
 )
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
 from .model import causal_mask
+from .search_trace import SearchTrace
 from .tokenizer import TextTokenizer, unshout
 
 METHODS = ("greedy", "beam")
@@ -89,6 +93,7 @@ class Translation:
     beam_size: int
     src_ids: list[int]  # model input, <eos> included
     attention: Attention | None = None
+    search: SearchTrace | None = None  # only with translate(..., record_search=True)
 
     @property
     def steps(self) -> list[StepRecord]:
@@ -144,28 +149,40 @@ class Translator:
         max_len: int | None = None,
         return_attention: bool = True,
         top_k: int = 5,
+        record_search: bool = False,
     ) -> Translation:
-        """Translate one sentence; `method="greedy"` ignores `beam_size`."""
+        """Translate one sentence; `method="greedy"` ignores `beam_size`.
+
+        `record_search=True` also returns the search tree in `Translation.search`
+        (token texts filled in); the translation itself is the same either way.
+        """
         _check_options(method, beam_size, length_penalty, max_len)
         src_ids, truncated = self._source_ids(text)
         src = torch.tensor([src_ids], device=self.device)
         if max_len is not None:
             max_len = min(max_len, self.model.config.max_len)
         encoded = encode_source(self.model, src, return_attention)
+        trace = None
         if method == "greedy":
-            hyps = greedy_decode(self.model, src, max_len, encoded=encoded, length_penalty=length_penalty)
             beam_size = 1
+            greedy = greedy_decode(self.model, src, max_len, encoded, length_penalty, record_search=record_search)
+            hyps, traces = (greedy.hypotheses, greedy.traces) if record_search else (greedy, [])
         else:
-            hyps = beam_search(self.model, src, beam_size, length_penalty, max_len, encoded=encoded)[0]
+            beam = beam_search(self.model, src, beam_size, length_penalty, max_len, encoded=encoded,
+                               record_search=record_search)
+            nbest, traces = (beam.hypotheses, beam.traces) if record_search else (beam, [])
+            hyps = nbest[0]
+        if traces:
+            trace = traces[0].name_tokens(self.tokenizer.ids_to_tokens)
         candidates = [self._candidate(h) for h in hyps]
         best = candidates[0]
         result = Translation(
             text=best.text, src_tokens=self.tokenizer.ids_to_tokens(src_ids), tgt_tokens=best.tokens,
             score=best.score, log_prob=best.log_prob, truncated=truncated, candidates=candidates,
-            method=method, beam_size=beam_size, src_ids=src_ids,
+            method=method, beam_size=beam_size, src_ids=src_ids, search=trace,
         )
         if return_attention:
-            result.attention = self._capture(result, 0, top_k, encoded)
+            result.attention = self._capture(result.src_ids, result.candidates[0].ids, top_k, encoded)
         return result
 
     @torch.inference_mode()
@@ -174,11 +191,31 @@ class Translator:
         if not 0 <= candidate < len(result.candidates):
             raise ValueError(f"candidate must be in 0..{len(result.candidates) - 1}, got {candidate!r}")
         src = torch.tensor([result.src_ids], device=self.device)
-        return self._capture(result, candidate, top_k, encode_source(self.model, src, return_attention=True))
+        encoded = encode_source(self.model, src, return_attention=True)
+        return self._capture(result.src_ids, result.candidates[candidate].ids, top_k, encoded)
 
-    def _capture(self, result: Translation, candidate: int, top_k: int, encoded: EncodedSource) -> Attention:
-        """Decoder pass over the candidate's tokens with weights on, after the encoder pass `encoded` (weights on)."""
-        out_ids = result.candidates[candidate].ids
+    @torch.inference_mode()
+    def attention_for_prefix(self, result: Translation, prefix_ids: list[int], top_k: int = 5) -> Attention:
+        """Attention (and step records) of any output prefix of `result`'s source, by one teacher-forced pass.
+
+        `prefix_ids` are output ids without <bos>, e.g. `result.search.prefix_ids(node_id)`
+        for a node of the search tree. Shapes as in `Attention` with T = len(prefix_ids):
+        cross (L, H, T, S); its last row is the cross-attention of the step that chose
+        the prefix's last token.
+        """
+        vocab = self.model.config.tgt_vocab_size
+        if not isinstance(prefix_ids, (list, tuple)) or not prefix_ids:
+            raise ValueError("prefix_ids must be a non-empty list of output token ids")
+        if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < vocab for i in prefix_ids):
+            raise ValueError(f"prefix_ids must be integers in 0..{vocab - 1}")
+        if len(prefix_ids) > self.model.config.max_len:
+            raise ValueError(f"prefix_ids is longer than the model's {self.model.config.max_len} positions")
+        src = torch.tensor([result.src_ids], device=self.device)
+        encoded = encode_source(self.model, src, return_attention=True)
+        return self._capture(result.src_ids, list(prefix_ids), top_k, encoded)
+
+    def _capture(self, src_ids: list[int], out_ids: list[int], top_k: int, encoded: EncodedSource) -> Attention:
+        """Decoder pass over `out_ids` with weights on, after the encoder pass `encoded` (weights on) of `src_ids`."""
         in_ids = [self.model.config.bos_id] + out_ids[:-1]
         tgt_in = torch.tensor([in_ids], device=self.device)
         hidden, self_ws, cross_ws = self.model.decode(
@@ -198,7 +235,7 @@ class Translator:
         ]
         return Attention(
             encoder=stack(encoded.attention), decoder=stack(self_ws), cross=stack(cross_ws),
-            src_tokens=self.tokenizer.ids_to_tokens(result.src_ids), tgt_in_tokens=self.tokenizer.ids_to_tokens(in_ids),
+            src_tokens=self.tokenizer.ids_to_tokens(src_ids), tgt_in_tokens=self.tokenizer.ids_to_tokens(in_ids),
             tgt_out_tokens=out_tokens, steps=steps,
         )
 

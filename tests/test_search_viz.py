@@ -1,0 +1,188 @@
+"""Tests for transformer/search_viz.py: the search tree figure, node naming, and the compare view."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from test_viz import EVIL, assert_no_raw_tag, random_attention
+from transformer import search_viz, viz
+from transformer.search_trace import FINISHED, PRUNED, ROOT
+from transformer.translator import Attention, load_pretrained
+
+FLAGSHIP = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
+# Our own sentences, never Multi30k text.
+LONG = ("Two young women in colourful dresses dance together on a wooden stage while an old man plays the accordion"
+        " and three children clap their hands.")
+SHORT = "A small boy feeds the white goats behind the barn."
+
+
+@pytest.fixture(autouse=True)
+def validate_figures(monkeypatch):
+    monkeypatch.setattr(viz, "VALIDATE_FIGURES", True)
+
+
+@pytest.fixture(scope="module")
+def tr():
+    return load_pretrained(FLAGSHIP)
+
+
+@pytest.fixture(scope="module")
+def long_pair(tr):
+    """Beam 5 and greedy on a sentence where they end differently, both with their search recorded."""
+    beam = tr.translate(LONG, beam_size=5, return_attention=False, record_search=True)
+    greedy = tr.translate(LONG, method="greedy", return_attention=False, record_search=True)
+    return beam, greedy
+
+
+def node_traces(fig):
+    """The figure's per-node marker traces: those whose customdata are node ids."""
+    return [t for t in fig.data if t.customdata is not None and t.mode == "markers+text"]
+
+
+@pytest.mark.parametrize("show_pruned", [True, False])
+def test_tree_draws_every_node_once_without_overlap(long_pair, show_pruned):
+    beam, greedy = long_pair
+    trace = beam.search
+    fig = search_viz.beam_tree_figure(trace, greedy=greedy.search, show_pruned=show_pruned)
+    drawn = [int(i) for t in node_traces(fig) for i in t.customdata]
+    expected = [n.id for n in trace.nodes if show_pruned or n.status != PRUNED]
+    assert sorted(drawn) == expected
+    positions = {int(i): (x, y) for t in node_traces(fig) for i, x, y in zip(t.customdata, t.x, t.y)}
+    for node_id, (x, _) in positions.items():
+        assert x == trace.nodes[node_id].step + 1
+    for step in range(-1, trace.n_steps):  # within a column, labels at least one row apart
+        ys = sorted(y for i, (_, y) in positions.items() if trace.nodes[i].step == step)
+        assert all(b - a >= 1.0 - 1e-9 for a, b in zip(ys, ys[1:]))
+    best = next(t for t in node_traces(fig) if t.name == "best translation")
+    assert sorted(int(i) for i in best.customdata) == sorted([0] + [n.id for n in trace.best_path()])
+    assert set(best.y) == {0.0}  # the best path is one straight line
+
+
+def test_tree_marks_finished_scores_and_where_beam_leaves_greedy(long_pair):
+    beam, greedy = long_pair
+    fig = search_viz.beam_tree_figure(beam.search, greedy=greedy.search)
+    texts = [s for t in fig.data if t.mode == "text" for s in t.text]
+    finished = [n for n in beam.search.nodes if n.status == FINISHED]
+    assert len(texts) == len(finished)
+    assert f"#1 {beam.candidates[0].score:.2f}".replace("-", "\u2212") in texts
+    b_ids, g_ids = beam.candidates[0].ids, greedy.candidates[0].ids
+    assert b_ids != g_ids  # the sentence was chosen for this
+    first = next(i for i, (b, g) in enumerate(zip(b_ids, g_ids)) if b != g)
+    assert [a.text for a in fig.layout.annotations] == [f"step {first + 1}: best beam leaves greedy"]
+    assert fig.layout.shapes[0].x0 == first + 1
+    greedy_line = next(t for t in fig.data if t.name == "greedy")
+    assert len(greedy_line.x) == len(g_ids) + 1  # <bos> and every greedy token
+
+
+def test_tree_of_greedy_agreeing_with_beam_has_no_divergence_mark(tr):
+    beam = tr.translate(SHORT, beam_size=1, return_attention=False, record_search=True)
+    greedy = tr.translate(SHORT, method="greedy", return_attention=False, record_search=True)
+    fig = search_viz.beam_tree_figure(beam.search, greedy=greedy.search)
+    assert not fig.layout.annotations and not fig.layout.shapes and "same output as greedy" in fig.layout.title.text
+    assert len([t for t in fig.data if t.name == "greedy"]) == 1  # greedy stays inside the tree: no lane
+
+
+def test_tree_is_readable_for_beam_10_and_30_steps(tr):
+    r = tr.translate(LONG, beam_size=10, return_attention=False, record_search=True)
+    assert r.search.n_steps >= 25
+    fig = search_viz.beam_tree_figure(r.search, width=1400)
+    assert 320 <= fig.layout.height <= 2000 and fig.layout.width == 1400
+    labels = [s for t in node_traces(fig) for s in t.text if s]
+    assert max(len(s) for s in labels) <= 14
+
+
+def test_tree_escapes_token_text(long_pair):
+    beam, greedy = long_pair
+    trace = beam.search
+    real = [n.token for n in trace.nodes]
+    try:
+        trace.name_tokens(lambda ids: [EVIL] * len(ids))
+        fig = search_viz.beam_tree_figure(trace, greedy=greedy.search, width=4000)  # wide: labels uncut
+        assert_no_raw_tag(fig)
+        assert any("&lt;img" in s for t in node_traces(fig) for s in t.text)
+    finally:
+        for node, token in zip(trace.nodes, real):
+            node.token = token
+
+
+def test_node_choices_name_prefixes(long_pair):
+    trace = long_pair[0].search
+    choices = search_viz.node_choices(trace)
+    assert [i for _, i in choices] == [n.id for n in trace.nodes if n.status not in (ROOT, PRUNED)]
+    assert len(search_viz.node_choices(trace, include_pruned=True)) == len(trace.nodes) - 1
+    best_end = trace.nbest[0]
+    label = dict((i, s) for s, i in choices)[best_end]
+    assert label.startswith(f"step {trace.nodes[best_end].step + 1} · <eos> · n-best #1")
+    assert label.endswith(" ".join(trace.prefix_tokens(best_end)))
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+def attention(src: list[str], tgt_in: list[str], seed: int, layers: int = 2, heads: int = 3) -> Attention:
+    S, T = len(src), len(tgt_in)
+    return Attention(random_attention((layers, heads, S, S), seed), random_attention((layers, heads, T, T), seed + 1),
+                     random_attention((layers, heads, T, S), seed + 2), src, tgt_in, tgt_in[1:] + ["<eos>"])
+
+
+@pytest.mark.parametrize("kind,layer,head", [("cross", 3, 0), ("encoder", 0, 7), ("decoder", 2, -1)])
+def test_compare_figures_hold_exactly_the_two_results(tr, kind, layer, head):
+    a = tr.translate("He is reading a book in the garden.", method="greedy")
+    b = tr.translate("She is reading a book in the garden.", method="beam", beam_size=4)
+    view = search_viz.compare_figures(a.attention, b.attention, kind, layer, head, labels=(a.text, b.text))
+    for trace, att in zip(view.pair.data, (a.attention, b.attention)):
+        maps = getattr(att, kind)
+        expected = maps[layer].mean(axis=0) if head < 0 else maps[layer, head]
+        np.testing.assert_array_equal(np.asarray(trace.z), expected)
+    if kind == "encoder":  # same source length: position by position, "▁He→▁She" in the labels
+        np.testing.assert_allclose(view.difference_weights, a.attention.encoder[layer, head]
+                                   - b.attention.encoder[layer, head], atol=1e-7)
+        assert "\u2581He\u2192\u2581She" in view.difference.layout.xaxis.ticktext
+        assert view.note is None
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
+def test_a_sentence_compared_with_itself_differs_nowhere(tr, kind):
+    r = tr.translate("The dog bit the man.", method="beam", beam_size=3)
+    again = tr.translate("The dog bit the man.", method="beam", beam_size=3)
+    view = search_viz.compare_figures(r.attention, again.attention, kind, 1, -1)
+    assert view.note is None and view.difference_weights.shape == getattr(r.attention, kind).shape[-2:]
+    assert np.all(view.difference_weights == 0) and np.all(np.asarray(view.difference.data[0].z) == 0)
+    layout = view.difference.layout.coloraxis2
+    assert layout.cmid == 0 and layout.cmin == -layout.cmax  # zero is the middle of the scale
+
+
+def test_difference_aligns_tokens_when_lengths_differ():
+    a = attention(["▁a", "▁dog", "▁runs", "<eos>"], ["<bos>", "▁x", "▁y"], seed=0)
+    b = attention(["▁a", "▁big", "▁dog", "▁runs", "<eos>"], ["<bos>", "▁x", "▁y"], seed=5)
+    assert search_viz.align_tokens(a.src_tokens, b.src_tokens) == [(0, 0), (1, 2), (2, 3), (3, 4)]
+    view = search_viz.compare_figures(a, b, "cross", 1, 2)
+    expected = a.cross[1, 2] - b.cross[1, 2][:, [0, 2, 3, 4]]
+    np.testing.assert_allclose(view.difference_weights, expected, atol=1e-7)
+    assert list(view.difference.layout.xaxis.ticktext) == ["▁a", "▁dog", "▁runs", "&lt;eos&gt;"]
+
+
+def test_no_difference_map_says_why():
+    a = attention(["▁one", "▁two"], ["<bos>", "▁x"], seed=0)
+    b = attention(["▁three", "▁four", "▁five"], ["<bos>", "▁x"], seed=1)
+    reason = search_viz.difference_unavailable(a.src_tokens, a.src_tokens, b.src_tokens, b.src_tokens)
+    assert reason is not None and "no aligned query token" in reason
+    view = search_viz.compare_figures(a, b, "encoder", 0, 0)
+    assert view.difference_weights is None and view.note == reason
+    assert reason.replace(" ", "") in "".join(a.text for a in view.difference.layout.annotations).replace(" ", "")
+    with pytest.raises(ValueError, match="No difference map"):
+        search_viz.difference_map(a.encoder[0, 0], a.src_tokens, a.src_tokens, b.encoder[0, 0], b.src_tokens,
+                                  b.src_tokens)
+
+
+def test_compare_escapes_labels_and_checks_arguments():
+    a = attention([EVIL, "<eos>"], ["<bos>", EVIL], seed=0)
+    view = search_viz.compare_figures(a, a, "cross", 0, 0, labels=(EVIL, "x" * 5000))
+    assert_no_raw_tag(view.pair)
+    assert_no_raw_tag(view.difference)
+    assert max(len(an.text) for an in view.pair.layout.annotations) < 100  # a 5,000-character label is cut
+    for kind, layer, head in (("self", 0, 0), ("cross", 2, 0), ("cross", 0, 3), ("cross", -1, 0)):
+        with pytest.raises(ValueError):
+            search_viz.compare_figures(a, a, kind, layer, head)
