@@ -291,3 +291,16 @@ def test_placeholder_figure() -> None:
     assert len(fig.data) == 0
     assert fig.layout.annotations[0].text == "Nothing translated yet."
     assert not fig.layout.title.text  # no stray "∅" title
+
+
+def test_training_curves_draw_bleu_per_validation_corpus() -> None:
+    records = [
+        {"epoch": 0.5, "step": 250, "val_bleu": 20.0, "val_bleu_tatoeba-en-de": 25.0, "val_bleu_multi30k": 15.0},
+        {"epoch": 1.0, "step": 500, "val_bleu": 26.0, "val_bleu_tatoeba-en-de": 30.0, "val_bleu_multi30k": 22.0},
+    ]
+    fig = viz.training_curves(records)
+    series = {t.name: (list(t.x), list(t.y)) for t in fig.data if t.yaxis == "y3"}
+    assert series == {"val (mean)": ([0.5, 1.0], [20.0, 26.0]), "val multi30k": ([0.5, 1.0], [15.0, 22.0]),
+                      "val tatoeba-en-de": ([0.5, 1.0], [25.0, 30.0])}
+    colours = {t.name: t.line.color for t in fig.data if t.yaxis == "y3"}
+    assert len(set(colours.values())) == 3

@@ -48,6 +48,8 @@ ATTENTION_COLORSCALE = "Blues"  # white = no attention, so near-zero cells fade 
 SCORE_COLORSCALE = "Viridis"
 FONT = dict(size=14)
 TRAIN_COLOR, VAL_COLOR, HIGHLIGHT_COLOR = "#1f77b4", "#ff7f0e", "#d62728"
+CORPUS_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+CORPUS_BLEU = "val_bleu_"  # train_log.jsonl key prefix of one validation corpus's BLEU
 
 
 # ----------------------------------------------------------------------------- labels
@@ -505,8 +507,14 @@ def training_curves(records: Sequence[Mapping[str, Any]], title: str = "Training
     notes: list[dict[str, Any]] = []
     shown_in_legend: set[str] = set()
     domains = [d for d, _ in _grid_domains(1, len(_CURVE_PANELS), gap_x=0.08)]
+    corpora = sorted({k[len(CORPUS_BLEU):] for r in records for k in r if k.startswith(CORPUS_BLEU)})
+    colors = {"train": TRAIN_COLOR, "val": VAL_COLOR, "val (mean)": VAL_COLOR}
+    colors.update({f"val {c}": CORPUS_COLORS[i % len(CORPUS_COLORS)] for i, c in enumerate(corpora)})
     for i, ((panel, series, log_y), xd) in enumerate(zip(_CURVE_PANELS, domains)):
         ax = _axis_name(i)
+        if panel == "BLEU" and corpora:  # one line per validation corpus, and their mean
+            series = (("train_bleu", "train"), ("val_bleu", "val (mean)"),
+                      *((f"{CORPUS_BLEU}{c}", f"val {c}") for c in corpora))
         for key, name in series:
             xy = [(x, v) for x, r in points if (v := _number(r.get(key))) is not None and (v > 0 or not log_y)]
             if not xy:
@@ -514,7 +522,7 @@ def training_curves(records: Sequence[Mapping[str, Any]], title: str = "Training
             traces.append(go.Scatter(
                 x=[x for x, _ in xy], y=[v for _, v in xy], mode="lines+markers", name=name, legendgroup=name,
                 showlegend=name not in shown_in_legend, xaxis=f"x{ax}", yaxis=f"y{ax}",
-                line=dict(color=TRAIN_COLOR if name == "train" else VAL_COLOR),
+                line=dict(color=colors[name], dash="dot" if name == "val (mean)" else None),
                 hovertemplate=f"{name} {key}: %{{y:.3f}}<br>epoch %{{x}}<extra></extra>",
             ))
             shown_in_legend.add(name)
