@@ -16,6 +16,11 @@ are timed in interleaved rounds (one call of each per round), so a slow spell of
 machine hits every row alike and the speedups stay comparable. Prints one JSON object.
 
     python bench/decode_latency.py --threads 2 --repeats 30
+    python bench/decode_latency.py --checkpoint checkpoints/en-de --compare checkpoints/multi30k-en-de
+
+`--compare DIR` also times another checkpoint's `translate(..., return_attention=True)` in the
+same rounds and reports `ratio_vs_compare`: our p50 over its p50 (each model translates the same
+sentence into its own output, whose length is reported beside it).
     pip install -r bench/requirements.txt   # for (b): transformers, benchmark-only
 """
 from __future__ import annotations
@@ -197,26 +202,41 @@ def marian_generate(cfg: ModelConfig, src_len: int, out_len: int, beam: int) -> 
     return generate
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (every number is only comparable on one machine)."""
+    info = Path("/proc/cpuinfo")
+    names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines()
+             if line.startswith("model name")] if info.is_file() else []
+    return names[0] if names else "unknown"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", default="checkpoints/multi30k-en-de", help="used if present, else random weights")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--seed-repeats", type=int, default=5, help="repeats for the slow seed decoding")
+    p.add_argument("--compare", help="another checkpoint directory to time in the same rounds")
+    p.add_argument("--sentence", default=SENTENCE, help="the English sentence to translate")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     tr = load_pretrained(args.checkpoint) if Path(args.checkpoint).is_dir() else random_translator()
+    other = load_pretrained(args.compare) if args.compare else None
+    sentence = args.sentence
     model = tr.model
-    results: dict = {"model": tr.name, "parameters": model.num_parameters(), "threads": args.threads, "sentence_words": len(SENTENCE.split())}
+    results: dict = {"model": tr.name, "parameters": model.num_parameters(), "threads": args.threads,
+                     "sentence_words": len(sentence.split()), "cpu": cpu_model()}
+    if other is not None:
+        results.update(compare_model=other.name, compare_parameters=other.model.num_parameters())
     for method, beam in (("greedy", 1), ("beam", 5)):
-        r = tr.translate(SENTENCE, method=method, beam_size=beam, return_attention=True)
+        r = tr.translate(sentence, method=method, beam_size=beam, return_attention=True)
         src = torch.tensor([r.src_ids])
         max_len = default_max_len(model, src.size(1))
         steps = len(r.candidates[0].ids)
         narrow = narrow_search(model, beam, steps, src.size(1))
         fns = {
-            "ours_with_attention": lambda: tr.translate(SENTENCE, method=method, beam_size=beam, return_attention=True),
-            "ours_without_attention": lambda: tr.translate(SENTENCE, method=method, beam_size=beam,
+            "ours_with_attention": lambda: tr.translate(sentence, method=method, beam_size=beam, return_attention=True),
+            "ours_without_attention": lambda: tr.translate(sentence, method=method, beam_size=beam,
                                                            return_attention=False),
             "linear_floor": linear_floor(model, beam, steps, src.size(1)),
             "narrow_model": narrow[0],
@@ -225,7 +245,9 @@ def main() -> None:
         }
         if beam == 5:
             fns["ours_with_search_recording"] = lambda: tr.translate(
-                SENTENCE, method=method, beam_size=beam, return_attention=True, record_search=True)
+                sentence, method=method, beam_size=beam, return_attention=True, record_search=True)
+        if other is not None:
+            fns["compare_with_attention"] = lambda: other.translate(sentence, method=method, beam_size=beam)
         marian = marian_generate(model.config, src.size(1), steps, beam)
         if callable(marian):
             fns["marian_generate"] = marian
@@ -238,6 +260,9 @@ def main() -> None:
         if "ours_with_search_recording" in row:
             recording = row["ours_with_search_recording"]["p50_ms"]
             row["search_recording_overhead_pct"] = round(100 * (recording / ours - 1), 1)
+        if other is not None:
+            row["compare_output_tokens"] = len(other.translate(sentence, method=method, beam_size=beam).candidates[0].ids)
+            row["ratio_vs_compare"] = round(ours / row["compare_with_attention"]["p50_ms"], 3)
         if callable(marian):
             row["speedup_vs_marian"] = round(row["marian_generate"]["p50_ms"] / ours, 2)
         else:
