@@ -1,9 +1,12 @@
 """The app in a real browser (Playwright + Debian chromium): translate, tabs, selectors, export, no script injection.
 
+The attention views are drawn in the browser (transformer/static/explorer.js); `test_browser_views_match_python`
+checks the arrays it plots against the Python views of transformer/explorer.py for a hand-made payload.
 Takes a full-page screenshot (the flagship's cross-attention when checkpoints/multi30k-en-de exists, else the
-toy's) into the temporary directory; `UPDATE_SCREENSHOT=1 python -m pytest tests/test_browser.py` writes it to
-docs/screenshot.png, the README's picture, instead. Skips, saying why, only when chromium or the playwright
-package is missing.
+toy's) and a 1280x720 one of the presentation mode into the temporary directory;
+`UPDATE_SCREENSHOT=1 python -m pytest tests/test_browser.py` writes them to docs/screenshot.png and
+docs/screenshot-present.png, the README's pictures, instead. Skips, saying why, only when chromium or the
+playwright package is missing.
 """
 from __future__ import annotations
 
@@ -28,7 +31,8 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
         "--disable-sync", "--no-first-run"]
 EVIL = "<img src=x onerror=alert(1)>"
 # Tests leave tracked files alone unless asked: the docs picture is refreshed on request only.
-SCREENSHOT = (ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())) / "screenshot.png"
+SHOTS = ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())
+SCREENSHOT, SCREENSHOT_PRESENT = SHOTS / "screenshot.png", SHOTS / "screenshot-present.png"
 FLAGSHIP = "multi30k-en-de"
 ENV, WHICH = app_env()
 TIMEOUT_MS = 60_000  # a busy 2-core machine
@@ -46,22 +50,41 @@ def wait_for_title(page, kind: str, *parts: str) -> None:
 
 
 def choose(page, elem_id: str, option: str) -> None:
+    """A gradio dropdown (the model selector)."""
     page.locator(f"#{elem_id} input").click()
     page.get_by_role("option", name=option, exact=True).click()
+
+
+def selected(page, elem_id: str) -> str:
+    """The shown text of an explorer <select>."""
+    return page.evaluate("(id) => { const s = document.querySelector(`#${id} select`); "
+                         "return s.options[s.selectedIndex].textContent; }", elem_id)
+
+
+def open_browser(p):
+    return p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+
+
+def watch_page(page) -> tuple[list[str], list[str], list[str]]:
+    """Collect dialogs, requests that leave 127.0.0.1, and script errors."""
+    dialogs: list[str] = []
+    external: list[str] = []
+    errors: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("request", lambda r: external.append(r.url)
+            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return dialogs, external, errors
 
 
 def test_browser_end_to_end(tmp_path):
     server = shared_app(ENV)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        browser = open_browser(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
             page.set_default_timeout(TIMEOUT_MS)
-            dialogs: list[str] = []
-            external: list[str] = []
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.on("request", lambda r: external.append(r.url)
-                    if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
+            dialogs, external, errors = watch_page(page)
             page.goto(server.url)
 
             # translate with the button
@@ -70,17 +93,21 @@ def test_browser_end_to_end(tmp_path):
             page.locator("#translate").click()
             page.wait_for_function(
                 "document.querySelector('#translation textarea, #translation input').value.length > 0")
-            for view in ("focus", "model", "summary"):
-                page.wait_for_selector(f"#{view}-encoder .js-plotly-plot g.hm")
+            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
             page.wait_for_selector("#rollout .js-plotly-plot g.hm")
+            page.wait_for_selector("#grid-encoder [data-testid='cell-0-1']")
+            n_maps = page.evaluate("document.querySelector('#model-encoder canvas').__maps.length")
+            assert n_maps == 2 * 4  # every layer x head of the toy model
             translation = page.locator("#translation textarea, #translation input").first.input_value()
             if WHICH == "toy-reverse":
                 assert translation == "o l l e h"
             assert page.locator("#nbest [data-testid='cell-0-1']").text_content().strip() == translation
+            # only the tab on screen is drawn
+            assert page.locator("#focus-cross .js-plotly-plot").count() == 0
 
             # the screenshot for the docs: cross-attention of the best candidate, last layer, mean over heads
             page.get_by_role("tab", name="Cross-attention").click()
-            page.wait_for_selector("#model-cross .js-plotly-plot g.hm")
+            page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
             wait_for_title(page, "cross", "mean over heads")
             SCREENSHOT.parent.mkdir(exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=True)
@@ -91,34 +118,46 @@ def test_browser_end_to_end(tmp_path):
             wait_for_title(page, "encoder", "candidate 2")
             assert page.locator("#candidate input").input_value().startswith("2:")
 
-            # hiding <bos>/<eos> reports the hidden mass
+            # hiding <bos>/<eos> reports the hidden mass and renormalises the plotted rows
             page.locator("#hide input").check()
-            page.wait_for_function("document.querySelector('#hidden-mass textarea, #hidden-mass input')"
-                                   ".value.includes('mass hidden')")
+            page.wait_for_function("document.querySelector('#hidden-mass').textContent.includes('mass hidden')")
+            z = page.evaluate("document.querySelector('#focus-encoder .plot').__view.z")
+            np.testing.assert_allclose(np.array(z).sum(1), 1.0, atol=1e-5)
 
             # the three attention tabs: focus and model view render in each
             for name, kind in [("Decoder self-attention", "decoder"), ("Cross-attention", "cross"),
                                ("Encoder self-attention", "encoder")]:
                 page.get_by_role("tab", name=name).click()
                 page.wait_for_selector(f"#focus-{kind} .js-plotly-plot g.hm")
-                page.wait_for_selector(f"#model-{kind} .js-plotly-plot g.hm")
+                assert page.locator(f"#model-{kind} canvas").is_visible()
                 assert f"{name.split()[0]}" in focus_title(page, kind)
 
             # layer and head selectors redraw the focus view
-            choose(page, "layer", "Layer 1")
+            page.locator("#layer select").select_option(label="Layer 1")
             wait_for_title(page, "encoder", "layer 1", "mean over heads")
-            choose(page, "head", "Head 2")
+            page.locator("#head select").select_option(label="Head 2")
             wait_for_title(page, "encoder", "layer 1", "head 2")
             # a head-summary cell focuses that head (row 1 = layer 2, column 3 = head 3)
             page.locator("#grid-encoder [data-testid='cell-1-3']").click()
             wait_for_title(page, "encoder", "layer 2", "head 3")
-            assert page.locator("#head input").input_value() == "Head 3"
-            assert page.locator("#layer input").input_value() == "Layer 2"
+            assert selected(page, "head") == "Head 3" and selected(page, "layer") == "Layer 2"
+            # the layer column: the layer's mean over heads
+            page.locator("#grid-encoder [data-testid='cell-0-0']").click()
+            wait_for_title(page, "encoder", "layer 1", "mean over heads")
+            # decoder rows by predicted token: the last row is the one that predicted <eos>
+            page.get_by_role("tab", name="Decoder self-attention").click()
+            page.locator("#hide input").uncheck()
+            page.locator("#rows label", has_text="predicted token").click()
+            page.wait_for_function("document.querySelector('#focus-decoder .plot').__view.q.raw.slice(-1)[0]"
+                                   " === '<eos>'")
 
-            # step-by-step tab
+            # step-by-step tab: the slider moves through the steps
             page.get_by_role("tab", name="Step by step").click()
             page.wait_for_selector("#step-plot .js-plotly-plot .barlayer")
-            assert "Step 1 of" in page.locator("#step-text textarea, #step-text input").first.input_value()
+            assert "Step 1 of" in page.locator("#step-text").text_content()
+            page.locator("#step input").focus()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("document.querySelector('#step-text').textContent.includes('Step 2 of')")
 
             # export: the .npz downloads and holds the tensors and tokens
             with page.expect_download() as download_info:
@@ -130,6 +169,7 @@ def test_browser_end_to_end(tmp_path):
                 assert z["cross"].ndim == 4
 
             # an example translates on click; greedy decoding disables the beam width slider
+            page.get_by_role("tab", name="Cross-attention").click()
             page.locator("#method label", has_text="greedy").click()
             page.wait_for_function("document.querySelector('#beam input[type=range]').disabled")
             page.locator("#examples button", has_text="a b c d e f g").click()
@@ -155,11 +195,15 @@ def test_browser_end_to_end(tmp_path):
             assert any(re.search(r"<unk>|<img", t) for t in ticks), ticks  # shown literally, not parsed
             assert "&lt;" not in " ".join(ticks)
             assert external == [], f"requests left the machine: {external}"
+            assert errors == [], errors
 
-            # switching model in a fresh session (flagship, when trained): examples, selectors and views follow;
+            # switching model in a fresh session (flagship, when trained): examples and views follow;
             # its cross-attention replaces the toy screenshot
             if (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file():
                 page.goto(server.url)
+                page.locator("#source textarea, #source input").first.fill("h e l l o")
+                page.locator("#translate").click()
+                page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
                 choose(page, "model", FLAGSHIP)
                 page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
                                        f".value.includes('{FLAGSHIP} is ready')")
@@ -169,8 +213,9 @@ def test_browser_end_to_end(tmp_path):
                 example.click()
                 page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
                 page.get_by_role("tab", name="Cross-attention").click()
-                page.wait_for_selector("#model-cross .js-plotly-plot g.hm")
+                page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
                 assert page.locator("#translation textarea, #translation input").first.input_value().strip()
                 page.screenshot(path=str(SCREENSHOT), full_page=True)
+                assert errors == [], errors
         finally:
             browser.close()
