@@ -10,6 +10,7 @@ playwright package is missing.
 """
 from __future__ import annotations
 
+import html
 import os
 import re
 import sys
@@ -217,5 +218,131 @@ def test_browser_end_to_end(tmp_path):
                 assert page.locator("#translation textarea, #translation input").first.input_value().strip()
                 page.screenshot(path=str(SCREENSHOT), full_page=True)
                 assert errors == [], errors
+        finally:
+            browser.close()
+
+
+def test_browser_views_match_python():
+    """The arrays explorer.js plots equal the Python views (explorer.py / viz.py) of the same payload.
+
+    A hand-made payload (BPE pieces to merge, specials to hide, HTML in tokens, 3 encoder and 2 decoder
+    layers) goes into the page; for every kind, row labelling, toggle and a few layer/head choices, the
+    focus heatmap, the model view maps, the rollout and the step view are compared with Python's.
+    """
+    from test_payload import make_attention
+
+    from transformer import explorer
+    from transformer.payload import attention_payload, decode_array, decode_attention
+
+    src = ["\u2581A", "\u2581ri", "des", EVIL, "<unk>", ".", "<eos>"]
+    out = ["\u2581Ein", "\u2581Rad", "fahr", "er", "<b>", ".", "<eos>"]
+    payload = attention_payload(make_attention(3, 2, 4, src, out), model="fake", candidate=1, n_candidates=2)
+    att = decode_attention(payload)
+    server = shared_app(ENV)
+    with sync_api.sync_playwright() as p:
+        browser = open_browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+            dialogs, external, errors = watch_page(page)
+            page.goto(server.url)
+            page.wait_for_selector("#explorer .explorer[data-ready]")
+            handle = "document.querySelector('#explorer .explorer').__explorer"
+            page.evaluate(f"(p) => {handle}.setPayload(p)", payload)
+            read = f"""(s) => {{ {handle}.update(s);
+                const plot = (id) => {{ const d = document.querySelector(id + ' .plot');
+                                        return d && !d.hidden && d.__view ? d.__view : null; }};
+                const f = plot('#focus-' + s.tab);
+                const maps = document.querySelector('#model-' + s.tab + ' canvas').__maps;
+                return {{focus: f && {{z: f.z, q: f.q.label, k: f.k.label, title: f.title}},
+                         title: document.querySelector('#focus-' + s.tab + ' .gtitle').textContent,
+                         maps: maps.map(m => m.z), rollout: s.tab === 'encoder' ? plot('#rollout').z : null,
+                         hidden: document.querySelector('#hidden-mass').textContent}}; }}"""
+            checked = 0
+            for kind in explorer.KINDS:
+                for rows in (explorer.ROWS_INPUT, explorer.ROWS_PREDICTED):
+                    for hide in (False, True):
+                        for merge in (False, True):
+                            for layer, head in ((0, explorer.MEAN_HEADS), (1, 2), (2, 0)):
+                                opts = explorer.ViewOptions(layer, head, rows, hide, merge)
+                                got = page.evaluate(read, {"tab": kind, "layer": layer, "head": head, "rows": rows,
+                                                           "hide": hide, "merge": merge})
+                                fig, _ = explorer.focus_view(att, kind, opts, " · candidate 2")
+                                np.testing.assert_allclose(got["focus"]["z"], np.asarray(fig.data[0].z), atol=1e-5)
+                                assert got["focus"]["k"] == list(fig.layout.xaxis.ticktext)
+                                assert got["focus"]["q"] == list(fig.layout.yaxis.ticktext)
+                                assert got["title"] == got["focus"]["title"]
+                                assert got["focus"]["title"] == fig.layout.title.text
+                                masses = {k: explorer.focus_view(att, k, opts)[1] for k in explorer.KINDS}
+                                assert got["hidden"] == explorer.hidden_text(masses)
+                                w, q, k = explorer.kind_maps(att, kind, rows)
+                                ref, *_ = explorer.transform(w, q, k, hide, merge)
+                                maps = np.array(got["maps"]).reshape(ref.shape)
+                                np.testing.assert_allclose(maps, ref, atol=1e-5)
+                                if kind == "encoder":
+                                    r, *_ = explorer.transform(decode_array(payload["rollout"]), src, src, hide,
+                                                               merge)
+                                    np.testing.assert_allclose(got["rollout"], r, atol=1e-5)
+                                checked += 1
+            # the step view: the chosen step's cross-attention row, with the same toggles
+            for step in (1, 4, 7):
+                for hide, merge, head in ((False, False, explorer.MEAN_HEADS), (True, True, 1)):
+                    opts = explorer.ViewOptions(1, head, explorer.ROWS_INPUT, hide, merge)
+                    got = page.evaluate(
+                        f"(s) => {{ {handle}.update(s); const v = document.querySelector('#step-plot .plot').__view;"
+                        " return {row: v.z[0], keys: v.k.label,"
+                        " title: document.querySelector('#step-plot .gtitle').textContent}; }",
+                        {"tab": "steps", "step": step, "layer": 1, "head": head, "hide": hide, "merge": merge})
+                    fig, text = explorer.step_view(att, step, opts)
+                    np.testing.assert_allclose(got["row"], np.asarray(fig.data[1].y), atol=1e-5)
+                    assert got["keys"] == list(fig.layout.xaxis2.ticktext)
+                    # plotly shows the escaped title decoded; Python's title is the escaped text
+                    assert got["title"] == html.unescape(fig.layout.title.text).replace("&#36;", "$")
+            assert checked == 72
+            assert dialogs == [] and external == [] and errors == []
+            assert page.locator("img[src='x']").count() == 0
+        finally:
+            browser.close()
+
+
+def test_browser_presentation_mode():
+    """?present=1 turns presentation mode on (large fonts, big focus view) at 1280x720; the checkbox turns it off."""
+    server = shared_app(ENV)
+    flagship = (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file()
+    with sync_api.sync_playwright() as p:
+        browser = open_browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.set_default_timeout(TIMEOUT_MS)
+            dialogs, external, errors = watch_page(page)
+            page.goto(server.url + "?present=1")
+            page.wait_for_function("document.body.classList.contains('present')")
+            assert page.locator("#present input").is_checked()
+            if flagship:
+                choose(page, "model", FLAGSHIP)
+                page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
+                                       f".value.includes('{FLAGSHIP} is ready')")
+                text = "The old fisherman repairs his nets on the beach."
+            else:
+                text = "t r a n s f o r m e r"
+            page.locator("#source textarea, #source input").first.fill(text)
+            page.locator("#translate").click()
+            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+            page.get_by_role("tab", name="Cross-attention").click()
+            page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
+            page.locator("#tabs").scroll_into_view_if_needed()
+            page.evaluate("document.querySelector('#explorer').scrollIntoView()")
+            focus = page.locator("#focus-cross .plot").bounding_box()
+            assert focus["height"] >= 500 and focus["width"] >= 600, focus  # the focus view dominates the screen
+            tick_px = page.evaluate("parseFloat(getComputedStyle(document.querySelector('#focus-cross .xtick text'))"
+                                    ".fontSize)")
+            assert tick_px >= 16, tick_px
+            assert page.locator("#examples").is_hidden() and page.locator("#howto").is_hidden()
+            SCREENSHOT_PRESENT.parent.mkdir(exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT_PRESENT))
+            page.locator("#present input").uncheck()
+            page.wait_for_function("!document.body.classList.contains('present')")
+            assert page.locator("#examples").is_visible()
+            assert dialogs == [] and external == [] and errors == []
         finally:
             browser.close()

@@ -265,7 +265,8 @@ def result_payload(result: Result | None) -> dict[str, Any] | None:
     if result is None:
         return None
     return attention_payload(result.attention, model=result.model, candidate=result.candidate,
-                             n_candidates=len(result.translation.candidates))
+                             n_candidates=len(result.translation.candidates), source=result.source,
+                             translation=result.translation.candidates[result.candidate].text)
 
 
 # ----------------------------------------------------------------------------- views (pure: arrays -> figures)

@@ -55,6 +55,7 @@ def html_template() -> str:
     )
     return (
         '<div class="explorer">'
+        '<p id="caption" class="caption"></p>'
         '<div class="controls">'
         '<label id="layer" class="control">Layer <select></select></label>'
         '<label id="head" class="control">Head <select></select></label>'

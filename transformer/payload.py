@@ -92,8 +92,11 @@ def _step(record: StepRecord) -> dict[str, Any]:
 
 
 def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_candidates: int = 1,
+                      source: str = "", translation: str = "",
                       max_weight_bytes: int = MAX_WEIGHT_BYTES) -> dict[str, Any]:
     """One candidate's attention, tokens, head summaries, rollout and steps as a JSON-ready dict.
+
+    `source` and `translation` (raw text; the page shows them with textContent) caption the views.
 
     att: encoder (L, H, S, S), decoder (L, H, T, T), cross (L, H, T, S). Weights go as uint16,
     or uint8 when uint16 would exceed `max_weight_bytes` (very long inputs).
@@ -112,6 +115,8 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
         "model": model,
         "candidate": candidate,
         "n_candidates": n_candidates,
+        "source": source,
+        "translation": translation,
         "n_layers": cfg_layers,
         "n_heads": int(att.encoder.shape[1] if att.encoder.ndim == 4 else att.cross.shape[1]),
         "tokens": {"src": token_info(att.src_tokens), "tgt_in": token_info(att.tgt_in_tokens),

@@ -194,14 +194,18 @@ function initExplorer(root, props, watch) {
     const trace = {type: "heatmap", z: view.z, customdata, coloraxis: "coloraxis",
       hovertemplate: "query: %{customdata[0]}<br>key: %{customdata[1]}<br>weight: %{z:.1%}<extra></extra>"};
     const layout = baseLayout(view.title, {
-      xaxis: tokenAxis(view.k.label, {side: "top", tickangle: -60, constrain: "domain", title: {text: "key"}}),
+      // presentation: no "key" title above the rotated labels, so the map itself gets the height
+      xaxis: tokenAxis(view.k.label, {side: "top", tickangle: big ? -45 : -60, constrain: "domain",
+        title: {text: big ? "" : "key"}}),
       yaxis: tokenAxis(view.q.label, {autorange: "reversed", scaleanchor: "x", scaleratio: 1, constrain: "domain",
         title: {text: "query"}}),
       coloraxis: {cmin: 0, cmax: zmax, colorscale: data.colorscale,
         colorbar: {title: {text: "weight"}, tickformat: ".0%", thickness: 14}},
-      height: big ? Math.max(560, Math.min(900, 300 + 22 * n)) : Math.min(900, Math.max(420, 260 + 16 * n)),
+      // presentation: as tall as the screen allows below the controls (a 1280x720 projector)
+      height: big ? Math.max(420, Math.min(900, window.innerHeight - 190))
+        : Math.min(900, Math.max(420, 260 + 16 * n)),
     });
-    layout.margin.t = 150;
+    layout.margin = big ? {l: 50, r: 10, t: 125, b: 10} : {l: 60, r: 30, t: 150, b: 30};
     window.Plotly.react(plot, [trace], layout, PLOT_CONFIG);
     plot.__view = view;  // for tests: what is drawn, before Plotly touches it
   }
@@ -427,6 +431,7 @@ function initExplorer(root, props, watch) {
       setMessage("step-plot", EMPTY);
       $("#step-text").textContent = "";
       $("#hidden-mass").textContent = hiddenText({});
+      $("#caption").replaceChildren();
       for (const id in drawn) delete drawn[id];
       return;
     }
@@ -436,6 +441,14 @@ function initExplorer(root, props, watch) {
       masses[kind] = focus[kind].hidden;
     }
     $("#hidden-mass").textContent = hiddenText(masses);
+    const caption = $("#caption");
+    caption.replaceChildren();
+    if (data.source !== undefined) {
+      const arrow = document.createElement("span");
+      arrow.className = "arrow";
+      arrow.textContent = "\u2192";
+      caption.append(data.source, arrow, data.translation + suffix());
+    }
     const common = [data.rev, state.rows, state.hide, state.merge, present()].join("|");
     const pick = [state.layer, state.head].join("|");
     const draw = (id, key, fn) => { if (drawn[id] !== key) { fn(); drawn[id] = key; } };
