@@ -1,7 +1,8 @@
 """Load test: `python app.py` under concurrent gradio_client users, then a long sequential run for memory growth.
 
 Each request replays what the UI does for one Translate press: `/translate` (beam 5), then the
-undocumented `/render_views` (every figure, same session state); `--api-only` sends `/translate` alone.
+undocumented `/attention_payload` (the page's attention payload, same session state); `--api-only`
+sends `/translate` alone.
 Phase 1: --clients concurrent clients x --requests each -> errors, p50/p95 latency, throughput.
 Phase 2: --sequential requests from one client -> server VmRSS (from /proc/<pid>/status) before/after.
 
@@ -48,9 +49,9 @@ def one_request(client, text: str, api_only: bool) -> None:
     if not isinstance(translation, str):
         raise TypeError(f"translation is {type(translation).__name__}")
     if not api_only:
-        outputs = client.predict(1, -1, "decoder input token", False, False, api_name="/render_views")
-        if len(outputs) != 18:
-            raise ValueError(f"render_views returned {len(outputs)} outputs")
+        outputs = client.predict(api_name="/attention_payload")
+        if len(outputs) != 2 or not isinstance(outputs[0], dict) or "kinds" not in outputs[0]:
+            raise ValueError(f"attention_payload returned {str(outputs)[:200]}")
 
 
 def main() -> None:

@@ -46,13 +46,16 @@ class AppServer:
 
 
 @contextmanager
-def running_app(env: dict[str, str] | None = None, timeout_s: float = 120.0) -> Iterator[AppServer]:
-    """`python app.py` on 127.0.0.1:<free port> with `env` added; stopped (by its own pid) on exit."""
+def running_app(env: dict[str, str] | None = None, timeout_s: float = 120.0,
+                app_dir: Path = ROOT) -> Iterator[AppServer]:
+    """`python app.py` (of `app_dir`, default this checkout) on 127.0.0.1:<free port> with `env` added;
+    stopped (by its own pid) on exit."""
     port = free_port()
     full_env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
                 "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
     log_file = tempfile.NamedTemporaryFile(prefix="app-server-", suffix=".log", delete=False)
-    process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=full_env,
+    app_dir = Path(app_dir).resolve()
+    process = subprocess.Popen([sys.executable, str(app_dir / "app.py")], cwd=app_dir, env=full_env,
                                stdout=log_file, stderr=subprocess.STDOUT)
     server = AppServer(f"http://127.0.0.1:{port}/", process, Path(log_file.name))
     try:

@@ -24,6 +24,7 @@ from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 from transformer import explorer  # noqa: E402
+from transformer.payload import decode_attention  # noqa: E402
 from transformer.translator import Attention, Candidate, StepRecord, Translation  # noqa: E402
 from strings import all_strings
 
@@ -146,54 +147,50 @@ def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
         explorer.select_candidate(tr, result, n)
 
 
-def test_render_all_outputs_and_escaping(app):
+def test_show_result_sends_the_payload_and_candidate_selector(app):
     result = fake_result(app)
-    for rows in (app.ROWS_INPUT, app.ROWS_PREDICTED):
-        for hide in (False, True):
-            for merge in (False, True):
-                out = app.render_all(result, 1, explorer.MEAN_HEADS, rows, hide, merge)
-                assert len(out) == 18
-                figs = [o for o in out if isinstance(o, go.Figure)]
-                assert len(figs) == 11  # 3 focus + 3 model views + rollout + 3 summaries + step
-                for fig in figs:
-                    raw = fig.to_json()
-                    assert "<img" not in raw and "<b>" not in raw and "\\u003cimg" not in raw
-                    # escaped, not dropped: the literal token is recoverable from the labels
-                assert any("&lt;img src=x onerror=alert(1)&gt;" in s for f in figs
-                           for s in all_strings(json.loads(f.to_json())))
-                assert ("mass hidden" in out[-1]) == hide
+    payload, dropdown = app.show_result(result)
+    assert payload["model"] == "fake" and payload["candidate"] == 0 and payload["n_layers"] == 2
+    assert dropdown.value == 0 and dropdown.interactive is False  # one candidate only
+    back = decode_attention(payload)
+    np.testing.assert_allclose(back.cross, result.attention.cross, atol=1e-4)
+    # user text reaches the page raw (for textContent) or escaped (for Plotly), never as markup
+    raw = json.dumps(payload)
+    assert EVIL in payload["tokens"]["src"]["raw"]
+    assert not [s for s in payload["tokens"]["src"]["label"] if "<" in s]
+    assert "onerror" in raw
+    empty, dropdown = app.show_result(None)
+    assert empty is None and dropdown.interactive is False
 
 
-def test_render_all_keeps_the_step_on_option_changes_and_handles_no_result(app):
-    result = fake_result(app)
-    out = app.render_all(result, 0, 1, app.ROWS_INPUT, False, False, 3)
-    slider, text = out[14], out[16]
-    assert slider.value == 3 and slider.maximum == 3 and "Step 3 of 3" in text
-    assert app.render_all(result, 0, 1, app.ROWS_INPUT, False, False)[14].value == 1  # new result: step 1
-    empty = app.render_all(None, 0, -1, app.ROWS_INPUT, False, False)
-    assert len(empty) == 18 and empty[13].interactive is False
+def test_candidate_change_sends_that_candidates_attention(app):
+    tr = app.DEFAULT_TRANSLATOR
+    result, _ = explorer.run_translation(tr, app.DEFAULT_MODEL, "h e l l o", "beam", 3)
+    result_out, payload, dropdown = app.on_candidate(result, 2)
+    assert result_out.candidate == 2 and payload["candidate"] == 2 and dropdown.value == 2
+    assert payload["tokens"]["tgt_out"]["raw"] == result.translation.candidates[2].tokens
+    with pytest.raises(gr.Error):
+        app.on_candidate(result, 7)
+    assert app.on_candidate(None, 1)[:2] == (None, None)
 
 
-def test_model_change_updates_selectors_examples_and_clears_result(app):
+def test_model_change_updates_examples_and_clears_result(app):
     label = app.DEFAULT_MODEL
     out = app.on_model_change(label)
     state, result, translation, notice = out[:4]
     assert state == label and result is None and translation == "" and label in notice
-    cfg = app.DEFAULT_TRANSLATOR.model.config
     assert [s[0] for s in out[5].raw_samples] == explorer.EXAMPLES_TOY  # a toy model gets letter examples
-    assert len(out[6].choices) == max(cfg.n_encoder_layers, cfg.n_decoder_layers)
-    assert len(out[7].choices) == cfg.n_heads + 1  # + mean over heads
+    assert out[8] is None  # the page's payload: views cleared
     with pytest.raises(gr.Error, match="Unknown model"):
         app.on_model_change("no-such-model")
 
 
-def test_grid_click_sets_layer_and_head(app):
-    result = fake_result(app)
-    click = lambda row, col: gr.SelectData(None, {"index": [row, col], "value": 0})  # noqa: E731
-    out = app.on_grid_select(result, 1, app.ROWS_INPUT, False, False, click(1, 3))
-    assert out[:2] == [1, 2] and "layer 2 · head 3" in out[2].layout.title.text
-    out = app.on_grid_select(result, 1, app.ROWS_INPUT, False, False, click(0, 0))
-    assert out[:2] == [0, explorer.MEAN_HEADS] and "layer 1 · mean over heads" in out[2].layout.title.text
+def test_view_state_defaults_match_the_controls(app):
+    view = explorer.ViewState()
+    assert (view.method, view.beam, view.length_penalty) == ("beam", explorer.DEFAULT_BEAM,
+                                                            explorer.DEFAULT_LENGTH_PENALTY)
+    assert view.client() == {"tab": "encoder", "layer": None, "head": explorer.MEAN_HEADS,
+                             "rows": explorer.ROWS_INPUT, "hide": False, "merge": False, "step": 1}
 
 
 def test_focus_view_layer_clipping_mean_and_titles(app):
@@ -207,7 +204,7 @@ def test_focus_view_layer_clipping_mean_and_titles(app):
     z = np.array(fig.data[0].z)
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)  # renormalised rows
     # decoder rows by predicted token: the last row is the one that predicted <eos>
-    w, q, k = explorer.kind_maps(att, "decoder", app.ROWS_PREDICTED)
+    w, q, k = explorer.kind_maps(att, "decoder", explorer.ROWS_PREDICTED)
     assert q == att.tgt_out_tokens and k == att.tgt_in_tokens
 
 

@@ -1,12 +1,16 @@
 """The app in a real browser (Playwright + Debian chromium): translate, tabs, selectors, export, no script injection.
 
+The attention views are drawn in the browser (transformer/static/explorer.js); `test_browser_views_match_python`
+checks the arrays it plots against the Python views of transformer/explorer.py for a hand-made payload.
 Takes a full-page screenshot (the flagship's cross-attention when checkpoints/multi30k-en-de exists, else the
-toy's) into the temporary directory; `UPDATE_SCREENSHOT=1 python -m pytest tests/test_browser.py` writes it to
-docs/screenshot.png, the README's picture, instead. Skips, saying why, only when chromium or the playwright
-package is missing.
+toy's) and a 1280x720 one of the presentation mode into the temporary directory;
+`UPDATE_SCREENSHOT=1 python -m pytest tests/test_browser.py` writes them to docs/screenshot.png and
+docs/screenshot-present.png, the README's pictures, instead. Skips, saying why, only when chromium or the
+playwright package is missing.
 """
 from __future__ import annotations
 
+import html
 import os
 import re
 import sys
@@ -28,7 +32,8 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
         "--disable-sync", "--no-first-run"]
 EVIL = "<img src=x onerror=alert(1)>"
 # Tests leave tracked files alone unless asked: the docs picture is refreshed on request only.
-SCREENSHOT = (ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())) / "screenshot.png"
+SHOTS = ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())
+SCREENSHOT, SCREENSHOT_PRESENT = SHOTS / "screenshot.png", SHOTS / "screenshot-present.png"
 FLAGSHIP = "multi30k-en-de"
 ENV, WHICH = app_env()
 TIMEOUT_MS = 60_000  # a busy 2-core machine
@@ -46,22 +51,41 @@ def wait_for_title(page, kind: str, *parts: str) -> None:
 
 
 def choose(page, elem_id: str, option: str) -> None:
+    """A gradio dropdown (the model selector)."""
     page.locator(f"#{elem_id} input").click()
     page.get_by_role("option", name=option, exact=True).click()
+
+
+def selected(page, elem_id: str) -> str:
+    """The shown text of an explorer <select>."""
+    return page.evaluate("(id) => { const s = document.querySelector(`#${id} select`); "
+                         "return s.options[s.selectedIndex].textContent; }", elem_id)
+
+
+def open_browser(p):
+    return p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+
+
+def watch_page(page) -> tuple[list[str], list[str], list[str]]:
+    """Collect dialogs, requests that leave 127.0.0.1, and script errors."""
+    dialogs: list[str] = []
+    external: list[str] = []
+    errors: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("request", lambda r: external.append(r.url)
+            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return dialogs, external, errors
 
 
 def test_browser_end_to_end(tmp_path):
     server = shared_app(ENV)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        browser = open_browser(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
             page.set_default_timeout(TIMEOUT_MS)
-            dialogs: list[str] = []
-            external: list[str] = []
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.on("request", lambda r: external.append(r.url)
-                    if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
+            dialogs, external, errors = watch_page(page)
             page.goto(server.url)
 
             # translate with the button
@@ -70,17 +94,21 @@ def test_browser_end_to_end(tmp_path):
             page.locator("#translate").click()
             page.wait_for_function(
                 "document.querySelector('#translation textarea, #translation input').value.length > 0")
-            for view in ("focus", "model", "summary"):
-                page.wait_for_selector(f"#{view}-encoder .js-plotly-plot g.hm")
+            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
             page.wait_for_selector("#rollout .js-plotly-plot g.hm")
+            page.wait_for_selector("#grid-encoder [data-testid='cell-0-1']")
+            n_maps = page.evaluate("document.querySelector('#model-encoder canvas').__maps.length")
+            assert n_maps == 2 * 4  # every layer x head of the toy model
             translation = page.locator("#translation textarea, #translation input").first.input_value()
             if WHICH == "toy-reverse":
                 assert translation == "o l l e h"
             assert page.locator("#nbest [data-testid='cell-0-1']").text_content().strip() == translation
+            # only the tab on screen is drawn
+            assert page.locator("#focus-cross .js-plotly-plot").count() == 0
 
             # the screenshot for the docs: cross-attention of the best candidate, last layer, mean over heads
             page.get_by_role("tab", name="Cross-attention").click()
-            page.wait_for_selector("#model-cross .js-plotly-plot g.hm")
+            page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
             wait_for_title(page, "cross", "mean over heads")
             SCREENSHOT.parent.mkdir(exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=True)
@@ -91,34 +119,46 @@ def test_browser_end_to_end(tmp_path):
             wait_for_title(page, "encoder", "candidate 2")
             assert page.locator("#candidate input").input_value().startswith("2:")
 
-            # hiding <bos>/<eos> reports the hidden mass
+            # hiding <bos>/<eos> reports the hidden mass and renormalises the plotted rows
             page.locator("#hide input").check()
-            page.wait_for_function("document.querySelector('#hidden-mass textarea, #hidden-mass input')"
-                                   ".value.includes('mass hidden')")
+            page.wait_for_function("document.querySelector('#hidden-mass').textContent.includes('mass hidden')")
+            z = page.evaluate("document.querySelector('#focus-encoder .plot').__view.z")
+            np.testing.assert_allclose(np.array(z).sum(1), 1.0, atol=1e-5)
 
             # the three attention tabs: focus and model view render in each
             for name, kind in [("Decoder self-attention", "decoder"), ("Cross-attention", "cross"),
                                ("Encoder self-attention", "encoder")]:
                 page.get_by_role("tab", name=name).click()
                 page.wait_for_selector(f"#focus-{kind} .js-plotly-plot g.hm")
-                page.wait_for_selector(f"#model-{kind} .js-plotly-plot g.hm")
+                assert page.locator(f"#model-{kind} canvas").is_visible()
                 assert f"{name.split()[0]}" in focus_title(page, kind)
 
             # layer and head selectors redraw the focus view
-            choose(page, "layer", "Layer 1")
+            page.locator("#layer select").select_option(label="Layer 1")
             wait_for_title(page, "encoder", "layer 1", "mean over heads")
-            choose(page, "head", "Head 2")
+            page.locator("#head select").select_option(label="Head 2")
             wait_for_title(page, "encoder", "layer 1", "head 2")
             # a head-summary cell focuses that head (row 1 = layer 2, column 3 = head 3)
             page.locator("#grid-encoder [data-testid='cell-1-3']").click()
             wait_for_title(page, "encoder", "layer 2", "head 3")
-            assert page.locator("#head input").input_value() == "Head 3"
-            assert page.locator("#layer input").input_value() == "Layer 2"
+            assert selected(page, "head") == "Head 3" and selected(page, "layer") == "Layer 2"
+            # the layer column: the layer's mean over heads
+            page.locator("#grid-encoder [data-testid='cell-0-0']").click()
+            wait_for_title(page, "encoder", "layer 1", "mean over heads")
+            # decoder rows by predicted token: the last row is the one that predicted <eos>
+            page.get_by_role("tab", name="Decoder self-attention").click()
+            page.locator("#hide input").uncheck()
+            page.locator("#rows label", has_text="predicted token").click()
+            page.wait_for_function("document.querySelector('#focus-decoder .plot').__view.q.raw.slice(-1)[0]"
+                                   " === '<eos>'")
 
-            # step-by-step tab
+            # step-by-step tab: the slider moves through the steps
             page.get_by_role("tab", name="Step by step").click()
             page.wait_for_selector("#step-plot .js-plotly-plot .barlayer")
-            assert "Step 1 of" in page.locator("#step-text textarea, #step-text input").first.input_value()
+            assert "Step 1 of" in page.locator("#step-text").text_content()
+            page.locator("#step input").focus()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("document.querySelector('#step-text').textContent.includes('Step 2 of')")
 
             # export: the .npz downloads and holds the tensors and tokens
             with page.expect_download() as download_info:
@@ -130,6 +170,7 @@ def test_browser_end_to_end(tmp_path):
                 assert z["cross"].ndim == 4
 
             # an example translates on click; greedy decoding disables the beam width slider
+            page.get_by_role("tab", name="Cross-attention").click()
             page.locator("#method label", has_text="greedy").click()
             page.wait_for_function("document.querySelector('#beam input[type=range]').disabled")
             page.locator("#examples button", has_text="a b c d e f g").click()
@@ -155,11 +196,15 @@ def test_browser_end_to_end(tmp_path):
             assert any(re.search(r"<unk>|<img", t) for t in ticks), ticks  # shown literally, not parsed
             assert "&lt;" not in " ".join(ticks)
             assert external == [], f"requests left the machine: {external}"
+            assert errors == [], errors
 
-            # switching model in a fresh session (flagship, when trained): examples, selectors and views follow;
+            # switching model in a fresh session (flagship, when trained): examples and views follow;
             # its cross-attention replaces the toy screenshot
             if (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file():
                 page.goto(server.url)
+                page.locator("#source textarea, #source input").first.fill("h e l l o")
+                page.locator("#translate").click()
+                page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
                 choose(page, "model", FLAGSHIP)
                 page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
                                        f".value.includes('{FLAGSHIP} is ready')")
@@ -169,8 +214,135 @@ def test_browser_end_to_end(tmp_path):
                 example.click()
                 page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
                 page.get_by_role("tab", name="Cross-attention").click()
-                page.wait_for_selector("#model-cross .js-plotly-plot g.hm")
+                page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
                 assert page.locator("#translation textarea, #translation input").first.input_value().strip()
                 page.screenshot(path=str(SCREENSHOT), full_page=True)
+                assert errors == [], errors
+        finally:
+            browser.close()
+
+
+def test_browser_views_match_python():
+    """The arrays explorer.js plots equal the Python views (explorer.py / viz.py) of the same payload.
+
+    A hand-made payload (BPE pieces to merge, specials to hide, HTML in tokens, 3 encoder and 2 decoder
+    layers) goes into the page; for every kind, row labelling, toggle and a few layer/head choices, the
+    focus heatmap, the model view maps, the rollout and the step view are compared with Python's.
+    """
+    from test_payload import make_attention
+
+    from transformer import explorer
+    from transformer.payload import attention_payload, decode_array, decode_attention
+
+    src = ["\u2581A", "\u2581ri", "des", EVIL, "<unk>", ".", "<eos>"]
+    out = ["\u2581Ein", "\u2581Rad", "fahr", "er", "<b>", ".", "<eos>"]
+    payload = attention_payload(make_attention(3, 2, 4, src, out), model="fake", candidate=1, n_candidates=2)
+    att = decode_attention(payload)
+    server = shared_app(ENV)
+    with sync_api.sync_playwright() as p:
+        browser = open_browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+            dialogs, external, errors = watch_page(page)
+            page.goto(server.url)
+            page.wait_for_selector("#explorer .explorer[data-ready]")
+            handle = "document.querySelector('#explorer .explorer').__explorer"
+            page.evaluate(f"(p) => {handle}.setPayload(p)", payload)
+            read = f"""(s) => {{ {handle}.update(s);
+                const plot = (id) => {{ const d = document.querySelector(id + ' .plot');
+                                        return d && !d.hidden && d.__view ? d.__view : null; }};
+                const f = plot('#focus-' + s.tab);
+                const maps = document.querySelector('#model-' + s.tab + ' canvas').__maps;
+                return {{focus: f && {{z: f.z, q: f.q.label, k: f.k.label, title: f.title}},
+                         title: document.querySelector('#focus-' + s.tab + ' .gtitle').textContent,
+                         maps: maps.map(m => m.z), rollout: s.tab === 'encoder' ? plot('#rollout').z : null,
+                         hidden: document.querySelector('#hidden-mass').textContent}}; }}"""
+            checked = 0
+            for kind in explorer.KINDS:
+                for rows in (explorer.ROWS_INPUT, explorer.ROWS_PREDICTED):
+                    for hide in (False, True):
+                        for merge in (False, True):
+                            for layer, head in ((0, explorer.MEAN_HEADS), (1, 2), (2, 0)):
+                                opts = explorer.ViewOptions(layer, head, rows, hide, merge)
+                                got = page.evaluate(read, {"tab": kind, "layer": layer, "head": head, "rows": rows,
+                                                           "hide": hide, "merge": merge})
+                                fig, _ = explorer.focus_view(att, kind, opts, " · candidate 2")
+                                np.testing.assert_allclose(got["focus"]["z"], np.asarray(fig.data[0].z), atol=1e-5)
+                                assert got["focus"]["k"] == list(fig.layout.xaxis.ticktext)
+                                assert got["focus"]["q"] == list(fig.layout.yaxis.ticktext)
+                                assert got["title"] == got["focus"]["title"]
+                                assert got["focus"]["title"] == fig.layout.title.text
+                                masses = {k: explorer.focus_view(att, k, opts)[1] for k in explorer.KINDS}
+                                assert got["hidden"] == explorer.hidden_text(masses)
+                                w, q, k = explorer.kind_maps(att, kind, rows)
+                                ref, *_ = explorer.transform(w, q, k, hide, merge)
+                                maps = np.array(got["maps"]).reshape(ref.shape)
+                                np.testing.assert_allclose(maps, ref, atol=1e-5)
+                                if kind == "encoder":
+                                    r, *_ = explorer.transform(decode_array(payload["rollout"]), src, src, hide,
+                                                               merge)
+                                    np.testing.assert_allclose(got["rollout"], r, atol=1e-5)
+                                checked += 1
+            # the step view: the chosen step's cross-attention row, with the same toggles
+            for step in (1, 4, 7):
+                for hide, merge, head in ((False, False, explorer.MEAN_HEADS), (True, True, 1)):
+                    opts = explorer.ViewOptions(1, head, explorer.ROWS_INPUT, hide, merge)
+                    got = page.evaluate(
+                        f"(s) => {{ {handle}.update(s); const v = document.querySelector('#step-plot .plot').__view;"
+                        " return {row: v.z[0], keys: v.k.label,"
+                        " title: document.querySelector('#step-plot .gtitle').textContent}; }",
+                        {"tab": "steps", "step": step, "layer": 1, "head": head, "hide": hide, "merge": merge})
+                    fig, text = explorer.step_view(att, step, opts)
+                    np.testing.assert_allclose(got["row"], np.asarray(fig.data[1].y), atol=1e-5)
+                    assert got["keys"] == list(fig.layout.xaxis2.ticktext)
+                    # plotly shows the escaped title decoded; Python's title is the escaped text
+                    assert got["title"] == html.unescape(fig.layout.title.text).replace("&#36;", "$")
+            assert checked == 72
+            assert dialogs == [] and external == [] and errors == []
+            assert page.locator("img[src='x']").count() == 0
+        finally:
+            browser.close()
+
+
+def test_browser_presentation_mode():
+    """?present=1 turns presentation mode on (large fonts, big focus view) at 1280x720; the checkbox turns it off."""
+    server = shared_app(ENV)
+    flagship = (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file()
+    with sync_api.sync_playwright() as p:
+        browser = open_browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.set_default_timeout(TIMEOUT_MS)
+            dialogs, external, errors = watch_page(page)
+            page.goto(server.url + "?present=1")
+            page.wait_for_function("document.body.classList.contains('present')")
+            assert page.locator("#present input").is_checked()
+            if flagship:
+                choose(page, "model", FLAGSHIP)
+                page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
+                                       f".value.includes('{FLAGSHIP} is ready')")
+                text = "The old fisherman repairs his nets on the beach."
+            else:
+                text = "t r a n s f o r m e r"
+            page.locator("#source textarea, #source input").first.fill(text)
+            page.locator("#translate").click()
+            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+            page.get_by_role("tab", name="Cross-attention").click()
+            page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
+            page.locator("#tabs").scroll_into_view_if_needed()
+            page.evaluate("document.querySelector('#explorer').scrollIntoView()")
+            focus = page.locator("#focus-cross .plot").bounding_box()
+            assert focus["height"] >= 500 and focus["width"] >= 600, focus  # the focus view dominates the screen
+            tick_px = page.evaluate("parseFloat(getComputedStyle(document.querySelector('#focus-cross .xtick text'))"
+                                    ".fontSize)")
+            assert tick_px >= 16, tick_px
+            assert page.locator("#examples").is_hidden() and page.locator("#howto").is_hidden()
+            SCREENSHOT_PRESENT.parent.mkdir(exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT_PRESENT))
+            page.locator("#present input").uncheck()
+            page.wait_for_function("!document.body.classList.contains('present')")
+            assert page.locator("#examples").is_visible()
+            assert dialogs == [] and external == [] and errors == []
         finally:
             browser.close()

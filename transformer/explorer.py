@@ -27,6 +27,7 @@ import plotly.graph_objects as go
 
 from . import viz
 from .hub import resolve_checkpoint
+from .payload import attention_payload
 from .translator import Attention, Translation, Translator, load_pretrained
 
 log = logging.getLogger(__name__)
@@ -227,7 +228,50 @@ def select_candidate(tr: Translator, result: Result, index: Any) -> Result:
     return result
 
 
+# ----------------------------------------------------------------------------- what the page shows
+
+
+@dataclass
+class ViewState:
+    """Everything that says what the page shows, in one place (and so what a shareable URL must hold).
+
+    Server side, as Gradio controls: `model`, `method`, `beam`, `length_penalty`, `present`.
+    Browser side, the `state` object of static/explorer.js (`client()` is its initial value): `tab`
+    (an attention kind or "steps"), `layer` (None: the last), `head` (MEAN_HEADS: the mean), `rows`,
+    `hide_special`, `merge_subwords`, `step` (1-based). The page redraws browser-side changes itself.
+    """
+
+    model: str | None = None
+    method: str = "beam"
+    beam: int = DEFAULT_BEAM
+    length_penalty: float = DEFAULT_LENGTH_PENALTY
+    present: bool = False
+    tab: str = "encoder"
+    layer: int | None = None
+    head: int = MEAN_HEADS
+    rows: str = ROWS_INPUT
+    hide_special: bool = False
+    merge_subwords: bool = False
+    step: int = 1
+
+    def client(self) -> dict[str, Any]:
+        """The browser-side fields under the names explorer.js uses."""
+        return {"tab": self.tab, "layer": self.layer, "head": self.head, "rows": self.rows,
+                "hide": self.hide_special, "merge": self.merge_subwords, "step": self.step}
+
+
+def result_payload(result: Result | None) -> dict[str, Any] | None:
+    """What the browser gets for the current candidate of a result (None clears the views)."""
+    if result is None:
+        return None
+    return attention_payload(result.attention, model=result.model, candidate=result.candidate,
+                             n_candidates=len(result.translation.candidates), source=result.source,
+                             translation=result.translation.candidates[result.candidate].text)
+
+
 # ----------------------------------------------------------------------------- views (pure: arrays -> figures)
+# The page draws its views in the browser (static/explorer.js, from `result_payload`); these Python
+# views are the reference it is tested against, and what notebooks and scripts can use directly.
 
 
 @dataclass(frozen=True)

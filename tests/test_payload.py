@@ -1,0 +1,125 @@
+"""transformer/payload.py: what the browser gets per translation (quantisation, tokens, escaping, size)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from strings import all_strings
+from transformer import page, viz
+from transformer.payload import (
+    QUANT_SCALE, SMALL_QUANT_SCALE, attention_payload, decode_array, decode_attention, encode_array, token_info,
+)
+from transformer.translator import Attention, StepRecord
+
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+def rows(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    a = np.random.default_rng(seed).random(shape).astype(np.float32) ** 3
+    return a / a.sum(-1, keepdims=True)
+
+
+def make_attention(n_enc: int = 2, n_dec: int = 2, heads: int = 4, src=None, out=None) -> Attention:
+    src = src or ["\u2581A", "\u2581ri", "des", EVIL, ".", "<eos>"]
+    out = out or ["\u2581Ein", "\u2581Rad", "fahrer", "<b>", "<eos>"]
+    tin = ["<bos>"] + out[:-1]
+    s, t = len(src), len(out)
+    dec = rows((n_dec, heads, t, t), 1) * np.tril(np.ones((t, t), np.float32))
+    dec /= dec.sum(-1, keepdims=True)
+    steps = [StepRecord(i, tok, 0.5, [(tok, 0.5), (EVIL, 0.3), ("x", 0.2)]) for i, tok in enumerate(out)]
+    return Attention(rows((n_enc, heads, s, s)), dec, rows((n_dec, heads, t, s), 2), src, tin, out, steps)
+
+
+def test_encode_decode_round_trip_within_half_a_step():
+    w = rows((2, 3, 5, 7))
+    for scale in (QUANT_SCALE, SMALL_QUANT_SCALE):
+        entry = encode_array(w, scale)
+        assert entry["dtype"] == ("uint16" if scale == QUANT_SCALE else "uint8")
+        back = decode_array(json.loads(json.dumps(entry)))
+        assert back.shape == w.shape and back.dtype == np.float32
+        assert np.abs(back - w).max() <= 0.5 / scale + 1e-7
+    # NaN and out-of-range values never produce garbage integers
+    back = decode_array(encode_array(np.array([[np.nan, -0.5, 1.5, 0.25]]), QUANT_SCALE))
+    np.testing.assert_allclose(back, [[0.0, 0.0, 1.0, 0.25]], atol=1e-4)
+
+
+def test_payload_decodes_to_the_attention_it_came_from():
+    att = make_attention()
+    payload = json.loads(json.dumps(attention_payload(att, model="m", candidate=1, n_candidates=3)))
+    back = decode_attention(payload)
+    for kind in ("encoder", "decoder", "cross"):
+        np.testing.assert_allclose(getattr(back, kind), getattr(att, kind), atol=0.5 / QUANT_SCALE + 1e-7)
+    assert (back.src_tokens, back.tgt_in_tokens, back.tgt_out_tokens) == (att.src_tokens, att.tgt_in_tokens,
+                                                                          att.tgt_out_tokens)
+    assert [s.token for s in back.steps] == [s.token for s in att.steps]
+    assert payload["n_layers"] == 2 and payload["n_heads"] == 4 and payload["candidate"] == 1
+    np.testing.assert_allclose(decode_array(payload["rollout"]), viz.rollout(att.encoder), atol=1e-4)
+    np.testing.assert_allclose(payload["kinds"]["cross"]["entropy"]["values"], viz.head_entropy(att.cross), atol=1e-3)
+    assert np.array(payload["kinds"]["encoder"]["entropy"]["colors"]).shape == (2, 4)
+
+
+def test_payload_handles_any_layer_and_head_counts():
+    att = make_attention(n_enc=6, n_dec=3, heads=8)
+    payload = attention_payload(att)
+    assert payload["n_layers"] == 6 and payload["n_heads"] == 8
+    assert payload["kinds"]["decoder"]["weights"]["shape"][:2] == [3, 8]
+    assert len(payload["kinds"]["cross"]["entropy"]["values"]) == 3
+
+
+def test_token_info_word_groups_with_and_without_specials():
+    tokens = ["<bos>", "\u2581a", "<eos>", "b", "\u2581c", "d"]
+    info = token_info(tokens)
+    assert info["special"] == [True, False, True, False, False, False]
+    assert (info["groups"], info["words_raw"]) == viz.word_groups(tokens)
+    kept = [t for t in tokens if t not in viz.HIDDEN_BY_DEFAULT]
+    assert (info["groups_hidden"], info["words_hidden_raw"]) == viz.word_groups(kept)
+    # hiding changes the grouping: "b" follows "▁a" once <eos> is gone
+    assert info["groups"][3] != info["groups"][1] and info["groups_hidden"][1] == info["groups_hidden"][0]
+
+
+def test_every_label_is_escaped_and_raw_text_is_kept():
+    payload = attention_payload(make_attention())
+    for key in ("src", "tgt_in", "tgt_out"):
+        info = payload["tokens"][key]
+        assert info["label"] == [viz.escape_label(t) for t in info["raw"]]
+        assert info["words"] == [viz.escape_label(w) for w in info["words_raw"]]
+    labels = [s for k in ("src", "tgt_in", "tgt_out") for f in ("label", "words", "words_hidden")
+              for s in payload["tokens"][k][f]] + [s["label"] for s in payload["steps"]] + \
+             [t[1] for s in payload["steps"] for t in s["top"]]
+    assert not [s for s in labels if "<" in s]  # Plotly gets no tag it could parse
+    assert EVIL in payload["tokens"]["src"]["raw"]  # textContent gets the literal text
+    assert any("&lt;img src=x onerror=alert(1)&gt;" in s for s in all_strings(payload))
+
+
+def test_payload_size_for_a_flagship_sized_sentence_and_uint8_for_long_inputs():
+    # 6 encoder / 6 decoder layers, 8 heads, a 13-word sentence: ~20 source and ~22 target pieces
+    src = [f"\u2581w{i}" for i in range(19)] + ["<eos>"]
+    out = [f"\u2581v{i}" for i in range(21)] + ["<eos>"]
+    payload = attention_payload(make_attention(6, 6, 8, src, out))
+    size = len(json.dumps(payload).encode())
+    assert payload["kinds"]["encoder"]["weights"]["dtype"] == "uint16" and size < 400_000, size
+    long_src = [f"\u2581w{i}" for i in range(99)] + ["<eos>"]
+    long_out = [f"\u2581v{i}" for i in range(99)] + ["<eos>"]
+    payload = attention_payload(make_attention(2, 2, 4, long_src, long_out))
+    assert payload["kinds"]["encoder"]["weights"]["dtype"] == "uint8"
+
+
+def test_payload_revisions_differ_and_skeleton_has_every_view():
+    att = make_attention()
+    assert attention_payload(att)["rev"] != attention_payload(att)["rev"]
+    template = page.html_template()
+    for view_id in ("focus-encoder", "model-cross", "grid-decoder", "rollout", "step-plot", "hidden-mass",
+                    "layer", "head", "rows", "hide", "merge", "step"):
+        assert f'id="{view_id}"' in template
+    assert "${" not in template and "{{" not in template  # gr.HTML would fill these from the payload
+    assert page.PLOTLY_JS.is_file() and "gradio_api/file=" in page.head_html()
+    assert "initExplorer(element, props, watch)" in page.js_on_load()
+
+
+def test_rows_choices_match_the_explorer():
+    explorer = pytest.importorskip("transformer.explorer")
+    assert page.ROWS_CHOICES == (explorer.ROWS_INPUT, explorer.ROWS_PREDICTED)
+    assert page.KIND_TITLES == explorer.KIND_TITLES
+    assert explorer.ViewState().client()["rows"] == explorer.ROWS_INPUT

@@ -1,0 +1,137 @@
+"""What the browser gets after a translation: one candidate's attention, packed once, for client-side views.
+
+The page redraws every view (layer, head, mean over heads, row labels, hidden specials, merged
+subwords, decoding step, tab) from this payload without asking the server again; see
+`transformer/static/explorer.js`. Everything the JavaScript cannot get exactly right by itself is
+computed here, in pure Python, and sent ready-made:
+
+* weights quantised to integers (`QUANT_SCALE`, little-endian, base64): `(L, H, Q, K)` per kind;
+* tokens as raw text (for `textContent`), as escaped labels (`viz.escape_label`, for Plotly, which
+  parses a subset of HTML), with the special-token mask and the word groups of `viz.word_groups`,
+  both for all tokens and for the tokens left after hiding the specials;
+* head entropy per kind (with its cell colours), the encoder rollout, the decoding steps.
+
+The JavaScript re-implements only the cheap transforms (mean over heads, hide specials with row
+renormalisation, merge subwords); tests/test_browser.py checks its plotted arrays against
+`transformer.explorer`'s Python views of `decode_attention(payload)`.
+
+No gradio and no torch here: numpy arrays and tokens in, a JSON-ready dict out.
+"""
+from __future__ import annotations
+
+import base64
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from plotly.colors import sample_colorscale, sequential
+
+from . import viz
+from .translator import Attention, StepRecord
+
+__all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "decode_array", "decode_attention",
+           "encode_array", "token_info", "ATTENTION_COLORS"]
+
+PAYLOAD_VERSION = 1
+QUANT_SCALE = 65535  # weights in [0, 1] as uint16: steps of 1.5e-5, far below what a colour can show
+SMALL_QUANT_SCALE = 255  # uint8, for inputs so long that uint16 would pass the size budget
+MAX_WEIGHT_BYTES = 300_000  # raw bytes of all three kinds before base64 (+33 %): keeps a payload < 400 KB
+KINDS = ("encoder", "decoder", "cross")
+# light to dark, white = no attention; the canvas model view and the Plotly heatmaps share it
+ATTENTION_COLORS = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
+SCORE_COLORS = "Viridis"
+_REVISIONS = itertools.count(1)
+
+
+def encode_array(values: np.ndarray, scale: int) -> dict[str, Any]:
+    """Weights in [0, 1] -> {"shape", "scale", "dtype", "data": base64 of little-endian uint8/uint16}."""
+    dtype = np.dtype("<u2") if scale > 255 else np.dtype("u1")
+    q = np.rint(np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64)), 0.0, 1.0) * scale).astype(dtype)
+    return {"shape": list(q.shape), "scale": scale, "dtype": "uint16" if dtype.itemsize == 2 else "uint8",
+            "data": base64.b64encode(q.tobytes()).decode("ascii")}
+
+
+def decode_array(entry: dict[str, Any]) -> np.ndarray:
+    """The inverse of `encode_array`, as float32 (what the browser computes with)."""
+    dtype = np.dtype("<u2") if entry["dtype"] == "uint16" else np.dtype("u1")
+    raw = np.frombuffer(base64.b64decode(entry["data"]), dtype=dtype).reshape(entry["shape"])
+    return (raw.astype(np.float64) / entry["scale"]).astype(np.float32)
+
+
+def token_info(tokens: Sequence[str]) -> dict[str, Any]:
+    """Raw tokens, escaped labels, the special mask and word groups (all tokens / specials hidden)."""
+    special = [t in viz.HIDDEN_BY_DEFAULT for t in tokens]
+    kept = [t for t, s in zip(tokens, special) if not s]
+    groups, words = viz.word_groups(tokens)
+    groups_kept, words_kept = viz.word_groups(kept)
+    return {
+        "raw": list(tokens), "label": [viz.escape_label(t) for t in tokens], "special": special,
+        "groups": groups, "words": [viz.escape_label(w) for w in words], "words_raw": words,
+        "groups_hidden": groups_kept, "words_hidden": [viz.escape_label(w) for w in words_kept],
+        "words_hidden_raw": words_kept,
+    }
+
+
+def _entropy(weights: np.ndarray) -> dict[str, Any]:
+    """Head entropy (L, H) rounded for display, with a Viridis colour per cell (scaled to this grid)."""
+    if weights.shape[0] == 0 or 0 in weights.shape[-2:]:
+        return {"values": [], "colors": []}
+    scores = viz.head_entropy(weights)
+    lo, hi = float(scores.min()), float(scores.max())
+    scaled = (scores - lo) / (hi - lo) if hi > lo else np.zeros_like(scores)
+    colors = sample_colorscale(SCORE_COLORS, scaled.ravel().tolist(), colortype="rgb")
+    return {"values": np.round(scores, 3).tolist(),
+            "colors": np.array(colors, dtype=object).reshape(scores.shape).tolist()}
+
+
+def _step(record: StepRecord) -> dict[str, Any]:
+    top = sorted(record.top_k, key=lambda tp: tp[1], reverse=True)[:5]
+    return {"token": record.token, "label": viz.escape_label(record.token), "p": round(float(record.probability), 4),
+            "top": [[tok, viz.escape_label(tok), round(float(p), 4)] for tok, p in top]}
+
+
+def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_candidates: int = 1,
+                      source: str = "", translation: str = "",
+                      max_weight_bytes: int = MAX_WEIGHT_BYTES) -> dict[str, Any]:
+    """One candidate's attention, tokens, head summaries, rollout and steps as a JSON-ready dict.
+
+    `source` and `translation` (raw text; the page shows them with textContent) caption the views.
+
+    att: encoder (L, H, S, S), decoder (L, H, T, T), cross (L, H, T, S). Weights go as uint16,
+    or uint8 when uint16 would exceed `max_weight_bytes` (very long inputs).
+    """
+    n_values = att.encoder.size + att.decoder.size + att.cross.size
+    scale = QUANT_SCALE if 2 * n_values <= max_weight_bytes else SMALL_QUANT_SCALE
+    kinds = {}
+    for kind in KINDS:
+        weights = getattr(att, kind)
+        kinds[kind] = {"weights": encode_array(weights, scale), "entropy": _entropy(weights)}
+    rollout = viz.rollout(att.encoder) if att.encoder.shape[0] and att.encoder.shape[-1] else None
+    cfg_layers = max(att.encoder.shape[0], att.decoder.shape[0], att.cross.shape[0], 1)
+    return {
+        "version": PAYLOAD_VERSION,
+        "rev": next(_REVISIONS),  # tells the page a new payload from a repeated one
+        "model": model,
+        "candidate": candidate,
+        "n_candidates": n_candidates,
+        "source": source,
+        "translation": translation,
+        "n_layers": cfg_layers,
+        "n_heads": int(att.encoder.shape[1] if att.encoder.ndim == 4 else att.cross.shape[1]),
+        "tokens": {"src": token_info(att.src_tokens), "tgt_in": token_info(att.tgt_in_tokens),
+                   "tgt_out": token_info(att.tgt_out_tokens)},
+        "kinds": kinds,
+        "rollout": None if rollout is None else encode_array(rollout, scale),
+        "steps": [_step(s) for s in att.steps],
+        "colorscale": ATTENTION_COLORS,
+    }
+
+
+def decode_attention(payload: dict[str, Any]) -> Attention:
+    """The weights and tokens exactly as the browser sees them (quantised), as an `Attention`."""
+    toks = payload["tokens"]
+    steps = [StepRecord(i, s["token"], s["p"], [(t, p) for t, _, p in s["top"]])
+             for i, s in enumerate(payload["steps"])]
+    return Attention(*(decode_array(payload["kinds"][k]["weights"]) for k in KINDS), toks["src"]["raw"],
+                     toks["tgt_in"]["raw"], toks["tgt_out"]["raw"], steps)

@@ -1,0 +1,530 @@
+// The attention explorer's views, drawn in the browser from one payload per translation
+// (transformer/payload.py builds it). Every view change (tab, layer, head, mean over heads, row labels,
+// hide specials, merge subwords, decoding step, head-summary click) redraws here, without the server,
+// and only the views of the tab on screen are drawn.
+//
+// Loaded by gr.HTML(js_on_load=...): `element` is the component, `props.value` the payload (null before
+// a translation), `props.view` the initial view state, `watch` calls back when the payload changes.
+// User text reaches the page only as `textContent` or as Plotly labels escaped by Python (viz.escape_label).
+// The transforms mirror transformer/viz.py (hide_special, merge_subwords) and transformer/explorer.py
+// (focus_view, model_view, rollout_view, step_view); tests/test_browser.py compares the arrays drawn here
+// with those Python functions.
+
+function initExplorer(root, props, watch) {
+  "use strict";
+  const KINDS = ["encoder", "decoder", "cross"];
+  const TITLES = {encoder: "Encoder self-attention", decoder: "Decoder self-attention", cross: "Cross-attention"};
+  const MEAN = -1;
+  const ROWS_PREDICTED = "predicted token";
+  const EMPTY = "Translate a sentence to see its attention.";
+  const PLOT_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
+
+  // ---- the view state: the one place that says what is shown (payload aside)
+  const state = Object.assign(
+    {tab: "encoder", layer: null, head: MEAN, rows: "decoder input token", hide: false, merge: false, step: 1},
+    props.view || {});
+  let data = null;  // the decoded payload
+  const drawn = {};  // view id -> key of what it shows now (redraw only on change)
+
+  const $ = (sel) => root.querySelector(sel);
+  const $$ = (sel) => Array.from(root.querySelectorAll(sel));
+  const present = () => document.body.classList.contains("present");
+  const fontSize = () => (present() ? 20 : 14);
+
+  // ---- payload decoding
+  function decodeArray(entry) {
+    const bin = atob(entry.data);
+    const bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    const ints = entry.dtype === "uint16" ? new Uint16Array(bytes.buffer) : bytes;
+    const values = new Float32Array(ints.length);
+    for (let i = 0; i < ints.length; i++) values[i] = ints[i] / entry.scale;
+    return {shape: entry.shape, values};
+  }
+
+  function decode(payload) {
+    const kinds = {};
+    for (const kind of KINDS) {
+      kinds[kind] = {weights: decodeArray(payload.kinds[kind].weights), entropy: payload.kinds[kind].entropy};
+    }
+    return Object.assign({}, payload, {kinds, rolloutArray: payload.rollout ? decodeArray(payload.rollout) : null,
+      lut: colorLut(payload.colorscale)});
+  }
+
+  // ---- arrays: a map is an array of rows (plain arrays of numbers)
+  function slice2d(arr, layer, head) {
+    const [, H, Q, K] = arr.shape;
+    const base = (layer * H + head) * Q * K;
+    const rows = [];
+    for (let i = 0; i < Q; i++) rows.push(Array.from(arr.values.subarray(base + i * K, base + (i + 1) * K)));
+    return rows;
+  }
+
+  function headMap(arr, layer, head) {
+    if (head >= 0) return slice2d(arr, layer, head);
+    const H = arr.shape[1];
+    const maps = [];
+    for (let h = 0; h < H; h++) maps.push(slice2d(arr, layer, h));
+    return maps[0].map((row, i) => row.map((_, j) => maps.reduce((s, m) => s + m[i][j], 0) / H));
+  }
+
+  // tokens of one axis: what the transforms need to follow along
+  function axis(info) {
+    return {label: info.label, raw: info.raw, special: info.special, info, hidden: false};
+  }
+
+  function kindAxes(kind) {
+    const t = data.tokens;
+    const queries = state.rows === ROWS_PREDICTED ? t.tgt_out : t.tgt_in;
+    if (kind === "encoder") return [axis(t.src), axis(t.src)];
+    if (kind === "decoder") return [axis(queries), axis(t.tgt_in)];
+    return [axis(queries), axis(t.src)];
+  }
+
+  // viz.hide_special: drop special rows and columns, renormalise rows; hidden = mean mass on removed keys
+  function hideSpecial(w, q, k) {
+    const keepQ = q.special.map((s) => !s), keepK = k.special.map((s) => !s);
+    const rows = [], removed = [];
+    w.forEach((row, i) => {
+      if (!keepQ[i]) return;
+      let gone = 0, total = 0;
+      const kept = [];
+      row.forEach((v, j) => { if (keepK[j]) { kept.push(v); total += v; } else gone += v; });
+      removed.push(gone);
+      rows.push(kept.map((v) => (total > 0 ? v / total : 0)));
+    });
+    const pick = (a, keep) => ({label: a.label.filter((_, i) => keep[i]), raw: a.raw.filter((_, i) => keep[i]),
+      special: a.special.filter((_, i) => keep[i]), info: a.info, hidden: true});
+    const hidden = removed.length ? removed.reduce((s, v) => s + v, 0) / removed.length : 0;
+    return [rows, pick(q, keepQ), pick(k, keepK), hidden];
+  }
+
+  // viz.merge_subwords: keys summed per word, queries averaged per word (groups from viz.word_groups)
+  function mergeSubwords(w, q, k) {
+    const words = (a) => (a.hidden
+      ? {groups: a.info.groups_hidden, label: a.info.words_hidden, raw: a.info.words_hidden_raw}
+      : {groups: a.info.groups, label: a.info.words, raw: a.info.words_raw});
+    const qw = words(q), kw = words(k);
+    const out = qw.label.map(() => kw.label.map(() => 0));
+    const counts = qw.label.map(() => 0);
+    qw.groups.forEach((g) => { counts[g] += 1; });
+    w.forEach((row, i) => {
+      const gi = qw.groups[i];
+      row.forEach((v, j) => { out[gi][kw.groups[j]] += v / counts[gi]; });
+    });
+    const merged = (x) => ({label: x.label, raw: x.raw, special: x.label.map(() => false)});
+    return [out, merged(qw), merged(kw)];
+  }
+
+  // explorer.transform: hide specials (if asked) then merge subwords (if asked)
+  function transform(w, q, k) {
+    let hidden = null;
+    if (state.hide) [w, q, k, hidden] = hideSpecial(w, q, k);
+    if (state.merge && q.label.length && k.label.length) [w, q, k] = mergeSubwords(w, q, k);
+    return {z: w, q, k, hidden};
+  }
+
+  const clampLayer = (n) => Math.min(Math.max(state.layer, 0), n - 1);
+  const headOf = (n) => (state.head < n ? state.head : MEAN);
+  const headLabel = (h) => (h < 0 ? "mean over heads" : `head ${h + 1}`);
+  const suffix = () => (data.candidate ? ` · candidate ${data.candidate + 1}` : "");
+
+  // explorer.focus_view's arrays: one layer and head (or the mean) of one kind, transformed
+  function focusData(kind) {
+    const arr = data.kinds[kind].weights;
+    const [L, H] = arr.shape;
+    if (L === 0) return {message: `This model has no ${kind} layers.`, hidden: null};
+    const layer = clampLayer(L), head = headOf(H);
+    const [q, k] = kindAxes(kind);
+    const view = transform(headMap(arr, layer, head), q, k);
+    let title = `${TITLES[kind]} · layer ${layer + 1} · ${headLabel(head)}${suffix()}`;
+    if (layer !== state.layer) title += ` (this stack has ${L} layers)`;
+    if (!view.z.length || !view.z[0].length) {
+      return {message: "Nothing left to show after hiding special tokens.", hidden: view.hidden};
+    }
+    return Object.assign(view, {title});
+  }
+
+  // ---- drawing helpers
+  function colorLut(scale) {
+    const rgb = (c) => c.match(/[\d.]+/g).slice(0, 3).map(Number);
+    const stops = scale.map(([x, c]) => [x, rgb(c)]);
+    const lut = [];
+    for (let i = 0; i < 256; i++) {
+      const x = i / 255;
+      let s = 0;
+      while (s < stops.length - 2 && x > stops[s + 1][0]) s++;
+      const [x0, c0] = stops[s], [x1, c1] = stops[s + 1];
+      const f = x1 > x0 ? (x - x0) / (x1 - x0) : 0;
+      lut.push(`rgb(${c0.map((v, j) => Math.round(v + f * (c1[j] - v))).join(",")})`);
+    }
+    return lut;
+  }
+
+  function tokenAxis(labels, extra) {
+    const n = labels.length;
+    return Object.assign({tickmode: "array", tickvals: labels.map((_, i) => i), ticktext: labels,
+      tickfont: {size: Math.max(8, Math.min(present() ? 20 : 14, Math.floor(420 / Math.max(n, 1))))},
+      showgrid: false, zeroline: false, automargin: true}, extra);
+  }
+
+  function baseLayout(title, extra) {
+    return Object.assign({title: {text: title, x: 0.5, xanchor: "center", yref: "container", y: 1, yanchor: "top",
+      pad: {t: 12}, font: {size: fontSize() + 2}}, font: {size: fontSize()}, paper_bgcolor: "white",
+      plot_bgcolor: "white", margin: {l: 60, r: 30, t: 110, b: 30}}, extra);
+  }
+
+  function setMessage(id, message) {
+    const div = $(`#${id}`);
+    const note = div.querySelector(".message"), plot = div.querySelector(".plot");
+    note.textContent = message || "";
+    note.hidden = !message;
+    if (plot) {
+      plot.hidden = Boolean(message);
+      if (message && window.Plotly) window.Plotly.purge(plot);
+    }
+    return plot;
+  }
+
+  function heatmap(id, view, zmax) {
+    const plot = setMessage(id, null);
+    const customdata = view.z.map((row, i) => row.map((_, j) => [view.q.label[i], view.k.label[j]]));
+    const n = Math.max(view.q.label.length, view.k.label.length);
+    const big = present();
+    const trace = {type: "heatmap", z: view.z, customdata, coloraxis: "coloraxis",
+      hovertemplate: "query: %{customdata[0]}<br>key: %{customdata[1]}<br>weight: %{z:.1%}<extra></extra>"};
+    const layout = baseLayout(view.title, {
+      // presentation: no "key" title above the rotated labels, so the map itself gets the height
+      xaxis: tokenAxis(view.k.label, {side: "top", tickangle: big ? -45 : -60, constrain: "domain",
+        title: {text: big ? "" : "key"}}),
+      yaxis: tokenAxis(view.q.label, {autorange: "reversed", scaleanchor: "x", scaleratio: 1, constrain: "domain",
+        title: {text: "query"}}),
+      coloraxis: {cmin: 0, cmax: zmax, colorscale: data.colorscale,
+        colorbar: {title: {text: "weight"}, tickformat: ".0%", thickness: 14}},
+      // presentation: as tall as the screen allows below the controls (a 1280x720 projector)
+      height: big ? Math.max(420, Math.min(900, window.innerHeight - 190))
+        : Math.min(900, Math.max(420, 260 + 16 * n)),
+    });
+    layout.margin = big ? {l: 50, r: 10, t: 125, b: 10} : {l: 60, r: 30, t: 150, b: 30};
+    window.Plotly.react(plot, [trace], layout, PLOT_CONFIG);
+    plot.__view = view;  // for tests: what is drawn, before Plotly touches it
+  }
+
+  // ---- the views
+  function drawFocus(kind, view) {
+    if (view.message) { setMessage(`focus-${kind}`, view.message); return; }
+    heatmap(`focus-${kind}`, view, 1);
+  }
+
+  function drawSummary(kind) {
+    const div = $(`#grid-${kind}`);
+    const ent = data.kinds[kind].entropy;
+    const L = ent.values.length, H = L ? ent.values[0].length : 0;
+    const table = document.createElement("table");
+    table.className = "summary";
+    const head = table.createTHead().insertRow();
+    head.appendChild(document.createElement("th")).textContent = "layer";
+    for (let h = 0; h < H; h++) head.appendChild(document.createElement("th")).textContent = `H${h + 1}`;
+    const body = table.createTBody();
+    const selLayer = clampLayer(L || 1), selHead = headOf(H);
+    for (let l = 0; l < L; l++) {
+      const row = body.insertRow();
+      for (let c = 0; c <= H; c++) {
+        const cell = row.insertCell();
+        const button = cell.appendChild(document.createElement("button"));
+        button.type = "button";
+        button.dataset.testid = `cell-${l}-${c}`;
+        button.dataset.layer = l;
+        button.dataset.head = c === 0 ? MEAN : c - 1;
+        if (c === 0) {
+          button.textContent = `L${l + 1}`;
+          button.title = `layer ${l + 1}, mean over heads`;
+        } else {
+          const value = ent.values[l][c - 1];
+          button.textContent = value.toFixed(2);
+          button.title = `layer ${l + 1}, head ${c}: mean row entropy ${value.toFixed(3)} nats`;
+          button.style.background = ent.colors[l][c - 1];
+          const [r, g, b] = ent.colors[l][c - 1].match(/[\d.]+/g).map(Number);
+          button.style.color = 0.299 * r + 0.587 * g + 0.114 * b > 140 ? "#111" : "#fff";
+        }
+        if (l === selLayer && c - 1 === selHead) button.classList.add("selected");
+      }
+    }
+    div.replaceChildren(table);
+  }
+
+  function drawModel(kind) {
+    const div = $(`#model-${kind}`);
+    const arr = data.kinds[kind].weights;
+    const [L, H] = arr.shape;
+    if (L === 0) { setMessage(`model-${kind}`, `This model has no ${kind} layers.`); return; }
+    const [q0, k0] = kindAxes(kind);
+    const maps = [];
+    for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) maps.push(transform(slice2d(arr, l, h), q0, k0));
+    const Q = maps[0].z.length, K = Q ? maps[0].z[0].length : 0;
+    if (!Q || !K) { setMessage(`model-${kind}`, "Nothing left to show after hiding special tokens."); return; }
+    setMessage(`model-${kind}`, null);
+    const canvas = div.querySelector("canvas");
+    const width = Math.max(div.clientWidth, 300);
+    const label = present() ? 48 : 36, top = present() ? 30 : 22, gap = 6;
+    const mapW = Math.min((width - label - gap * (H - 1)) / H, present() ? 200 : 150);
+    const mapH = Math.min(mapW * Q / K, present() ? 220 : 160);
+    const cellW = Math.min(mapW / K, mapH / Q * 2), cellH = mapH / Q;
+    const used = cellW * K;
+    const height = top + L * (mapH + gap);
+    const dpr = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    ctx.font = `${fontSize()}px sans-serif`;
+    ctx.fillStyle = "#333";
+    ctx.textAlign = "center";
+    for (let h = 0; h < H; h++) ctx.fillText(`H${h + 1}`, label + h * (mapW + gap) + used / 2, top - 6);
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    for (let l = 0; l < L; l++) ctx.fillText(`L${l + 1}`, label - 6, top + l * (mapH + gap) + mapH / 2);
+    const boxes = [];
+    const selLayer = clampLayer(L), selHead = headOf(H);
+    maps.forEach((m, idx) => {
+      const l = Math.floor(idx / H), h = idx % H;
+      const x0 = label + h * (mapW + gap), y0 = top + l * (mapH + gap);
+      m.z.forEach((row, i) => row.forEach((v, j) => {
+        ctx.fillStyle = data.lut[Math.max(0, Math.min(255, Math.round(v * 255)))];
+        ctx.fillRect(x0 + j * cellW, y0 + i * cellH, Math.ceil(cellW), Math.ceil(cellH));
+      }));
+      if (l === selLayer && (selHead === h || selHead === MEAN)) {
+        ctx.strokeStyle = "#d62728";
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x0 - 1, y0 - 1, used + 2, mapH + 2);
+      }
+      boxes.push({l, h, x0, y0, w: used, hgt: mapH, m});
+    });
+    canvas.__maps = maps;  // for tests: the arrays drawn, layer-major
+    canvas.__boxes = boxes;
+  }
+
+  function modelHit(event) {
+    const canvas = event.currentTarget;
+    const rect = canvas.getBoundingClientRect();
+    const x = event.clientX - rect.left, y = event.clientY - rect.top;
+    const box = (canvas.__boxes || []).find((b) => x >= b.x0 && x < b.x0 + b.w && y >= b.y0 && y < b.y0 + b.hgt);
+    if (!box) return null;
+    const i = Math.floor((y - box.y0) / box.hgt * box.m.z.length), j = Math.floor((x - box.x0) / box.w * box.m.z[0].length);
+    return {box, i, j};
+  }
+
+  function drawRollout() {
+    if (!data.rolloutArray) { setMessage("rollout", "This model has no encoder layers."); return; }
+    const r = slice2d({shape: [1, 1, ...data.rolloutArray.shape], values: data.rolloutArray.values}, 0, 0);
+    const src = axis(data.tokens.src);
+    const view = transform(r, src, src);
+    if (!view.z.length || !view.z[0].length) {
+      setMessage("rollout", "Nothing left to show after hiding special tokens."); return;
+    }
+    const zmax = Math.max(...view.z.map((row) => Math.max(...row)));
+    view.title = "Encoder attention rollout (all layers, heads averaged)";
+    heatmap("rollout", view, zmax > 0 ? zmax : 1);
+  }
+
+  function drawStep() {
+    const n = data.steps.length;
+    const slider = $("#step input");
+    slider.max = Math.max(n, 2);
+    slider.disabled = n < 2;
+    state.step = Math.min(Math.max(state.step, 1), Math.max(n, 1));
+    slider.value = state.step;
+    const text = $("#step-text");
+    const arr = data.kinds.cross.weights;
+    if (!n) { text.textContent = ""; setMessage("step-plot", "No decoding steps."); return; }
+    if (!arr.shape[0]) { text.textContent = ""; setMessage("step-plot", "This model has no decoder layers."); return; }
+    const t = state.step - 1, rec = data.steps[t];
+    const layer = clampLayer(arr.shape[0]), head = headOf(arr.shape[1]);
+    const row = headMap(arr, layer, head)[t];
+    const query = {label: ["·"], raw: ["·"], special: [false], info: {groups: [0], words: ["·"], words_raw: ["·"],
+      groups_hidden: [0], words_hidden: ["·"], words_hidden_raw: ["·"]}, hidden: false};
+    const view = transform([row], query, axis(data.tokens.src));
+    text.textContent = `Step ${t + 1} of ${n}: the decoder read '${data.tokens.tgt_in.raw[t]}' and chose ` +
+      `'${rec.token}' (probability ${(rec.p * 100).toFixed(1)}%).`;
+    const plot = setMessage("step-plot", null);
+    const top = rec.top;
+    const bars = {type: "bar", orientation: "h", x: top.map((x) => x[2]), y: top.map((_, i) => i),
+      marker: {color: top.map((x) => (x[0] === rec.token ? "#d62728" : "#1f77b4"))}, customdata: top.map((x) => x[1]),
+      hovertemplate: "%{customdata}: %{x:.1%}<extra></extra>", texttemplate: "%{x:.0%}", textposition: "outside",
+      showlegend: false};
+    const src = view.k;
+    const attention = {type: "bar", x: src.label.map((_, i) => i), y: view.z[0] || [], xaxis: "x2", yaxis: "y2",
+      marker: {color: "#1f77b4"}, customdata: src.label, hovertemplate: "%{customdata}: %{y:.1%}<extra></extra>",
+      showlegend: false};
+    const title = `Step ${t + 1}: chose ${rec.label} · cross-attention layer ${layer + 1}, ${headLabel(head)}`;
+    const panel = (text, x) => ({text, x, y: 1.02, xref: "paper", yref: "paper", xanchor: "center",
+      yanchor: "bottom", showarrow: false, font: {size: fontSize()}});
+    const layout = baseLayout(title, {
+      xaxis: {domain: [0, 0.34], anchor: "y", range: [0, 1.15], tickformat: ".0%", title: {text: "probability"}},
+      yaxis: tokenAxis(top.map((x) => x[1]), {domain: [0, 1], anchor: "x", autorange: "reversed"}),
+      xaxis2: tokenAxis(src.label, {domain: [0.44, 1], anchor: "y2", tickangle: -45}),
+      yaxis2: {domain: [0, 1], anchor: "x2", range: [0, 1], tickformat: ".0%", title: {text: "cross-attention"}},
+      annotations: [panel(`Top-${top.length} next tokens`, 0.17), panel("Cross-attention over the source", 0.72)],
+      height: present() ? 480 : 380,
+    });
+    layout.margin = {l: 70, r: 30, t: 90, b: 90};
+    window.Plotly.react(plot, [bars, attention], layout, PLOT_CONFIG);
+    plot.__view = view;
+  }
+
+  function hiddenText(masses) {
+    const shown = KINDS.filter((k) => masses[k] !== null && masses[k] !== undefined);
+    if (!shown.length) return "Special tokens are shown (tick \"Hide <bos>/<eos>\" to hide them and renormalise rows).";
+    const parts = shown.map((k) => `${TITLES[k].toLowerCase()} ${(masses[k] * 100).toFixed(1)}%`).join(", ");
+    return `Attention mass hidden on <bos>/<eos>/<pad> in the focus views (rows renormalised): ${parts}.`;
+  }
+
+  // ---- controls
+  function fillSelectors() {
+    const layer = $("#layer select"), head = $("#head select");
+    const L = data.n_layers, H = data.n_heads;
+    if (state.layer === null || state.layer >= L) state.layer = L - 1;
+    if (state.head >= H) state.head = MEAN;
+    const options = (sel, items) => {
+      sel.replaceChildren(...items.map(([text, value]) => {
+        const o = document.createElement("option");
+        o.value = value;
+        o.textContent = text;
+        return o;
+      }));
+    };
+    options(layer, Array.from({length: L}, (_, i) => [`Layer ${i + 1}`, i]));
+    options(head, [["mean over heads", MEAN], ...Array.from({length: H}, (_, h) => [`Head ${h + 1}`, h])]);
+    syncControls();
+  }
+
+  function syncControls() {
+    if (data) {
+      $("#layer select").value = String(state.layer);
+      $("#head select").value = String(state.head);
+    }
+    $$("#rows input").forEach((r) => { r.checked = r.value === state.rows; });
+    $("#hide input").checked = state.hide;
+    $("#merge input").checked = state.merge;
+    $$("[role=tab]").forEach((tab) => {
+      const on = tab.dataset.tab === state.tab;
+      tab.setAttribute("aria-selected", on ? "true" : "false");
+      tab.tabIndex = on ? 0 : -1;
+    });
+    $$("[role=tabpanel]").forEach((panel) => { panel.hidden = panel.dataset.tab !== state.tab; });
+  }
+
+  // ---- render: what the active tab shows, redrawn only where its inputs changed
+  function render() {
+    syncControls();
+    $(".explorer").dataset.ready = data ? `payload-${data.rev}` : "empty";
+    if (!data) {
+      for (const kind of KINDS) {
+        setMessage(`focus-${kind}`, EMPTY);
+        setMessage(`model-${kind}`, EMPTY);
+        $(`#grid-${kind}`).replaceChildren();
+      }
+      setMessage("rollout", EMPTY);
+      setMessage("step-plot", EMPTY);
+      $("#step-text").textContent = "";
+      $("#hidden-mass").textContent = hiddenText({});
+      $("#caption").replaceChildren();
+      for (const id in drawn) delete drawn[id];
+      return;
+    }
+    const focus = {}, masses = {};
+    for (const kind of KINDS) {  // every kind's mass goes in the text; only the visible one is drawn
+      focus[kind] = focusData(kind);
+      masses[kind] = focus[kind].hidden;
+    }
+    $("#hidden-mass").textContent = hiddenText(masses);
+    const caption = $("#caption");
+    caption.replaceChildren();
+    if (data.source !== undefined) {
+      const arrow = document.createElement("span");
+      arrow.className = "arrow";
+      arrow.textContent = "\u2192";
+      caption.append(data.source, arrow, data.translation + suffix());
+    }
+    const common = [data.rev, state.rows, state.hide, state.merge, present()].join("|");
+    const pick = [state.layer, state.head].join("|");
+    const draw = (id, key, fn) => { if (drawn[id] !== key) { fn(); drawn[id] = key; } };
+    if (KINDS.includes(state.tab)) {
+      const kind = state.tab;
+      draw(`focus-${kind}`, `${common}|${pick}`, () => drawFocus(kind, focus[kind]));
+      draw(`grid-${kind}`, `${data.rev}|${pick}`, () => drawSummary(kind));
+      draw(`model-${kind}`, `${common}|${pick}|${$(`#model-${kind}`).clientWidth}`, () => drawModel(kind));
+      if (kind === "encoder") draw("rollout", common, drawRollout);
+    } else if (state.tab === "steps") {
+      draw("step-plot", `${common}|${pick}|${state.step}`, drawStep);
+    }
+  }
+
+  function update(changes) {
+    Object.assign(state, changes);
+    render();
+  }
+
+  $("#layer select").addEventListener("change", (e) => update({layer: Number(e.target.value)}));
+  $("#head select").addEventListener("change", (e) => update({head: Number(e.target.value)}));
+  $$("#rows input").forEach((r) => r.addEventListener("change", (e) => update({rows: e.target.value})));
+  $("#hide input").addEventListener("change", (e) => update({hide: e.target.checked}));
+  $("#merge input").addEventListener("change", (e) => update({merge: e.target.checked}));
+  $("#step input").addEventListener("input", (e) => update({step: Number(e.target.value)}));
+  $$("[role=tab]").forEach((tab) => tab.addEventListener("click", () => update({tab: tab.dataset.tab})));
+  $$(".tablist").forEach((list) => list.addEventListener("keydown", (e) => {
+    if (e.key !== "ArrowRight" && e.key !== "ArrowLeft") return;
+    const tabs = $$("[role=tab]");
+    const i = tabs.findIndex((t) => t.dataset.tab === state.tab);
+    const next = tabs[(i + (e.key === "ArrowRight" ? 1 : tabs.length - 1)) % tabs.length];
+    update({tab: next.dataset.tab});
+    next.focus();
+  }));
+  for (const kind of KINDS) {
+    $(`#grid-${kind}`).addEventListener("click", (e) => {
+      const button = e.target.closest("button[data-layer]");
+      if (button) update({layer: Number(button.dataset.layer), head: Number(button.dataset.head)});
+    });
+    const canvas = $(`#model-${kind} canvas`), tip = $(`#model-${kind} .tip`);
+    canvas.addEventListener("mousemove", (e) => {
+      const hit = modelHit(e);
+      tip.hidden = !hit;
+      if (!hit) return;
+      const {box, i, j} = hit;
+      tip.textContent = `L${box.l + 1} H${box.h + 1} · query ${i}: ${box.m.q.raw[i]} · key ${j}: ${box.m.k.raw[j]} · ` +
+        `${(box.m.z[i][j] * 100).toFixed(1)}%`;
+    });
+    canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
+    canvas.addEventListener("click", (e) => {
+      const hit = modelHit(e);
+      if (hit) update({layer: hit.box.l, head: hit.box.h});
+    });
+  }
+
+  let payload = null;  // as received, for tests
+  function setPayload(value) {
+    payload = value;
+    const model = data ? data.model : null;
+    data = value && value.kinds ? decode(value) : null;
+    if (data) {
+      if (model !== data.model) { state.layer = null; state.head = MEAN; }
+      state.step = 1;
+      fillSelectors();
+    }
+    render();
+  }
+
+  // presentation mode (body.present) changes sizes: redraw what is visible
+  new MutationObserver(() => { for (const id in drawn) delete drawn[id]; render(); })
+    .observe(document.body, {attributes: true, attributeFilter: ["class"]});
+  window.addEventListener("resize", () => {
+    if (data && KINDS.includes(state.tab)) { delete drawn[`model-${state.tab}`]; render(); }
+  });
+  watch("value", () => setPayload(props.value));
+  // a handle for tests and benchmarks: the state, the payload as received, and the two entry points
+  $(".explorer").__explorer = {state, update, setPayload, get payload() { return payload; }};
+  setPayload(props.value);
+}
