@@ -82,7 +82,7 @@ def fake_result(app):
 # ----------------------------------------------------------------------------- pure functions
 
 
-def test_registry_lists_flagship_first_then_sorted_and_override_first(app, tmp_path):
+def test_registry_lists_default_models_first_then_sorted_and_override_first(app, tmp_path):
     for name in ("toy-b", "multi30k-en-de", "toy-a", "incomplete", ".hidden"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.json").write_text("{}")
@@ -93,6 +93,10 @@ def test_registry_lists_flagship_first_then_sorted_and_override_first(app, tmp_p
     assert explorer.ModelRegistry(tmp_path, str(tmp_path / "toy-b")).labels() == ["toy-b", "multi30k-en-de", "toy-a"]
     assert explorer.ModelRegistry(tmp_path, "someone/some-model").labels()[0] == "someone/some-model"
     assert explorer.ModelRegistry(tmp_path / "missing").labels() == []
+    (tmp_path / "en-de").mkdir()
+    (tmp_path / "en-de" / "config.json").write_text("{}")
+    (tmp_path / "en-de" / "model.safetensors").write_bytes(b"")
+    assert explorer.ModelRegistry(tmp_path).labels() == ["en-de", "multi30k-en-de", "toy-a", "toy-b"]
     assert explorer.ModelRegistry(tmp_path / "missing").default() is None
     with pytest.raises(LookupError, match="No model found"):
         explorer.ModelRegistry(tmp_path / "missing").get(None)

@@ -32,7 +32,7 @@ from .translator import Attention, Translation, Translator, load_pretrained
 
 log = logging.getLogger(__name__)
 
-FLAGSHIP = "multi30k-en-de"
+MODEL_ORDER = ("en-de", "multi30k-en-de")  # the selector lists these first, the default first of all
 ENV_CHECKPOINT = "TRANSFORMER_CHECKPOINT"
 
 UI_MAX_BEAM = 10  # the slider's range; the API enforces the same
@@ -45,12 +45,13 @@ KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-att
 MEAN_HEADS = -1  # head selector value for "mean over heads"
 ROWS_INPUT, ROWS_PREDICTED = "decoder input token", "predicted token"
 
-EXAMPLES_EN = [
-    "A little girl in a yellow raincoat is feeding ducks beside the pond.",
-    "My grandfather repairs old bicycles in his garage every Sunday.",
-    "Two dogs are chasing a red ball across the wet sand.",
-    "A woman with a green umbrella waits for the bus in the rain.",
-    "The children are building a snowman in front of the school.",
+EXAMPLES_EN = [  # our own sentences: everyday English first, one caption last
+    "I think my brother will call me tomorrow.",
+    "Why didn't you tell me about the party?",
+    "The cat is sleeping on the sofa because it was very tired.",
+    "We have lived in Munich for three years.",
+    "She doesn't drink coffee, but she loves green tea.",
+    "A man in a red jacket is riding his bike through the park.",
 ]
 EXAMPLES_TOY = ["h e l l o", "a b c d e f g", "g r a d i e n t", "z y x w v", "t r a n s f o r m e r"]
 
@@ -65,7 +66,7 @@ class ModelEntry:
 
 
 class ModelRegistry:
-    """Every checkpoint directory under `checkpoint_dir` (flagship first), each loaded once on first use.
+    """Every checkpoint directory under `checkpoint_dir` (MODEL_ORDER first), each loaded once on first use.
 
     `override` (a Hub repo id or a path, from $TRANSFORMER_CHECKPOINT) becomes the first entry.
     """
@@ -84,7 +85,7 @@ class ModelRegistry:
             dirs = [d for d in self.checkpoint_dir.iterdir()
                     if d.is_dir() and not d.name.startswith(".") and (d / "config.json").is_file()
                     and (d / "model.safetensors").is_file()]
-            dirs.sort(key=lambda d: (d.name != FLAGSHIP, d.name))
+            dirs.sort(key=lambda d: (MODEL_ORDER.index(d.name) if d.name in MODEL_ORDER else len(MODEL_ORDER), d.name))
             found = [ModelEntry(d.name, str(d)) for d in dirs]
         if self.override:
             path = Path(self.override)
