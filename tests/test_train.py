@@ -224,3 +224,30 @@ def test_ddp_two_processes_keep_identical_weights(tmp_path):
     state = load_state(run_dir)
     assert len(state["rng"]) == 2 and state["progress"]["epoch"] == 2
     assert_same_weights(state["model"], final[0])
+
+
+def test_sigterm_stops_after_a_step_saves_and_resumes_exactly(tmp_path, straight_run):
+    run_dir = tmp_path / "terminated"
+    cmd = [sys.executable, "-m", "transformer.train", *TINY_RUN, "--run-dir", str(run_dir),
+           "--max-steps", str(N_STEPS), "--save-every", "1000"]  # no periodic save: the stop itself must save
+    stderr = open(tmp_path / "stderr.txt", "wb")
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        deadline = time.time() + 120
+        log_file = run_dir / "train_log.jsonl"
+        while time.time() < deadline and proc.poll() is None and not log_file.exists():
+            time.sleep(0.01)  # the first epoch's record: training is under way
+        assert proc.poll() is None, (tmp_path / "stderr.txt").read_text(errors="replace")[-2000:]
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0  # a clean stop, not a death
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        stderr.close()
+    stopped_at = load_state(run_dir)["progress"]["step"]
+    assert 0 < stopped_at < N_STEPS
+    assert "stopping after this step" in (tmp_path / "stderr.txt").read_text(errors="replace")
+    resumed = run_train(run_dir, "--max-steps", str(N_STEPS), "--save-every", "1000", "--resume")
+    assert resumed.step == N_STEPS
+    assert_same_weights(load_state(run_dir)["model"], straight_run["model"])

@@ -17,7 +17,9 @@ import os
 import platform
 import random
 import shutil
+import signal
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -251,6 +253,7 @@ class Trainer:
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
         self.best_score, self.bad_epochs, self.train_seconds = -1.0, 0, 0.0
         self.epoch_loss, self.epoch_tokens = 0.0, 0
+        self.stop_requested = False  # set by SIGTERM/SIGINT: stop after this step as if the budget ran out
 
     @property
     def is_main(self) -> bool:
@@ -439,7 +442,8 @@ class Trainer:
         cfg = self.cfg
         return bool((cfg.max_steps and self.step >= cfg.max_steps)
                     or (cfg.max_minutes and self.train_seconds >= cfg.max_minutes * 60)
-                    or (cfg.val_every and cfg.patience and self.bad_epochs >= cfg.patience))
+                    or (cfg.val_every and cfg.patience and self.bad_epochs >= cfg.patience)
+                    or self.stop_requested)
 
     def train_epoch(self) -> bool:
         """Train to the end of the epoch; False if a step or time budget stopped it first."""
@@ -564,6 +568,11 @@ class Trainer:
         self.save_state()
         return stop
 
+    def request_stop(self, signum: int, frame: object = None) -> None:
+        """Signal handler: finish the current step, save, and export, instead of dying mid-step."""
+        log.warning("signal %d: stopping after this step (state and weights are saved; export follows)", signum)
+        self.stop_requested = True
+
     def fit(self) -> None:
         while self.epoch < self.cfg.max_epochs:
             if not self.train_epoch():
@@ -662,6 +671,9 @@ def main(argv: list[str] | None = None) -> Trainer:
     trainer = Trainer(cfg, resume=resume)
     if resume:
         trainer.load_state()
+    if threading.current_thread() is threading.main_thread():  # signal handlers only live there
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, trainer.request_stop)
     if trainer.is_main:
         log.info("model: %d parameters; %d training pairs (%s); %d steps per epoch on %s",
                  trainer.model.num_parameters(), sum(trainer.corpus_sizes),
