@@ -114,3 +114,31 @@ def test_evaluate_rejects_files_of_different_lengths(files, capsys):
     with pytest.raises(SystemExit):
         evaluate.main(["--checkpoint", str(FLAGSHIP), "--src-file", str(src), "--ref-file", str(ref)])
     assert "has 3 lines but" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("form, keep_case, prepare", [
+    ("lowercase", False, str.lower),
+    ("uppercase", False, str.lower),  # ALL CAPS is lowercased before tokenising, as in the app
+    ("uppercase", True, str.upper),
+    ("no-final-punct", False, lambda s: s[:-1]),
+])
+def test_evaluate_a_corpus_split_with_rewritten_sources(tr, tmp_path, form, keep_case, prepare):
+    corpus = tmp_path / "mine"
+    corpus.mkdir()
+    (corpus / "val.en").write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
+    (corpus / "val.de").write_text("\n".join(REFERENCES) + "\n", encoding="utf-8")
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.symlink_to(FLAGSHIP, target_is_directory=True)
+    argv = ["--checkpoint", str(checkpoint), "--corpus", "mine", "--data-dir", str(corpus), "--split", "val",
+            "--source-form", form, "--method", "greedy", "--out", str(tmp_path / "m.json")]
+    result = evaluate.main(argv + (["--keep-case"] if keep_case else []))
+    hypotheses = [tr.model.tokenizer.decode(ids) for ids in translate_ids_of(tr, [prepare(s) for s in SOURCES])]
+    assert result["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [REFERENCES]).score, abs=1e-9)
+    assert result["corpus"] == "mine" and result["source_form"].startswith(form)
+    assert evaluate.metrics_key(result) == f"mine:val[{result['source_form']}]/greedy"
+
+
+def translate_ids_of(tr, texts):
+    from transformer.decoding import translate_ids
+
+    return translate_ids(tr.model, tr.model.tokenizer.encode_batch(texts), method="greedy")

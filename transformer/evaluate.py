@@ -36,9 +36,12 @@ SOURCE_FORMS = {  # how people type: the robustness checks rewrite the sources, 
 }
 
 
-def translate_texts(model: Transformer, tokenizer: TextTokenizer, texts: list[str], **kwargs) -> list[str]:
-    """Sources as the app prepares them (`unshout`), translated in batches."""
-    outputs = translate_ids(model, tokenizer.encode_batch([unshout(t) for t in texts]), **kwargs)
+def translate_texts(
+    model: Transformer, tokenizer: TextTokenizer, texts: list[str], keep_case: bool = False, **kwargs
+) -> list[str]:
+    """Sources as the app prepares them (`unshout`, unless `keep_case`), translated in batches."""
+    texts = texts if keep_case else [unshout(t) for t in texts]
+    outputs = translate_ids(model, tokenizer.encode_batch(texts), **kwargs)
     return tokenizer.decode_batch(outputs)
 
 
@@ -103,6 +106,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--beam-size", type=int, default=5)
     p.add_argument("--length-penalty", type=float, default=0.6)
     p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--keep-case", action="store_true",
+                   help="do not lowercase ALL-CAPS sources first (the app does; this measures why)")
     p.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     p.add_argument("--out", help="write the metrics as JSON here")
     p.add_argument("--record", action="store_true", help="also merge the result into CHECKPOINT/metrics.json")
@@ -133,12 +138,12 @@ def main(argv: list[str] | None = None) -> dict:
         if args.limit:
             sources, references = sources[: args.limit], references[: args.limit]
         sources = [SOURCE_FORMS[args.source_form](s) for s in sources]
-        hypotheses = translate_texts(model, model.tokenizer, sources, **settings)
+        hypotheses = translate_texts(model, model.tokenizer, sources, keep_case=args.keep_case, **settings)
         result = {**score_translations(hypotheses, references), **settings, "split": args.split or args.src_file}
         if args.split:
             result["corpus"] = args.corpus
         if args.source_form != "as-written":
-            result["source_form"] = args.source_form
+            result["source_form"] = args.source_form + (", case kept" if args.keep_case else "")
         print(f"chrF = {result['chrf']:.2f}")
         print(result["signature"])
         print(f"BLEU = {result['bleu']:.2f}")
@@ -149,19 +154,24 @@ def main(argv: list[str] | None = None) -> dict:
     return result
 
 
-def record_metrics(checkpoint: Path, result: dict) -> None:
-    """Merge one result into checkpoint/metrics.json, keyed by data and decoding."""
-    if not checkpoint.is_dir():
-        raise ValueError(f"--record needs a local checkpoint directory, got {checkpoint}")
-    path = checkpoint / "metrics.json"
-    metrics = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+def metrics_key(result: dict) -> str:
+    """Where a result goes in metrics.json: "[corpus:]split[source form]/decoding"."""
     data = result.get("split") or result.get("task")
     if result.get("corpus", "multi30k") != "multi30k":  # Multi30k keys stay as they were
         data = f"{result['corpus']}:{data}"
     if result.get("source_form"):
         data += f"[{result['source_form']}]"
     decoding = "greedy" if result["method"] == "greedy" else f"beam{result['beam_size']}-lp{result['length_penalty']:g}"
-    metrics[f"{data}/{decoding}"] = result
+    return f"{data}/{decoding}"
+
+
+def record_metrics(checkpoint: Path, result: dict) -> None:
+    """Merge one result into checkpoint/metrics.json, keyed by data and decoding."""
+    if not checkpoint.is_dir():
+        raise ValueError(f"--record needs a local checkpoint directory, got {checkpoint}")
+    path = checkpoint / "metrics.json"
+    metrics = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    metrics[metrics_key(result)] = result
     path.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if (checkpoint / "training.json").is_file():  # a trained checkpoint: keep its card in step
         write_card(checkpoint)
