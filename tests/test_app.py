@@ -133,6 +133,15 @@ def test_run_translation_empty_and_truncated(app):
     assert f"first {explorer.MAX_INPUT_CHARS} characters" in notice and len(result.source) == explorer.MAX_INPUT_CHARS
 
 
+def test_run_translation_reads_all_caps_in_lower_case_and_says_so(app):
+    tr = app.DEFAULT_TRANSLATOR
+    shouted, notice = explorer.run_translation(tr, "m", "THE DOG IS SLEEPING.", "greedy", 1)
+    quiet, quiet_notice = explorer.run_translation(tr, "m", "the dog is sleeping.", "greedy", 1)
+    assert "ALL-CAPS" in notice and "ALL-CAPS" not in quiet_notice
+    assert shouted.translation.text == quiet.translation.text
+    assert shouted.translation.src_tokens == quiet.translation.src_tokens
+
+
 def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
     tr = app.DEFAULT_TRANSLATOR
     result, _ = explorer.run_translation(tr, "m", "h e l l o", "beam", 4)

@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 from . import viz
 from .hub import resolve_checkpoint
 from .payload import attention_payload
+from .tokenizer import unshout
 from .translator import Attention, Translation, Translator, load_pretrained
 
 log = logging.getLogger(__name__)
@@ -195,6 +196,8 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
                                    return_attention=True)
     except ValueError as err:
         raise gr.Error(str(err), title="Cannot translate this input", print_exception=False) from None
+    if unshout(text) != text:
+        notices.append("ALL-CAPS input is read in lower case (the model has hardly seen shouted words).")
     if translation.truncated:
         notices.append(f"The input is longer than this model's limit of {tr.max_source_tokens} tokens: "
                        f"only the first {tr.max_source_tokens} tokens were translated.")
