@@ -31,7 +31,7 @@ TEST_SPLITS = {"multi30k": "test_2016_flickr"}  # others: "test"
 _SPEC = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)(?::(?P<weight>[0-9]*\.?[0-9]+))?(?:=(?P<path>.+))?$")
 
 
-def test_split(corpus: str) -> str:
+def corpus_test_split(corpus: str) -> str:
     return TEST_SPLITS.get(corpus, "test")
 
 

@@ -12,7 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .corpora import ATTRIBUTION, CorpusSpec, test_split
+from .corpora import ATTRIBUTION, CorpusSpec, corpus_test_split
 
 FRONT_MATTER = """---
 language: [en, de]
@@ -63,7 +63,7 @@ def render_card(directory: Path) -> str:
                   "(train split; model selection on val; test_2016_flickr used only for the report).", ""]
     elif corpora:
         mix = ", ".join(f"{c.name} (weight {c.weight:g})" for c in corpora)
-        tests = ", ".join(f"{c.name} {test_split(c.name)}" for c in corpora)
+        tests = ", ".join(f"{c.name} {corpus_test_split(c.name)}" for c in corpora)
         lines += [f"An encoder–decoder Transformer trained from scratch for English→German on the train splits of "
                   f"{mix}; model selection on their val splits; {tests} used only for the report.", ""]
         noise = [f"{100 * cfg[k]:g} % {what}" for k, what in (("src_lowercase_prob", "lowercased"),

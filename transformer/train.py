@@ -14,7 +14,6 @@ import json
 import logging
 import math
 import os
-import platform
 import random
 import shutil
 import signal
@@ -27,21 +26,20 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from tqdm import tqdm
 
 from .config import ModelConfig
-from .corpora import SOURCE_VARIANTS, CorpusSpec, SourceNoise, mixture_indices, parse_corpora, source_variants
+from .corpora import CorpusSpec, SourceNoise, mixture_indices, parse_corpora, source_variants
 from .data import TOY_TASKS, DataError, PairDataset, toy_pairs
 from .evaluate import score_translations, sequence_accuracy, teacher_forced_loss, translate_ids
-from .hub import load_weights_into, read_config, read_weights, save_checkpoint
+from .export import LAST_WEIGHTS, export_run
+from .hub import load_weights_into, read_config, read_weights
 from .model import Transformer
-from .model_card import write_card
 from .tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
 
 log = logging.getLogger(__name__)
 
-LAST_WEIGHTS = "last.safetensors"  # the final weights when a budget stopped training mid-epoch
 REWARM_STEPS = 100  # lr warm-up of a continuation from an export, while the fresh Adam moments settle
 
 
@@ -179,30 +177,6 @@ def set_rng_state(state: dict) -> None:
     random.setstate(state["python"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
-    """Element-wise mean of several safetensors weight files."""
-    total = {k: v.double() for k, v in load_file(str(paths[0])).items()}
-    for path in paths[1:]:
-        for k, v in load_file(str(path)).items():
-            total[k] += v.double()
-    return {k: (v / len(paths)).float() for k, v in total.items()}
-
-
-def snapshot_name(path: Path) -> str:
-    """"epoch_003.safetensors" -> "epoch 3"; "step_000300.safetensors" -> "step 300"."""
-    kind, number = path.stem.split("_")
-    return f"{kind} {int(number)}"
-
-
-def hardware_description(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    cpuinfo = Path("/proc/cpuinfo")
-    lines = cpuinfo.read_text().splitlines() if cpuinfo.is_file() else []
-    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
-    return f"{os.cpu_count()} x {names[0] if names else platform.processor()}"
 
 
 # ---------------------------------------------------------------------------- the trainer
@@ -589,56 +563,8 @@ class Trainer:
     # -- export --------------------------------------------------------------
 
     def export(self) -> dict:
-        """Choose on validation between the best checkpoint, the final weights and the average of
-        the last `average_last` snapshots (epoch ends or every `val_every` steps, plus the final
-        step if a budget ended training between two); export the winner."""
-        candidates = {}
-        best = self.run_dir / "best.safetensors"
-        if best.is_file():
-            candidates["best checkpoint" if self.cfg.val_every else "best epoch"] = load_file(str(best))
-        snapshots = sorted(self.run_dir.glob("epoch_*.safetensors")) + sorted(self.run_dir.glob("step_*.safetensors"))
-        last = self.run_dir / LAST_WEIGHTS
-        if last.is_file():
-            snapshots.append(last)
-        if snapshots and (snapshots[-1] == last or snapshots[-1].stem == f"step_{self.step:06d}"):
-            candidates[f"last step ({self.step})"] = load_file(str(snapshots[-1]))
-        snapshots = snapshots[-self.cfg.average_last :]
-        if len(snapshots) > 1:
-            names = ", ".join("last step" if p == last else snapshot_name(p) for p in snapshots)
-            candidates[f"average of {names}"] = average_weights(snapshots)
-        if not candidates:
-            candidates["last step"] = self.model.state_dict()
-        scored = []
-        for name, weights in candidates.items():
-            self.model.load_state_dict(weights)
-            scored.append((self.validate()["score"], name, weights))
-            log.info("%s: validation score %.2f", name, scored[-1][0])
-        score, name, weights = max(scored, key=lambda s: s[0])  # ties: the earlier candidate
-        self.model.load_state_dict(weights)
-        half = False
-        if self.cfg.half_precision:
-            model16 = Transformer(self.model.config).to(self.device)
-            model16.load_state_dict({k: v.half().float() for k, v in weights.items()})
-            score16 = self.validate(model16)["score"]
-            half = abs(score16 - score) < 0.1
-            log.info("float16 round trip: validation score %.2f (%s)", score16, "kept" if half else "rejected")
-        out = Path(self.cfg.output)
-        save_checkpoint(self.model, self.tokenizer, out, half_precision=half)
-        (out / "metrics.json").unlink(missing_ok=True)  # scores of the model this export replaces
-        if (self.run_dir / "train_log.jsonl").is_file():
-            shutil.copyfile(self.run_dir / "train_log.jsonl", out / "train_log.jsonl")
-        summary = {"selected": name, "val_score": score, "candidates": {n: sc for sc, n, _ in scored},
-                   "float16": half, "steps": self.step, "epochs": self.epoch,
-                   "progress": {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
-                                "best_score": self.best_score, "train_seconds": self.train_seconds},
-                   "train_minutes": round(self.train_seconds / 60, 1),
-                   "parameters": self.model.num_parameters(), "device": str(self.device), "threads": torch.get_num_threads(),
-                   "hardware": hardware_description(self.device),
-                   "world_size": self.world, "train_config": asdict(self.cfg)}
-        (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        write_card(out)
-        log.info("exported %s (%s) to %s", name, "float16" if half else "float32", out)
-        return summary
+        """Choose the final model on validation and write it to --output (`transformer.export`)."""
+        return export_run(self)
 
 
 # ---------------------------------------------------------------------------- CLI
