@@ -12,6 +12,7 @@ A node's cross-attention comes from one teacher-forced pass over its prefix
 """
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
+from plotly.colors import get_colorscale
 
 from . import search_viz
 from .search_trace import ROOT, SearchTrace
@@ -35,8 +36,25 @@ COMPARE_KINDS = ("encoder", "decoder", "cross")
 
 
 def figure_json(fig: go.Figure) -> dict[str, Any]:
-    """A figure as plain JSON data (numpy arrays become lists) for Plotly.react in the browser."""
-    return json.loads(pio.to_json(fig, validate=False))
+    """A figure as plain JSON data for Plotly.react in the browser (numpy arrays become nested lists,
+    not plotly.py's base64 typed arrays, which the 2-D heatmaps here did not draw from)."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return np.where(np.isfinite(value), value, None).tolist() if value.dtype.kind == "f" else value.tolist()
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, dict) and "bdata" in value and "dtype" in value:  # plotly.py's typed array
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+            shape = [int(n) for n in str(value.get("shape", len(array))).split(",")]
+            return plain(array.reshape(shape))
+        if isinstance(value, dict):  # named colour scales as plotly.py means them (plotly.js's "Blues" is reversed)
+            return {k: get_colorscale(v) if k == "colorscale" and isinstance(v, str) else plain(v)
+                    for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+
+    return json.loads(json.dumps(plain(fig.to_plotly_json())))
 
 
 # ----------------------------------------------------------------------------- the search tree

@@ -41,13 +41,13 @@ function panelTools(root) {
 function initTreePanel(root, props, watch, trigger) {
   "use strict";
   const t = panelTools(root);
-  const tree = t.$("#tree-plot"), node = t.$("#node-plot");
+  const panel = t.$(".panel"), tree = t.$("#tree-plot"), node = t.$("#node-plot");
   const nodeSel = t.$("#tree-node select"), layerSel = t.$("#tree-layer select"), headSel = t.$("#tree-head select");
   let treeRev = null, value = null;
 
   function pick(nodeId) {
     if (!value) return;
-    root.dataset.ready = "busy";
+    panel.dataset.ready = "busy";
     const st = t.shared();
     trigger("pick", {node: nodeId, layer: st.layer, head: st.head, tree_rev: treeRev});
   }
@@ -57,7 +57,7 @@ function initTreePanel(root, props, watch, trigger) {
     if (!value) {
       t.message("Translate a sentence, then open this tab: it shows the search that found the translation.");
       if (treeRev !== null) { window.Plotly.purge(tree); window.Plotly.purge(node); treeRev = null; }
-      root.dataset.ready = "empty";
+      panel.dataset.ready = "empty";
       return;
     }
     t.message(null);
@@ -78,8 +78,8 @@ function initTreePanel(root, props, watch, trigger) {
     t.$("#tree-status").textContent = value.status;
     t.draw(node, value.node);
     node.__row = value.row;  // for tests: the plotted cross-attention row
-    root.dataset.ready = `tree-${value.rev}`;
-    root.dataset.selected = String(value.selected);
+    panel.dataset.ready = `tree-${value.rev}`;
+    panel.dataset.selected = String(value.selected);
   }
 
   nodeSel.addEventListener("change", () => pick(Number(nodeSel.value)));
@@ -92,14 +92,14 @@ function initTreePanel(root, props, watch, trigger) {
 function initComparePanel(root, props, watch, trigger) {
   "use strict";
   const t = panelTools(root);
-  const pair = t.$("#compare-pair"), diff = t.$("#compare-diff");
+  const panel = t.$(".panel"), pair = t.$("#compare-pair"), diff = t.$("#compare-diff");
   const kindSel = t.$("#compare-kind select"), layerSel = t.$("#compare-layer select"), headSel = t.$("#compare-head select");
   const KIND_NAMES = [["Encoder self-attention", "encoder"], ["Decoder self-attention", "decoder"], ["Cross-attention", "cross"]];
   let value = null;
 
   function pick() {
     if (!value) return;
-    root.dataset.ready = "busy";
+    panel.dataset.ready = "busy";
     const st = t.shared();
     trigger("pick", {kind: kindSel.value, layer: Number(layerSel.value), head: Number(headSel.value), rows: st.rows});
   }
@@ -108,7 +108,7 @@ function initComparePanel(root, props, watch, trigger) {
     value = props.value && props.value.pair ? props.value : null;
     if (!value) {
       t.message("Type a second sentence and press Compare, or press Greedy vs beam.");
-      root.dataset.ready = "empty";
+      panel.dataset.ready = "empty";
       return;
     }
     t.message(null);
@@ -125,7 +125,7 @@ function initComparePanel(root, props, watch, trigger) {
     note.hidden = !value.note;
     t.draw(diff, value.difference);
     pair.__value = value;  // for tests: what is drawn
-    root.dataset.ready = `compare-${value.rev}`;
+    panel.dataset.ready = `compare-${value.rev}`;
   }
 
   kindSel.addEventListener("change", () => {
