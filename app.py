@@ -263,18 +263,29 @@ def on_restore(model: str | None, request: gr.Request):
     except Exception:  # the model's own error shows when it translates
         tr = None
     fig, metrics = training_view(view.model, REGISTRY.directory(view.model))
-    restored = json.dumps({"view": view.client(), "tab": view.tab,
+    restored = json.dumps({"view": view.client(), "tab": view.tab, "translate": bool(view.text.strip()),
                            "known": {"lp": f"{view.length_penalty:g}", "compare": view.compare}})
-    return (gr.Dropdown(choices=labels, value=view.model), view.model, view.text, view.compare, view.method,
-            gr.Slider(value=view.beam, interactive=view.method == "beam"), view.length_penalty, view.length_penalty,
-            view.present, gr.Tabs(selected=view.tab), view.tab, gr.Textbox(value=note, visible=bool(note)),
-            restored, gr.Dataset(samples=[[e] for e in examples_for(tr)]), fig, metrics)
+
+    def given(*keys: str) -> bool:  # a link sets what it carries; the rest stays as the user may have set it
+        return any(k in params for k in keys)
+
+    def keep(value: Any, *keys: str) -> Any:
+        return value if given(*keys) else gr.skip()
+
+    return (gr.Dropdown(choices=labels, value=view.model), view.model, keep(view.text, "text"),
+            keep(view.compare, "compare"), keep(view.method, "method"),
+            gr.Slider(value=view.beam, interactive=view.method == "beam") if given("beam", "method") else gr.skip(),
+            keep(view.length_penalty, "lp"), keep(view.length_penalty, "lp"), keep(view.present, "present"),
+            gr.Tabs(selected=view.tab) if given("tab") else gr.skip(), view.tab,
+            gr.Textbox(value=note, visible=bool(note)), restored,
+            gr.Dataset(samples=[[e] for e in examples_for(tr)]), fig, metrics)
 
 
-def on_restore_translate(text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
-    """A link with text translates it; a page without one stays empty (no error)."""
-    if not (text or "").strip():
-        return gr.skip(), gr.skip(), gr.skip(), None
+def on_restore_translate(text: str, method: str, beam_size: float, model: str | None, length_penalty: float,
+                         restored: str = ""):
+    """A link with text translates it; a page without one stays as it is (no error, no second translation)."""
+    if not _view_data(restored).get("translate") or not (text or "").strip():
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip()  # keeps a translation the user made meanwhile
     return on_translate(text, method, beam_size, model, length_penalty)
 
 
@@ -444,7 +455,7 @@ def build_demo() -> gr.Blocks:
             [model_dd, model_state, src, compare_src, method, beam, lp, lp_state, present, tabs, tab_state, link_note,
              restore_box, examples, train_plot, metrics], api_visibility="private", **model_group,
         ).then(None, [restore_box], [view_box], js=JS_RESTORE, api_visibility="private").then(
-            on_restore_translate, [src, method, beam, model_state, lp_state],
+            on_restore_translate, [src, method, beam, model_state, lp_state, restore_box],
             [translation, notice, nbest, result_state], api_visibility="private", **model_group,
         ).success(show_result, [result_state], shown, api_visibility="private", show_progress="hidden").then(
             on_export, [result_state], [download], **quiet).then(**tree_refresh).then(
