@@ -17,6 +17,7 @@ table); the model and length penalty come from per-session state (the defaults f
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
@@ -34,6 +35,7 @@ from transformer.explorer import (  # noqa: E402
     ModelRegistry, Result, ViewState, candidate_choices, examples_for, export_npz, is_toy, nbest_table,
     result_payload, run_translation, select_candidate, training_view,
 )
+from transformer.search_views import CompareSession, compare_value, record_search, tree_value  # noqa: E402
 from transformer.translator import Translator  # noqa: E402
 
 log = logging.getLogger("app")
@@ -64,9 +66,27 @@ along that row are its attention weights over the columns and add up to 100 %.
 """
 
 CSS = page.stylesheet()  # the explorer's styles and the presentation mode
-# the presentation-mode checkbox and ?present=1 act in the browser only (a class on <body>)
+# the presentation-mode checkbox acts in the browser only (a class on <body>); ?present=1 sets the checkbox
 JS_PRESENT = "(on) => { document.body.classList.toggle('present', Boolean(on)); }"
-JS_PRESENT_FROM_URL = "() => new URLSearchParams(window.location.search).get('present') === '1'"
+# the shared view (static/share.js, `attentionView()`): its state as JSON, for the tree and compare handlers
+JS_VIEW = page.js_function("return attentionView()[0].viewJson();")
+# a shared link's validated view (from on_restore) into the page; from then on the address bar follows the view
+JS_RESTORE = page.js_function("""
+  const r = JSON.parse(restored || '{}');
+  const [view] = attentionView();
+  view.restore(r.view);
+  Object.assign(view.share.known, r.known || {});
+  view.share.tab = r.tab || 'attention';
+  view.share.ready = true;
+  view.share.sync();
+  return view.viewJson();""", "restored")
+JS_COPY_LINK = page.js_function("return attentionView()[0].share.copy();")
+
+
+def _js_enter_tab(tab: str) -> str:
+    """A tab of the app shows: the URL says so, and the tree and compare handlers get the view state."""
+    return page.js_function(f"const [view] = attentionView(); view.share.enterTab({tab!r}); return view.viewJson();")
+
 
 # plotly.js for the explorer comes from the installed plotly package, served by this app
 gr.set_static_paths([page.PLOTLY_JS])
@@ -145,16 +165,138 @@ def on_model_change(label: str):
             gr.Dataset(samples=[[e] for e in examples_for(tr)]), fig, metrics) + show_result(None)
 
 
-def on_load(model: str | None):
-    """Page load: list the checkpoints present now (new ones appear without a restart)."""
+def on_method(method: str):
+    return gr.Slider(interactive=method == "beam")
+
+
+def _view_data(view_json: str | None) -> dict[str, Any]:
+    """The page's view state (kind, layer, head, rows) sent as JSON by the browser; {} when unreadable."""
+    try:
+        data = json.loads(view_json or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def on_tree_open(result: Result | None, view_json: str):
+    """The tree tab shows `result`: record its search the first time (cached on the result), then draw it."""
+    if result is None:
+        return None, result
+    tr = _translator(result.model)
+    if result.search is None:
+        t = result.translation
+        try:
+            result.search = record_search(tr, result.source, t.method, t.beam_size, result.length_penalty)
+        except ValueError as err:
+            raise gr.Error(str(err), title="Cannot draw the search", print_exception=False) from None
+    return tree_value(tr, result.search, None, _view_data(view_json)), result
+
+
+def on_tree_refresh(result: Result | None, tab: str, view_json: str):
+    """After a translation: the tree follows it while its tab is open; otherwise the stale tree goes."""
+    if tab != "tree":
+        return None, result
+    return on_tree_open(result, view_json)
+
+
+def on_tree_pick(result: Result | None, evt: gr.EventData):
+    """A node (or layer / head) chosen in the tree panel: that node's prefix and cross-attention."""
+    data = evt._data if isinstance(getattr(evt, "_data", None), dict) else {}
+    if result is None or result.search is None:
+        return None
+    with_tree = data.get("tree_rev") != result.search.rev
+    return tree_value(_translator(result.model), result.search, data.get("node"), data, with_tree)
+
+
+def _compare(session: CompareSession, view_json: str):
+    return compare_value(session, _view_data(view_json)), session
+
+
+def on_compare(text: str, other: str, method: str, beam: float, model: str | None, length_penalty: float,
+               view_json: str):
+    """Translate both sentences with the current settings and put their attention side by side."""
+    tr = _translator(model)
+    left, _ = run_translation(tr, model, text, method, beam, length_penalty)
+    right, _ = run_translation(tr, model, other, method, beam, length_penalty)
+    session = CompareSession("sentences", (left.source, right.source), (left.source, right.source),
+                             (left.translation.text, right.translation.text), (left.attention, right.attention))
+    return _compare(session, view_json)
+
+
+def on_greedy_vs_beam(text: str, beam: float, model: str | None, length_penalty: float, view_json: str):
+    """The same sentence decoded greedily and with beam search (the slider's width, or the default if 1)."""
+    tr = _translator(model)
+    width = int(beam) if isinstance(beam, (int, float)) and 1 < beam <= UI_MAX_BEAM else DEFAULT_BEAM
+    greedy, _ = run_translation(tr, model, text, "greedy", 1, length_penalty)
+    beamed, _ = run_translation(tr, model, text, "beam", width, length_penalty)
+    session = CompareSession("methods", ("greedy", f"beam {width}"), (greedy.source, beamed.source),
+                             (greedy.translation.text, beamed.translation.text),
+                             (greedy.attention, beamed.attention))
+    return _compare(session, view_json)
+
+
+def on_compare_pick(session: CompareSession | None, evt: gr.EventData):
+    """Another kind, layer or head in the compare panel: its figures from the kept translations."""
+    data = evt._data if isinstance(getattr(evt, "_data", None), dict) else {}
+    return None if session is None else compare_value(session, data)
+
+
+def _model_limits(label: str) -> tuple[int, int] | None:
+    """(layers, heads) of a model, for validating a link's layer and head (None if it cannot be loaded)."""
+    try:
+        cfg = REGISTRY.get(label).model.config
+    except Exception:
+        return None
+    return max(cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads
+
+
+def on_restore(model: str | None, request: gr.Request):
+    """Page load: list the checkpoints present now and restore the view a shared link carries (validated)."""
     labels = REGISTRY.labels()
     if model and model not in labels:
         labels = [model] + labels
-    return gr.Dropdown(choices=labels, value=model)
+    params = dict(request.query_params) if request is not None else {}
+    view, notes = ViewState.from_query(params, labels, limits=_model_limits, default_model=model)
+    note = ViewState.notes_text(notes)
+    try:
+        tr = REGISTRY.get(view.model) if view.model else None
+    except Exception:  # the model's own error shows when it translates
+        tr = None
+    fig, metrics = training_view(view.model, REGISTRY.directory(view.model))
+    restored = json.dumps({"view": view.client(), "tab": view.tab, "translate": bool(view.text.strip()),
+                           "known": {"lp": f"{view.length_penalty:g}", "compare": view.compare}})
+
+    def given(*keys: str) -> bool:  # a link sets what it carries; the rest stays as the user may have set it
+        return any(k in params for k in keys)
+
+    def keep(value: Any, *keys: str) -> Any:
+        return value if given(*keys) else gr.skip()
+
+    return (gr.Dropdown(choices=labels, value=view.model), view.model, keep(view.text, "text"),
+            keep(view.compare, "compare"), keep(view.method, "method"),
+            gr.Slider(value=view.beam, interactive=view.method == "beam") if given("beam", "method") else gr.skip(),
+            keep(view.length_penalty, "lp"), keep(view.length_penalty, "lp"), keep(view.present, "present"),
+            gr.Tabs(selected=view.tab) if given("tab") else gr.skip(), view.tab,
+            gr.Textbox(value=note, visible=bool(note)), restored,
+            gr.Dataset(samples=[[e] for e in examples_for(tr)]), fig, metrics)
 
 
-def on_method(method: str):
-    return gr.Slider(interactive=method == "beam")
+def on_restore_translate(text: str, method: str, beam_size: float, model: str | None, length_penalty: float,
+                         restored: str = ""):
+    """A link with text translates it; a page without one stays as it is (no error, no second translation)."""
+    if not _view_data(restored).get("translate") or not (text or "").strip():
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip()  # keeps a translation the user made meanwhile
+    return on_translate(text, method, beam_size, model, length_penalty)
+
+
+def on_restore_compare(text: str, other: str, method: str, beam: float, model: str | None, length_penalty: float,
+                       tab: str, view_json: str):
+    """A link to the compare tab: compare its two sentences, or greedy and beam when it has only one."""
+    if tab != "compare" or not (text or "").strip():
+        return None, None
+    if (other or "").strip():
+        return on_compare(text, other, method, beam, model, length_penalty, view_json)
+    return on_greedy_vs_beam(text, beam, model, length_penalty, view_json)
 
 
 def on_export(result: Result | None):
@@ -175,6 +317,8 @@ def build_demo() -> gr.Blocks:
         model_state = gr.State(view.model)
         lp_state = gr.State(view.length_penalty)
         result_state = gr.State(None, time_to_live=3600)
+        compare_state = gr.State(None, time_to_live=3600)
+        tab_state = gr.State(view.tab)  # the app tab on screen: the tree is recorded only while it is open
 
         gr.Markdown("# Transformer attention explorer\nTranslate a sentence, then look inside: every layer and "
                     "head of the encoder, the decoder and the cross-attention between them.", elem_id="intro")
@@ -194,7 +338,7 @@ def build_demo() -> gr.Blocks:
                                      elem_id="beam")
                 with gr.Accordion("Advanced", open=False):
                     lp = gr.Slider(0.0, 2.0, value=view.length_penalty, step=0.1, label="Length penalty",
-                                   info="GNMT length penalty used to rank beam hypotheses (0 = none)")
+                                   info="GNMT length penalty used to rank beam hypotheses (0 = none)", elem_id="lp")
                 with gr.Row():
                     btn = gr.Button("Translate", variant="primary", elem_id="translate", scale=2)
                     present = gr.Checkbox(value=view.present, label="Presentation mode", elem_id="present",
@@ -204,6 +348,15 @@ def build_demo() -> gr.Blocks:
                                      buttons=["copy"], scale=3)
             notice = gr.Textbox(label="Notes", interactive=False, elem_id="notice", scale=2,
                                 value=STARTUP_ERROR)
+        with gr.Row(elem_id="share-row", equal_height=True):
+            copy_link = gr.Button("Copy link to this view", elem_id="copy-link", scale=0, min_width=200)
+            link_box = gr.Textbox(label="Link (the address bar follows the view too)", interactive=False,
+                                  elem_id="share-link", buttons=["copy"], scale=3, max_lines=1)
+            link_note = gr.Textbox(label="Shared link", interactive=False, elem_id="link-note", scale=2,
+                                   visible=False)
+        # what the browser tells the server about its view (JS_VIEW, JS_RESTORE): never shown
+        view_box = gr.Textbox(visible=False)
+        restore_box = gr.Textbox(visible=False)
         with gr.Row(elem_id="nbest-row"):
             nbest = gr.Dataframe(value=nbest_table(None), label="n-best list (click a row to inspect that candidate)",
                                  interactive=False, elem_id="nbest", scale=3, wrap=True,
@@ -214,14 +367,26 @@ def build_demo() -> gr.Blocks:
                 download = gr.DownloadButton("Download attention (.npz)", interactive=False, elem_id="download")
         with gr.Accordion("How to read this", open=False, elem_id="howto"):
             gr.Markdown(HOW_TO_READ)
-        # more tabs (e.g. a beam tree, a comparison) go next to these two
-        with gr.Tabs(elem_id="tabs"):
-            with gr.Tab("Attention", id="attention", elem_id="tab-attention"):
+        with gr.Tabs(elem_id="tabs") as tabs:
+            with gr.Tab("Attention", id="attention", elem_id="tab-attention") as attention_tab:
                 # every attention view, drawn in the browser from one payload per translation
                 explorer_view = gr.HTML(None, html_template=page.html_template(), js_on_load=page.js_on_load(),
                                         head=page.head_html(), elem_id="explorer", apply_default_css=False,
                                         view=view.client())
-            with gr.Tab("Training", id="training", elem_id="tab-training"):
+            with gr.Tab("Beam-search tree", id="tree", elem_id="tab-tree") as tree_tab:
+                # recorded when this tab opens (never on the main translation path), drawn by static/panels.js
+                tree_view = gr.HTML(None, html_template=page.tree_template(), js_on_load=page.panels_js("tree"),
+                                    elem_id="search", apply_default_css=False)
+            with gr.Tab("Compare", id="compare", elem_id="tab-compare") as compare_tab:
+                with gr.Row(equal_height=True):
+                    compare_src = gr.Textbox(label="Compare with (change a word of the source sentence)", lines=1,
+                                             max_lines=4, elem_id="compare-source", scale=4)
+                    compare_btn = gr.Button("Compare", variant="primary", elem_id="compare-run", scale=1)
+                    versus_btn = gr.Button("Greedy vs beam", elem_id="compare-methods", scale=1)
+                compare_view = gr.HTML(None, html_template=page.compare_template(),
+                                       js_on_load=page.panels_js("compare"), elem_id="compare",
+                                       apply_default_css=False)
+            with gr.Tab("Training", id="training", elem_id="tab-training") as training_tab:
                 train_plot = gr.Plot(train_fig, label="Training curves", elem_id="train-plot")
                 metrics = gr.Dataframe(train_metrics, label="Model card metrics (metrics.json)", interactive=False,
                                        elem_id="metrics")
@@ -238,14 +403,16 @@ def build_demo() -> gr.Blocks:
             api_description="Translate text; returns (translation, notice, n-best table).",
         )
         # undocumented (callable, not listed) so that bench/load.py can replay the UI's whole request
+        tree_refresh = dict(fn=on_tree_refresh, inputs=[result_state, tab_state, view_box],
+                            outputs=[tree_view, result_state], **quiet, **model_group)
         translate_event.success(show_result, [result_state], shown, api_name="attention_payload",
                                 api_visibility="undocumented", show_progress="hidden").then(
-            on_export, [result_state], [download], **quiet)
+            on_export, [result_state], [download], **quiet).then(**tree_refresh)
         examples.click(lambda sample: sample[0], [examples], [src], api_visibility="private", queue=False).then(
             on_translate, [src, method, beam, model_state, lp_state], [translation, notice, nbest, result_state],
             api_visibility="private", **model_group,
         ).success(show_result, [result_state], shown, api_visibility="private", show_progress="hidden").then(
-            on_export, [result_state], [download], **quiet)
+            on_export, [result_state], [download], **quiet).then(**tree_refresh)
 
         candidate.input(on_candidate, [result_state, candidate], [result_state] + shown, **quiet,
                         **model_group).then(on_export, [result_state], [download], **quiet)
@@ -257,10 +424,43 @@ def build_demo() -> gr.Blocks:
             on_model_change, [model_dd],
             [model_state, result_state, translation, notice, nbest, examples, train_plot, metrics] + shown,
             api_visibility="private", **model_group,
-        ).then(on_export, [result_state], [download], **quiet)
+        ).then(on_export, [result_state], [download], **quiet).then(**tree_refresh)
         present.change(None, [present], None, js=JS_PRESENT, api_visibility="private")
-        demo.load(None, None, [present], js=JS_PRESENT_FROM_URL, api_visibility="private")
-        demo.load(on_load, [model_state], [model_dd], api_visibility="private", queue=False)
+
+        # ---- the app's tabs: the tree is recorded when its tab opens (cached on the result)
+        entered = {}
+        for tab, name in ((attention_tab, "attention"), (tree_tab, "tree"), (compare_tab, "compare"),
+                          (training_tab, "training")):
+            entered[name] = tab.select(None, None, [view_box], js=_js_enter_tab(name), api_visibility="private").then(
+                (lambda n: lambda: n)(name), None, [tab_state], api_visibility="private", queue=False)
+        entered["tree"].then(on_tree_open, [result_state, view_box], [tree_view, result_state], **quiet,
+                             **model_group)
+        tree_view.pick(on_tree_pick, [result_state], [tree_view], **quiet, **model_group)
+
+        # ---- compare: two sentences, or greedy and beam, side by side
+        entered["compare"].then(lambda text, other: other or text, [src, compare_src], [compare_src],
+                                api_visibility="private", queue=False)  # prefilled: change one word
+        compare_btn.click(None, None, [view_box], js=JS_VIEW, api_visibility="private").then(
+            on_compare, [src, compare_src, method, beam, model_state, lp_state, view_box],
+            [compare_view, compare_state], **quiet, **model_group)
+        versus_btn.click(None, None, [view_box], js=JS_VIEW, api_visibility="private").then(
+            on_greedy_vs_beam, [src, beam, model_state, lp_state, view_box], [compare_view, compare_state],
+            **quiet, **model_group)
+        compare_view.pick(on_compare_pick, [compare_state], [compare_view], **quiet)
+
+        # ---- a shared link: validate its parameters (transformer/share.py), restore the view, translate
+        copy_link.click(None, None, [link_box], js=JS_COPY_LINK, api_visibility="private")
+        demo.load(
+            on_restore, [model_state],
+            [model_dd, model_state, src, compare_src, method, beam, lp, lp_state, present, tabs, tab_state, link_note,
+             restore_box, examples, train_plot, metrics], api_visibility="private", **model_group,
+        ).then(None, [restore_box], [view_box], js=JS_RESTORE, api_visibility="private").then(
+            on_restore_translate, [src, method, beam, model_state, lp_state, restore_box],
+            [translation, notice, nbest, result_state], api_visibility="private", **model_group,
+        ).success(show_result, [result_state], shown, api_visibility="private", show_progress="hidden").then(
+            on_export, [result_state], [download], **quiet).then(**tree_refresh).then(
+            on_restore_compare, [src, compare_src, method, beam, model_state, lp_state, tab_state, view_box],
+            [compare_view, compare_state], **quiet, **model_group)
     return demo
 
 

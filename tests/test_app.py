@@ -333,3 +333,115 @@ def test_server_does_not_serve_repository_files(client):
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(url, timeout=10)
         assert info.value.code in (403, 404), (target, info.value.code)
+
+
+# ----------------------------------------------------------------------------- issue 12: tree, compare, links
+
+
+def test_main_path_records_no_search(app, monkeypatch):
+    tr = app.DEFAULT_TRANSLATOR
+    calls = []
+    original = tr.translate
+    monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
+    *_, result = app.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)
+    assert [k.get("record_search", False) for k in calls] == [False]
+    assert result.translation.search is None and result.search is None
+    assert app.on_tree_refresh(result, "attention", "")[0] is None  # the tree tab is closed: nothing recorded
+    assert len(calls) == 1 and result.search is None
+
+
+def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monkeypatch):
+    from transformer import search_viz
+
+    tr = app.DEFAULT_TRANSLATOR
+    *_, result = app.on_translate("h e l l o", "beam", 4, app.DEFAULT_MODEL, 0.6)
+    calls = []
+    original = tr.translate
+    monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
+    value, result = app.on_tree_open(result, '{"kind": "cross", "layer": 0, "head": 1}')
+    assert [(k["method"], k["record_search"], k["return_attention"]) for k in calls] == [
+        ("beam", True, False), ("greedy", True, False)]
+    trace = result.search.trace
+    final = [trace.prefix_ids(i) for i in trace.nbest]
+    assert final == [c.ids for c in result.translation.candidates]  # the tree of the translation shown
+    assert value["choices"] == [[label, i] for label, i in search_viz.node_choices(trace)]  # plain text labels
+    assert value["selected"] == trace.nbest[0] and (value["layer"], value["head"]) == (0, 1)
+    reference = tr.attention_for_prefix(result.translation, trace.prefix_ids(value["selected"]))
+    np.testing.assert_allclose(value["row"], reference.cross[0, 1, -1], atol=1e-6)
+    np.testing.assert_allclose(value["node"]["data"][0]["y"], reference.cross[0, 1, -1], atol=1e-6)
+    assert value["tree"]["data"] and value["tree_rev"] == result.search.rev
+    # opening the tab again costs no decoding; a node, layer and head are one teacher-forced pass (cached)
+    app.on_tree_open(result, "")
+    node = trace.nbest[-1]
+    picked = app.on_tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
+                                                         "tree_rev": result.search.rev}))
+    assert len(calls) == 2 and picked["tree"] is None  # the page has the tree already
+    mean = tr.attention_for_prefix(result.translation, trace.prefix_ids(node)).cross[1].mean(axis=0)[-1]
+    np.testing.assert_allclose(picked["row"], mean, atol=1e-6)
+    assert picked["prefix"] == " ".join(trace.prefix_tokens(node))
+    # hostile event data falls back to defaults
+    odd = app.on_tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
+    assert odd["selected"] == trace.nbest[0] and odd["layer"] == odd["n_layers"] - 1 and odd["head"] == -1
+    assert odd["tree"] is not None
+
+
+def test_tree_of_a_greedy_translation_has_no_second_search(app):
+    *_, result = app.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)
+    value, result = app.on_tree_open(result, "")
+    assert result.search.greedy is None and result.search.trace.method == "greedy"
+    assert [n.token_id for n in result.search.trace.best_path()] == result.translation.candidates[0].ids
+
+
+def test_compare_figures_hold_both_results_arrays(app):
+    from transformer.search_viz import select_map
+
+    tr = app.DEFAULT_TRANSLATOR
+    value, session = app.on_compare("h e l l o", "h e l l a", "beam", 3, app.DEFAULT_MODEL, 0.6,
+                                    '{"kind": "cross", "layer": 1, "head": 2}')
+    assert session.translations[0] == tr.translate("h e l l o", beam_size=3).text
+    assert (value["kind"], value["layer"], value["head"], value["note"]) == ("cross", 1, 2, None)
+    for side, text in enumerate(("h e l l o", "h e l l a")):
+        own = tr.translate(text, beam_size=3).attention
+        np.testing.assert_allclose(value["pair"]["data"][side]["z"], own.cross[1, 2], atol=1e-6)
+        assert value["sources"][side] == text
+    w_a, *_ = select_map(session.attentions[0], "cross", 1, 2)
+    w_b, *_ = select_map(session.attentions[1], "cross", 1, 2)
+    np.testing.assert_allclose(value["difference"]["data"][0]["z"], w_a - w_b, atol=1e-6)  # same lengths
+    # another kind, layer and head from the panel: the same two translations, no decoding
+    other = app.on_compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
+    np.testing.assert_allclose(other["pair"]["data"][1]["z"], session.attentions[1].encoder[0].mean(0), atol=1e-6)
+
+
+def test_difference_of_a_sentence_with_itself_is_zero(app):
+    value, _ = app.on_compare("g r a d i e n t", "g r a d i e n t", "beam", 2, app.DEFAULT_MODEL, 0.6, "")
+    assert value["note"] is None
+    assert np.array(value["difference"]["data"][0]["z"]).size and not np.any(value["difference"]["data"][0]["z"])
+
+
+def test_greedy_vs_beam_side_by_side(app):
+    tr = app.DEFAULT_TRANSLATOR
+    value, session = app.on_greedy_vs_beam("h e l l o", 1, app.DEFAULT_MODEL, 0.6, '{"kind": "decoder"}')
+    assert value["labels"] == ["greedy", f"beam {explorer.DEFAULT_BEAM}"] and value["kind"] == "decoder"
+    assert session.translations == (tr.translate("h e l l o", method="greedy").text,
+                                    tr.translate("h e l l o", beam_size=explorer.DEFAULT_BEAM).text)
+    with pytest.raises(gr.Error, match="Type a sentence"):
+        app.on_compare("h e l l o", "   ", "beam", 3, app.DEFAULT_MODEL, 0.6, "")
+
+
+def test_restore_from_a_link_validates_and_notes(app):
+    from types import SimpleNamespace
+
+    request = SimpleNamespace(query_params={"text": "a b c", "beam": "999", "tab": "tree", "layer": "2",
+                                            "head": "9", "model": "nope", "compare": EVIL, "lp": "nan"})
+    out = app.on_restore(app.DEFAULT_MODEL, request)
+    model_dd, model, text, compare, method, beam, lp, lp_state, present, tabs, tab, note, restored = out[:13]
+    assert (model, text, compare, beam.value, lp, tab) == (app.DEFAULT_MODEL, "a b c", "", 5, 0.6, "tree")
+    assert tabs.selected == "tree" and note.visible
+    for word in ("beam", "head", "model", "compare", "lp"):
+        assert f"{word} " in note.value
+    assert json.loads(restored)["view"]["layer"] == 1
+    out = app.on_restore(app.DEFAULT_MODEL, SimpleNamespace(query_params={}))
+    assert out[11].visible is False  # a plain page: no note
+    assert all(out[i] == gr.skip() for i in (2, 3, 4, 5, 6, 9))  # nothing typed is overwritten
+    assert app.on_restore_translate("x", "beam", 5, app.DEFAULT_MODEL, 0.6, out[12]) == (gr.skip(),) * 4  # no link text
+    assert app.on_restore_translate("", "beam", 5, app.DEFAULT_MODEL, 0.6, restored) == (gr.skip(),) * 4  # no error

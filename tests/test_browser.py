@@ -34,6 +34,8 @@ EVIL = "<img src=x onerror=alert(1)>"
 # Tests leave tracked files alone unless asked: the docs picture is refreshed on request only.
 SHOTS = ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())
 SCREENSHOT, SCREENSHOT_PRESENT = SHOTS / "screenshot.png", SHOTS / "screenshot-present.png"
+SCREENSHOT_TREE, SCREENSHOT_COMPARE, SCREENSHOT_LINK = (SHOTS / f"screenshot-{name}.png"
+                                                        for name in ("tree", "compare", "link"))
 FLAGSHIP = "multi30k-en-de"
 ENV, WHICH = app_env()
 TIMEOUT_MS = 60_000  # a busy 2-core machine
@@ -344,5 +346,172 @@ def test_browser_presentation_mode():
             page.wait_for_function("!document.body.classList.contains('present')")
             assert page.locator("#examples").is_visible()
             assert dialogs == [] and external == [] and errors == []
+        finally:
+            browser.close()
+
+
+# ----------------------------------------------------------------------------- issue 12: tree, compare, shared links
+
+def flagship_or_toy(page) -> tuple[str, str, str]:
+    """(model label, sentence, compare sentence): the flagship's English when it is trained, else the toy's."""
+    if (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file():
+        return FLAGSHIP, "The dog bit the man in the park.", "The man bit the dog in the park."
+    return page.locator("#model input").input_value(), "h e l l o", "h e l l a"
+
+
+def ready(page, panel: str, prefix: str) -> None:
+    page.wait_for_function("([id, p]) => (document.querySelector(id).dataset.ready || '').startsWith(p)",
+                           arg=[panel, prefix], timeout=TIMEOUT_MS)
+
+
+def test_browser_tree_compare_and_link_round_trip():
+    """Tree tab (dropdown and click select a node), compare, greedy vs beam, copy link, open it in a new page."""
+    server = shared_app(ENV)
+    with sync_api.sync_playwright() as p:
+        browser = open_browser(p)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url.rstrip("/"))
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            dialogs, external, errors = watch_page(page)
+            page.goto(server.url)
+            page.wait_for_function("window.__attention && window.__attention.share.ready")
+            model, text, other = flagship_or_toy(page)
+            if model == FLAGSHIP:
+                choose(page, "model", FLAGSHIP)
+                page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
+                                       f".value.includes('{FLAGSHIP} is ready')")
+            page.locator("#source textarea, #source input").first.fill(text)
+            page.locator("#translate").click()
+            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+            translation = page.locator("#translation textarea, #translation input").first.input_value()
+
+            # the tree tab: recorded when opened; the best hypothesis's end is selected
+            page.get_by_role("tab", name="Beam-search tree").click()
+            ready(page, "#tree-panel", "tree-")
+            page.wait_for_selector("#tree-plot.js-plotly-plot .scatterlayer .points path", state="attached")
+            best = page.evaluate("document.querySelector('#tree-panel').dataset.selected")
+            labels = page.locator("#tree-node option").all_text_contents()
+            assert len(labels) > 3 and any("n-best #1" in label for label in labels)
+            assert "&lt;" not in " ".join(labels)  # plain text, not escaped markup
+            assert page.locator("#tree-prefix").text_content().strip()
+            # choose another node from the list: its prefix and attention row are shown
+            page.locator("#tree-node select").select_option(index=1)
+            page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected !== '{best}'")
+            prefix = page.locator("#tree-prefix").text_content()
+            assert labels[1].endswith(" \u00b7 " + prefix) and labels[1].startswith("step 1 ")
+            # a click on a node in the figure selects it
+            chosen = page.evaluate("document.querySelector('#tree-panel').dataset.selected")
+            page.locator("#tree-plot .scatterlayer .trace .points path").last.click(force=True)
+            page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected !== '{chosen}'")
+            ready(page, "#tree-panel", "tree-")
+            page.locator("#tree-node select").select_option(value=best)
+            page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected === '{best}'")
+            ready(page, "#tree-panel", "tree-")
+            page.locator("#search").scroll_into_view_if_needed()
+            page.wait_for_timeout(300)
+            page.locator("#search").screenshot(path=str(SCREENSHOT_TREE))
+
+            # compare: prefilled with the source; change a word and compare
+            page.get_by_role("tab", name="Compare").click()
+            box = page.locator("#compare-source textarea, #compare-source input").first
+            page.wait_for_function("(t) => document.querySelector('#compare-source textarea, #compare-source input')"
+                                   ".value === t", arg=text)
+            box.fill(other)
+            page.locator("#compare-run").click()
+            ready(page, "#compare-panel", "compare-")
+            page.wait_for_selector("#compare-pair.js-plotly-plot g.hm", state="attached")
+            assert page.locator("#compare-left .output").text_content() == translation
+            assert page.locator("#compare-right .source").text_content() == other
+            page.locator("#compare-kind select").select_option("cross")
+            page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.startsWith('cross')")
+            ready(page, "#compare-panel", "compare-")
+            page.locator("#compare-head select").select_option(label="Head 2")
+            page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.includes('head 2')")
+            page.wait_for_timeout(300)
+            page.locator("#tabs").screenshot(path=str(SCREENSHOT_COMPARE))
+
+            # the link: copied to the clipboard and shown; the address bar follows too
+            page.locator("#copy-link").click()
+            page.wait_for_function("document.querySelector('#share-link textarea, #share-link input').value")
+            link = page.locator("#share-link textarea, #share-link input").first.input_value()
+            assert page.evaluate("navigator.clipboard.readText()") == link
+            page.wait_for_function("(l) => window.location.href === l", arg=link)
+            for part in ("tab=compare", "kind=cross", "head=2", f"model={model}"):
+                assert part in link, (part, link)
+
+            # greedy vs beam, one click (after the link was taken)
+            page.locator("#compare-methods").click()
+            page.wait_for_function("document.querySelector('#compare-left .label').textContent === 'greedy'")
+
+            # attention tab: toggles into the state, then the link opens the same view in a new page
+            page.get_by_role("tab", name="Attention").click()
+            page.locator("#hide input").check()
+            page.locator("#merge input").check()
+            page.locator("#rows label", has_text="predicted token").click()
+            page.locator("#layer select").select_option(label="Layer 1")
+            page.locator("#copy-link").click()
+            page.wait_for_function("(l) => document.querySelector('#share-link textarea, #share-link input')"
+                                   ".value !== l", arg=link)
+            link = page.locator("#share-link textarea, #share-link input").first.input_value()
+            for part in ("tab=attention", "kind=cross", "layer=1", "head=2", "hide=1", "merge=1", "rows=predicted"):
+                assert part in link, (part, link)
+            state = page.evaluate("JSON.stringify(window.__attention.state)")
+            assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
+
+            fresh = context.new_page()
+            d2, x2, e2 = watch_page(fresh)
+            fresh.goto(link)
+            fresh.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
+            fresh.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input')"
+                                    ".value === t", arg=translation)
+            assert fresh.evaluate("JSON.stringify(window.__attention.state)") == state
+            assert fresh.locator("#hide input").is_checked() and fresh.locator("#merge input").is_checked()
+            assert fresh.evaluate("document.querySelector('#tab-cross').getAttribute('aria-selected')") == "true"
+            wait_for_title(fresh, "cross", "layer 1", "head 2")
+            assert fresh.locator("#model input").input_value() == model
+            assert fresh.locator("#link-note").count() == 0 or not fresh.locator("#link-note").is_visible()
+            fresh.wait_for_timeout(300)
+            fresh.screenshot(path=str(SCREENSHOT_LINK), full_page=True)
+            assert d2 == [] and x2 == [] and e2 == [], (d2, x2, e2)
+        finally:
+            browser.close()
+
+
+def test_browser_bad_link_parameters():
+    """A hostile link: the note lists what was ignored, defaults are used, nothing runs, nothing leaves."""
+    server = shared_app(ENV)
+    from urllib.parse import urlencode
+
+    with sync_api.sync_playwright() as p:
+        browser = open_browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+            dialogs, external, errors = watch_page(page)
+            query = urlencode({"model": "no-such-model", "beam": "999", "lp": "NaN", "tab": "evil", "kind": "x",
+                               "layer": "99", "head": "99", "compare": EVIL, "present": "<b>",
+                               "text": "<script>alert(1)</script>"})
+            page.goto(server.url + "?" + query)
+            page.wait_for_function("window.__attention && window.__attention.share.ready")
+            note = page.locator("#link-note textarea, #link-note input").first
+            page.wait_for_function("(document.querySelector('#link-note textarea, #link-note input') || {}).value")
+            text = note.input_value()
+            for word in ("model", "beam", "lp", "tab", "kind", "layer", "head", "compare", "present", "text"):
+                assert f"{word} " in text, (word, text)
+            assert page.locator("#source textarea, #source input").first.input_value() == ""
+            assert page.locator("#beam input[type=number]").input_value() == "5"
+            assert page.evaluate("document.querySelector('#tab-attention-button').getAttribute('aria-selected')") \
+                == "true"
+            assert not page.evaluate("document.body.classList.contains('present')")
+            # a long text: ignored with a note
+            page.goto(server.url + "?" + urlencode({"text": "a " * 2500, "beam": "3"}))
+            page.wait_for_function("(document.querySelector('#link-note textarea, #link-note input') || {}).value")
+            assert "5000 characters" in page.locator("#link-note textarea, #link-note input").first.input_value()
+            assert page.locator("#beam input[type=number]").input_value() == "3"
+            page.wait_for_timeout(500)
+            assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
+            assert page.locator("img[src='x']").count() == 0
         finally:
             browser.close()

@@ -28,6 +28,10 @@ import plotly.graph_objects as go
 from . import viz
 from .hub import resolve_checkpoint
 from .payload import attention_payload
+from .share import (  # noqa: F401  (re-exported: the app's limits and the view state live in share.py)
+    DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS, MEAN_HEADS, ROWS_INPUT, ROWS_PREDICTED, UI_MAX_BEAM,
+    ViewState,
+)
 from .tokenizer import unshout
 from .translator import Attention, Translation, Translator, load_pretrained
 
@@ -36,15 +40,10 @@ log = logging.getLogger(__name__)
 MODEL_ORDER = ("en-de", "multi30k-en-de")  # the selector lists these first, the default first of all
 ENV_CHECKPOINT = "TRANSFORMER_CHECKPOINT"
 
-UI_MAX_BEAM = 10  # the slider's range; the API enforces the same
-DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY = 5, 0.6
-MAX_INPUT_CHARS = 2000  # longer text is cut before tokenising (the model then cuts to its token limit)
 TOY_VOCAB_LIMIT = 64  # a tokenizer this small is a toy task's letter vocabulary
 
 KINDS = ("encoder", "decoder", "cross")
 KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
-MEAN_HEADS = -1  # head selector value for "mean over heads"
-ROWS_INPUT, ROWS_PREDICTED = "decoder input token", "predicted token"
 
 EXAMPLES_EN = [  # our own sentences: everyday English first, one caption last
     "I think my brother will call me tomorrow.",
@@ -161,6 +160,7 @@ class Result:
     length_penalty: float
     attentions: dict[int, Attention] = field(default_factory=dict)  # per n-best candidate, filled lazily
     candidate: int = 0
+    search: Any = None  # search_views.SearchView: recorded when the tree tab first shows this result
 
     @property
     def attention(self) -> Attention:
@@ -233,35 +233,6 @@ def select_candidate(tr: Translator, result: Result, index: Any) -> Result:
 
 
 # ----------------------------------------------------------------------------- what the page shows
-
-
-@dataclass
-class ViewState:
-    """Everything that says what the page shows, in one place (and so what a shareable URL must hold).
-
-    Server side, as Gradio controls: `model`, `method`, `beam`, `length_penalty`, `present`.
-    Browser side, the `state` object of static/explorer.js (`client()` is its initial value): `tab`
-    (an attention kind or "steps"), `layer` (None: the last), `head` (MEAN_HEADS: the mean), `rows`,
-    `hide_special`, `merge_subwords`, `step` (1-based). The page redraws browser-side changes itself.
-    """
-
-    model: str | None = None
-    method: str = "beam"
-    beam: int = DEFAULT_BEAM
-    length_penalty: float = DEFAULT_LENGTH_PENALTY
-    present: bool = False
-    tab: str = "encoder"
-    layer: int | None = None
-    head: int = MEAN_HEADS
-    rows: str = ROWS_INPUT
-    hide_special: bool = False
-    merge_subwords: bool = False
-    step: int = 1
-
-    def client(self) -> dict[str, Any]:
-        """The browser-side fields under the names explorer.js uses."""
-        return {"tab": self.tab, "layer": self.layer, "head": self.head, "rows": self.rows,
-                "hide": self.hide_special, "merge": self.merge_subwords, "step": self.step}
 
 
 def result_payload(result: Result | None) -> dict[str, Any] | None:

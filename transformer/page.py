@@ -72,7 +72,7 @@ def html_template() -> str:
 @cache
 def js_on_load() -> str:
     """explorer.js plus the call that starts it on the component (`element`, `props`, `watch` from gr.HTML)."""
-    return (STATIC_DIR / "explorer.js").read_text(encoding="utf-8") + "\ninitExplorer(element, props, watch);\n"
+    return share_js() + (STATIC_DIR / "explorer.js").read_text(encoding="utf-8") + "\ninitExplorer(element, props, watch);\n"
 
 
 @cache
@@ -84,3 +84,66 @@ def stylesheet() -> str:
 def head_html() -> str:
     """The <script> that loads plotly.js from the installed plotly package, through the app's file route."""
     return f'<script src="gradio_api/file={PLOTLY_JS.as_posix()}"></script>'
+
+
+# ----------------------------------------------------------------------------- the tree and compare panels
+
+
+def _select(select_id: str, label: str) -> str:
+    return f'<label id="{select_id}" class="control">{label} <select></select></label>'
+
+
+@cache
+def tree_template() -> str:
+    """The beam-search tree panel: the tree, a node selector, and the chosen node's prefix and attention."""
+    return (
+        '<div class="explorer panel" id="tree-panel">'
+        '<p class="message"></p><div class="panel-body" hidden>'
+        '<p class="note">Output steps run left to right; each node is a token the search considered. Red: the best '
+        "translation; blue: the other n-best; grey: kept, then dropped; pale: pruned. Orange dashes: greedy "
+        "decoding. Hover a node for its probability and score; click it (or choose it below) to see its "
+        "prefix and where it looked in the source.</p>"
+        '<div id="tree-plot" class="plot"></div>'
+        '<div class="controls">' + _select("tree-node", "Node") + _select("tree-layer", "Layer")
+        + _select("tree-head", "Head") + "</div>"
+        '<p class="note"><b>Prefix:</b> <span id="tree-prefix"></span></p>'
+        '<p class="note"><b>Node:</b> <span id="tree-status"></span></p>'
+        '<div id="node-plot" class="plot"></div>'
+        "</div></div>"
+    )
+
+
+@cache
+def compare_template() -> str:
+    """The compare panel: both translations, both attention maps, and their difference."""
+    side = ('<div id="compare-{0}" class="compare-side"><h4 class="label"></h4><p class="source"></p>'
+            '<p class="output"></p></div>')
+    return (
+        '<div class="explorer panel" id="compare-panel">'
+        '<p class="message"></p><div class="panel-body" hidden>'
+        f'<div class="compare-texts">{side.format("left")}{side.format("right")}</div>'
+        '<div class="controls">' + _select("compare-kind", "Attention") + _select("compare-layer", "Layer")
+        + _select("compare-head", "Head") + "</div>"
+        '<div id="compare-pair" class="plot"></div>'
+        '<p id="compare-note" class="note" hidden></p>'
+        '<div id="compare-diff" class="plot"></div>'
+        "</div></div>"
+    )
+
+
+@cache
+def panels_js(which: str) -> str:
+    """panels.js plus the call that starts the tree ("tree") or compare ("compare") panel; it sends 'pick' events."""
+    start = {"tree": "initTreePanel", "compare": "initComparePanel"}[which]
+    return share_js() + (STATIC_DIR / "panels.js").read_text(encoding="utf-8") + f"\n{start}(element, props, watch, trigger);\n"
+
+
+@cache
+def share_js() -> str:
+    """static/share.js: the view state shared by the explorer, the panels and the page URL (`attentionView()`)."""
+    return (STATIC_DIR / "share.js").read_text(encoding="utf-8") + "\n"
+
+
+def js_function(body: str, params: str = "") -> str:
+    """A gradio `js=` event function with share.js in scope: `(params) => { share.js; body }`."""
+    return f"({params}) => {{\n{share_js()}\n{body}\n}}"

@@ -20,7 +20,7 @@ from . import viz
 from .search_trace import FINISHED, KEPT, PRUNED, ROOT, SearchNode, SearchTrace
 
 __all__ = [
-    "beam_tree_figure", "tree_layout", "node_label", "node_choices", "AttentionMaps", "select_map",
+    "beam_tree_figure", "tree_layout", "node_label", "node_choices", "node_attention_figure", "AttentionMaps", "select_map",
     "align_tokens", "difference_unavailable", "difference_map", "CompareView", "compare_figures",
 ]
 
@@ -58,6 +58,29 @@ def node_label(trace: SearchTrace, node_id: int) -> str:
 def node_choices(trace: SearchTrace, include_pruned: bool = False) -> list[tuple[str, int]]:
     """(label, node id) for every node but the root, step by step; pruned ones only if asked."""
     return [(node_label(trace, n.id), n.id) for n in trace.nodes[1:] if include_pruned or n.status != PRUNED]
+
+
+def node_attention_figure(cross_row: np.ndarray, src_tokens: Sequence[str], title: str = "") -> go.Figure:
+    """The `(S,)` cross-attention row of the step that chose a node's token, one bar per source token.
+
+    The largest weight is highlighted; labels are escaped (`viz.escape_label`).
+    """
+    row = np.asarray(cross_row, dtype=np.float32)
+    if row.shape != (len(src_tokens),):
+        raise ValueError(f"cross_row shape {row.shape} != ({len(src_tokens)},)")
+    top = int(row.argmax()) if row.size else -1
+    bars = go.Bar(
+        x=list(range(len(src_tokens))), y=row, marker=dict(color=[BEST_COLOR if i == top else NBEST_COLOR
+                                                                 for i in range(len(src_tokens))]),
+        customdata=viz._labels(src_tokens), hovertemplate="%{customdata}: %{y:.1%}<extra></extra>",
+        texttemplate="%{y:.0%}", textposition="outside", cliponaxis=False, showlegend=False,
+    )
+    layout = viz._layout(
+        title, xaxis=viz._token_axis(src_tokens, tickangle=-45, title=dict(text="source token (key)")),
+        yaxis=dict(range=[0, 1.1], tickformat=".0%", title=dict(text="cross-attention")), height=340,
+    )
+    layout["margin"].update(t=60, b=40)
+    return viz._figure([bars], layout)
 
 
 def tree_layout(trace: SearchTrace, node_ids: Sequence[int]) -> dict[int, float]:

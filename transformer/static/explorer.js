@@ -20,9 +20,11 @@ function initExplorer(root, props, watch) {
   const PLOT_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
 
   // ---- the view state: the one place that says what is shown (payload aside)
-  const state = Object.assign(
-    {tab: "encoder", layer: null, head: MEAN, rows: "decoder input token", hide: false, merge: false, step: 1},
-    props.view || {});
+  // (shared with the other panels and the URL; a restored link may have set it before this view loads)
+  const [shared, created] = attentionView();
+  const state = shared.state;
+  if (created) Object.assign(state, props.view || {});
+  const share = shared.share;
   let data = null;  // the decoded payload
   const drawn = {};  // view id -> key of what it shows now (redraw only on change)
 
@@ -418,9 +420,12 @@ function initExplorer(root, props, watch) {
   }
 
   // ---- render: what the active tab shows, redrawn only where its inputs changed
+  let pending = false;  // a render skipped while the explorer was hidden (another tab of the app on screen)
   function render() {
     syncControls();
     $(".explorer").dataset.ready = data ? `payload-${data.rev}` : "empty";
+    if (data && !root.offsetWidth) { pending = true; return; }  // drawn when it shows (ResizeObserver below)
+    pending = false;
     if (!data) {
       for (const kind of KINDS) {
         setMessage(`focus-${kind}`, EMPTY);
@@ -466,6 +471,7 @@ function initExplorer(root, props, watch) {
   function update(changes) {
     Object.assign(state, changes);
     render();
+    share.sync();
   }
 
   $("#layer select").addEventListener("change", (e) => update({layer: Number(e.target.value)}));
@@ -505,12 +511,13 @@ function initExplorer(root, props, watch) {
   }
 
   let payload = null;  // as received, for tests
+  let lastModel = null;  // the model of the last payload: another model resets layer and head
   function setPayload(value) {
     payload = value;
-    const model = data ? data.model : null;
     data = value && value.kinds ? decode(value) : null;
     if (data) {
-      if (model !== data.model) { state.layer = null; state.head = MEAN; }
+      if (lastModel !== null && lastModel !== data.model) { state.layer = null; state.head = MEAN; }
+      lastModel = data.model;
       state.step = 1;
       fillSelectors();
     }
@@ -523,8 +530,15 @@ function initExplorer(root, props, watch) {
   window.addEventListener("resize", () => {
     if (data && KINDS.includes(state.tab)) { delete drawn[`model-${state.tab}`]; render(); }
   });
+  // back from another tab of the app: draw what was skipped, at the size the views have now
+  new ResizeObserver(() => {
+    if (pending && root.offsetWidth) { for (const id in drawn) delete drawn[id]; render(); }
+  }).observe(root);
   watch("value", () => setPayload(props.value));
-  // a handle for tests and benchmarks: the state, the payload as received, and the two entry points
-  $(".explorer").__explorer = {state, update, setPayload, get payload() { return payload; }};
+  // ---- the shared view (static/share.js): the tree and compare panels and the page URL use this state too
+  const refresh = () => render();
+  const handle = {state, update, setPayload, refresh, get payload() { return payload; }};
+  $(".explorer").__explorer = handle;  // a handle for tests and benchmarks
+  shared.explorer = handle;
   setPayload(props.value);
 }

@@ -1,0 +1,101 @@
+"""The shareable URL's parser (transformer/share.py): every field validated, bad values fall back with a note."""
+from __future__ import annotations
+
+import pytest
+
+from transformer.share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS, MEAN_HEADS, ROWS_PREDICTED, \
+    ViewState
+
+MODELS = ["en-de", "multi30k-en-de", "toy-reverse"]
+
+
+def limits(model: str) -> tuple[int, int]:
+    return {"en-de": (6, 8), "multi30k-en-de": (3, 4), "toy-reverse": (2, 4)}[model]
+
+
+def parse(**params):
+    return ViewState.from_query(params, MODELS, limits, default_model="en-de")
+
+
+def test_a_full_link_is_restored_field_by_field():
+    view, notes = parse(text="The dog bit the man.", compare="The man bit the dog.", model="multi30k-en-de",
+                        method="greedy", beam="3", lp="1.2", tab="tree", kind="steps", layer="3", head="4",
+                        rows="predicted", hide="1", merge="true", present="1")
+    assert notes == []
+    assert view == ViewState(text="The dog bit the man.", compare="The man bit the dog.", model="multi30k-en-de",
+                             method="greedy", beam=3, length_penalty=1.2, present=True, tab="tree", kind="steps",
+                             layer=2, head=3, rows=ROWS_PREDICTED, hide_special=True, merge_subwords=True)
+    assert view.client() == {"tab": "steps", "layer": 2, "head": 3, "rows": ROWS_PREDICTED, "hide": True,
+                             "merge": True, "step": 1}
+
+
+def test_to_query_and_from_query_round_trip():
+    view = ViewState(text="Ich & du? 100% \u00fc \u2581x", compare="b", model="toy-reverse", method="beam", beam=10,
+                     length_penalty=0.0, tab="compare", kind="decoder", layer=1, head=MEAN_HEADS, hide_special=True)
+    back, notes = parse(**view.to_query())
+    assert notes == [] and back == view
+    assert parse()[0] == ViewState(model="en-de")  # no parameters: the defaults
+
+
+@pytest.mark.parametrize("params,field,default,why", [
+    ({"model": "no-such-model"}, "model", "en-de", "not a model of this app"),
+    ({"model": "../../etc/passwd"}, "model", "en-de", "not a model of this app"),
+    ({"beam": "999"}, "beam", DEFAULT_BEAM, "from 1 to 10"),
+    ({"beam": "0"}, "beam", DEFAULT_BEAM, "from 1 to 10"),
+    ({"beam": "2.5"}, "beam", DEFAULT_BEAM, "from 1 to 10"),
+    ({"beam": "-3"}, "beam", DEFAULT_BEAM, "from 1 to 10"),
+    ({"lp": "nan"}, "length_penalty", DEFAULT_LENGTH_PENALTY, "from 0 to 2"),
+    ({"lp": "NaN"}, "length_penalty", DEFAULT_LENGTH_PENALTY, "from 0 to 2"),
+    ({"lp": "-0.5"}, "length_penalty", DEFAULT_LENGTH_PENALTY, "from 0 to 2"),
+    ({"lp": "inf"}, "length_penalty", DEFAULT_LENGTH_PENALTY, "from 0 to 2"),
+    ({"lp": "1e308"}, "length_penalty", DEFAULT_LENGTH_PENALTY, "from 0 to 2"),
+    ({"lp": "7"}, "length_penalty", DEFAULT_LENGTH_PENALTY, "from 0 to 2"),
+    ({"method": "sample"}, "method", "beam", "greedy, beam"),
+    ({"tab": "admin"}, "tab", "attention", "attention, tree, compare, training"),
+    ({"kind": "<script>"}, "kind", "encoder", "encoder, decoder, cross, steps"),
+    ({"layer": "7"}, "layer", None, "from 1 to 6"),  # en-de: 6 layers
+    ({"layer": "0"}, "layer", None, "from 1 to 6"),
+    ({"head": "9"}, "head", MEAN_HEADS, "from 1 to 8"),
+    ({"head": "-1"}, "head", MEAN_HEADS, "from 1 to 8"),
+    ({"rows": "sideways"}, "rows", "decoder input token", "input or predicted"),
+    ({"hide": "maybe"}, "hide_special", False, "0 or 1"),
+    ({"present": "2"}, "present", False, "0 or 1"),
+    ({"text": "x" * 5000}, "text", "", f"at most {MAX_INPUT_CHARS}"),
+    ({"text": "<script>alert(1)</script>"}, "text", "", "HTML or script"),
+    ({"text": "<img src=x onerror=alert(1)>"}, "text", "", "HTML or script"),
+    ({"compare": "javascript:alert(1)"}, "compare", "", "HTML or script"),
+    ({"text": "a\x00b"}, "text", "", "control characters"),
+])
+def test_bad_values_fall_back_to_the_default_with_a_note(params, field, default, why):
+    view, notes = parse(**params)
+    assert getattr(view, field) == default
+    key = next(iter(params))
+    assert len(notes) == 1 and notes[0].startswith(key) and why in notes[0], notes
+    assert "ignored" in ViewState.notes_text(notes) and why in ViewState.notes_text(notes)
+
+
+def test_layer_and_head_follow_the_chosen_models_size():
+    view, notes = parse(model="toy-reverse", layer="3", head="4")
+    assert view.layer is None and view.head == 3 and len(notes) == 1 and "from 1 to 2" in notes[0]
+    view, notes = ViewState.from_query({"layer": "40", "head": "mean"}, MODELS, None, "en-de")  # sizes unknown
+    assert (view.layer, view.head, notes) == (39, MEAN_HEADS, [])
+
+
+def test_good_fields_survive_next_to_bad_ones_and_unknown_parameters_are_named():
+    view, notes = parse(text="A cat.", beam="999", model="nope", foo="1", __theme="dark", view="api")
+    assert view.text == "A cat." and view.beam == DEFAULT_BEAM and view.model == "en-de"
+    assert len(notes) == 3 and any("unknown parameter 'foo'" == n for n in notes)
+
+
+def test_notes_quote_values_as_short_text():
+    view, notes = parse(model="<b>" + "m" * 100, head="\x07")
+    assert all(len(n) < 200 for n in notes) and "\x07" not in " ".join(notes)
+    view, notes = parse(kind="x" * 300)
+    assert notes == ["kind (longer than 200 characters)"] and view.kind == "encoder"
+
+
+def test_plain_text_with_symbols_is_kept_and_lists_take_the_last_value():
+    view, notes = parse(text="2 < 3 and 5 > 4, \"quoted\" & 'apostrophes'")
+    assert notes == [] and view.text.startswith("2 < 3")
+    view, notes = ViewState.from_query({"beam": ["2", "7"]}, MODELS, limits)
+    assert view.beam == 7 and notes == []

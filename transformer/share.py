@@ -1,0 +1,218 @@
+"""What the page shows, as one object, and the shareable URL that carries it.
+
+`ViewState` lists every field of a view (text, compare text, model, decoding, tab, attention kind,
+layer, head, toggles). `ViewState.from_query(params, models, limits)` reads a page URL's query
+parameters, validating each one: anything unknown, out of range or suspicious falls back to its
+default and is named in the returned notes (the page shows them as text). `to_query()` is the
+inverse; static/explorer.js builds the same parameters in the browser (`shareParams`) to keep the
+address bar in sync. Text from a URL only ever becomes a textbox value, never markup.
+
+No gradio, no torch: strings in, a dataclass and notes out.
+
+URL parameters (all optional; layer and head are 1-based as on screen):
+    text, compare   the source sentence and the "compare with" sentence
+    model           a model label of the selector
+    method          greedy | beam          beam   1..10         lp  0..2 (length penalty)
+    tab             attention | tree | compare | training
+    kind            encoder | decoder | cross | steps (the attention view)
+    layer           1..n_layers             head   mean | 1..n_heads
+    rows            input | predicted       hide, merge, present   0 | 1
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ViewState", "TABS", "VIEW_KINDS", "PARAMS", "UI_MAX_BEAM", "DEFAULT_BEAM", "DEFAULT_LENGTH_PENALTY",
+           "MAX_INPUT_CHARS", "MAX_LENGTH_PENALTY", "MEAN_HEADS", "ROWS_INPUT", "ROWS_PREDICTED"]
+
+UI_MAX_BEAM = 10  # the slider's range; the API enforces the same
+DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY = 5, 0.6
+MAX_LENGTH_PENALTY = 2.0  # the slider's range
+MAX_INPUT_CHARS = 2000  # longer text is cut before tokenising (the model then cuts to its token limit)
+MEAN_HEADS = -1  # head selector value for "mean over heads"
+ROWS_INPUT, ROWS_PREDICTED = "decoder input token", "predicted token"
+
+TABS = ("attention", "tree", "compare", "training")  # the app's tabs (gr.Tab ids)
+VIEW_KINDS = ("encoder", "decoder", "cross", "steps")  # the attention tab's views (explorer.js `state.tab`)
+ROWS_CODES = {"input": ROWS_INPUT, "predicted": ROWS_PREDICTED}
+PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "layer", "head", "rows", "hide",
+          "merge", "present")
+MAX_LAYERS = 64  # the bound on `layer`/`head` when the model's own sizes are not known
+MAX_VALUE_CHARS = 200  # any parameter but the texts
+_BOOLS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
+_MARKUP = re.compile(r"<\s*[a-zA-Z/!?]|javascript\s*:", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_FRAMEWORK_PARAMS = ("view", "lang")  # gradio's own (`?view=api`, `?lang=de`), and any `__name` (`__theme`)
+
+
+@dataclass
+class ViewState:
+    """Everything that says what the page shows, in one place: what a shareable URL holds.
+
+    Server side, as Gradio controls: `text`, `compare`, `model`, `method`, `beam`,
+    `length_penalty`, `present`, `tab` (the app's tab). Browser side, the `state` object of
+    static/explorer.js (`client()` is its initial value): `kind` (an attention kind or "steps"),
+    `layer` (0-based; None: the last), `head` (MEAN_HEADS: the mean), `rows`, `hide_special`,
+    `merge_subwords`, `step` (1-based, not in URLs).
+    """
+
+    text: str = ""
+    compare: str = ""
+    model: str | None = None
+    method: str = "beam"
+    beam: int = DEFAULT_BEAM
+    length_penalty: float = DEFAULT_LENGTH_PENALTY
+    present: bool = False
+    tab: str = "attention"
+    kind: str = "encoder"
+    layer: int | None = None
+    head: int = MEAN_HEADS
+    rows: str = ROWS_INPUT
+    hide_special: bool = False
+    merge_subwords: bool = False
+    step: int = 1
+
+    def client(self) -> dict[str, Any]:
+        """The browser-side fields under the names explorer.js uses."""
+        return {"tab": self.kind, "layer": self.layer, "head": self.head, "rows": self.rows,
+                "hide": self.hide_special, "merge": self.merge_subwords, "step": self.step}
+
+    def to_query(self) -> dict[str, str]:
+        """URL query parameters for this view (empty texts and an unknown layer are left out)."""
+        query = {"text": self.text, "compare": self.compare, "model": self.model or "", "method": self.method,
+                 "beam": str(self.beam), "lp": f"{self.length_penalty:g}", "tab": self.tab, "kind": self.kind,
+                 "layer": "" if self.layer is None else str(self.layer + 1),
+                 "head": "mean" if self.head < 0 else str(self.head + 1),
+                 "rows": "predicted" if self.rows == ROWS_PREDICTED else "input",
+                 "hide": str(int(self.hide_special)), "merge": str(int(self.merge_subwords)),
+                 "present": str(int(self.present))}
+        return {k: v for k, v in query.items() if v != ""}
+
+    @classmethod
+    def from_query(cls, params: Mapping[str, Any], models: Sequence[str] = (),
+                   limits: Callable[[str], tuple[int, int] | None] | None = None,
+                   default_model: str | None = None) -> tuple[ViewState, list[str]]:
+        """A view from URL query parameters, and one note per parameter that was ignored (and why).
+
+        `models`: the model labels the app offers (any other `model` is ignored);
+        `limits(model)`: that model's (number of layers, number of heads), or None when
+        unknown (then layer and head are only bounded by MAX_LAYERS and clamped by the page).
+        Values may be strings or lists of strings (the last one counts).
+        """
+        view = cls(model=default_model)
+        notes: list[str] = []
+        values: dict[str, str] = {}
+        for key, raw in params.items():
+            key = str(key)
+            value = raw[-1] if isinstance(raw, (list, tuple)) and raw else raw
+            if key in PARAMS:
+                values[key] = "" if value is None else str(value)
+            elif not (key.startswith("__") or key in _FRAMEWORK_PARAMS):
+                notes.append(f"unknown parameter {_show(key)}")
+
+        def ignore(key: str, why: str) -> None:
+            notes.append(f"{key} {_show(values[key])} ({why})")
+
+        for key in ("text", "compare"):
+            if key in values:
+                text, why = _check_text(values[key])
+                if why:
+                    ignore(key, why)
+                else:
+                    setattr(view, key, text)
+        for key in [k for k in PARAMS if k in values and k not in ("text", "compare")]:
+            if len(values[key]) > MAX_VALUE_CHARS:
+                notes.append(f"{key} (longer than {MAX_VALUE_CHARS} characters)")
+                del values[key]
+        if "model" in values:
+            if values["model"] in models:
+                view.model = values["model"]
+            else:
+                ignore("model", "not a model of this app" + (f"; using {default_model}" if default_model else ""))
+        choice = {"method": ("greedy", "beam"), "tab": TABS, "kind": VIEW_KINDS}
+        for key, allowed in choice.items():
+            if key in values:
+                if values[key] in allowed:
+                    setattr(view, key, values[key])
+                else:
+                    ignore(key, "must be one of " + ", ".join(allowed))
+        if "beam" in values:
+            beam = _whole(values["beam"])
+            if beam is not None and 1 <= beam <= UI_MAX_BEAM:
+                view.beam = beam
+            else:
+                ignore("beam", f"must be a whole number from 1 to {UI_MAX_BEAM}")
+        if "lp" in values:
+            lp = _finite(values["lp"])
+            if lp is not None and 0.0 <= lp <= MAX_LENGTH_PENALTY:
+                view.length_penalty = lp
+            else:
+                ignore("lp", f"the length penalty must be a number from 0 to {MAX_LENGTH_PENALTY:g}")
+        if "rows" in values:
+            if values["rows"] in ROWS_CODES:
+                view.rows = ROWS_CODES[values["rows"]]
+            else:
+                ignore("rows", "must be input or predicted")
+        for key, attr in (("hide", "hide_special"), ("merge", "merge_subwords"), ("present", "present")):
+            if key in values:
+                if values[key].lower() in _BOOLS:
+                    setattr(view, attr, _BOOLS[values[key].lower()])
+                else:
+                    ignore(key, "must be 0 or 1")
+        sizes = limits(view.model) if limits is not None and view.model else None
+        n_layers, n_heads = sizes if sizes else (MAX_LAYERS, MAX_LAYERS)
+        if "layer" in values:
+            layer = _whole(values["layer"])
+            if layer is not None and 1 <= layer <= n_layers:
+                view.layer = layer - 1
+            else:
+                ignore("layer", f"must be a whole number from 1 to {n_layers}")
+        if "head" in values:
+            head = _whole(values["head"])
+            if values["head"] == "mean":
+                view.head = MEAN_HEADS
+            elif head is not None and 1 <= head <= n_heads:
+                view.head = head - 1
+            else:
+                ignore("head", f"must be mean or a whole number from 1 to {n_heads}")
+        return view, notes
+
+    @staticmethod
+    def notes_text(notes: Sequence[str]) -> str:
+        """One line for the page: what a link asked for that was ignored (defaults were used instead)."""
+        if not notes:
+            return ""
+        return "From the link, ignored (defaults used instead): " + "; ".join(notes) + "."
+
+
+def _show(value: str, max_chars: int = 40) -> str:
+    """A value for a note: quoted, cut, control characters replaced (the page shows it as text)."""
+    value = _CONTROL.sub("\ufffd", value)
+    return repr(value if len(value) <= max_chars else value[: max_chars - 1] + "\u2026")
+
+
+def _check_text(text: str) -> tuple[str, str | None]:
+    """(text, None) when a URL's text can go into a textbox, else ("", why not)."""
+    if len(text) > MAX_INPUT_CHARS:
+        return "", f"{len(text)} characters; at most {MAX_INPUT_CHARS}"
+    if _CONTROL.search(text):
+        return "", "control characters"
+    if _MARKUP.search(text):
+        return "", "looks like HTML or script; type such text yourself if you mean it"
+    return text, None
+
+
+def _whole(value: str) -> int | None:
+    return int(value) if re.fullmatch(r"[0-9]{1,4}", value) else None
+
+
+def _finite(value: str) -> float | None:
+    if not re.fullmatch(r"[0-9]{0,3}(\.[0-9]{0,6})?", value) or value in ("", "."):
+        return None  # no signs, exponents, nan, inf: a plain decimal
+    number = float(value)
+    return number if math.isfinite(number) else None
+

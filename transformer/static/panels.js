@@ -1,0 +1,141 @@
+// The beam-search tree and compare panels (two gr.HTML components; transformer/page.py builds their
+// skeletons). The server sends ready-made Plotly figures and plain texts (transformer/search_views.py);
+// these functions draw them, fill the selectors (option labels as textContent: never markup) and send
+// the user's choices back with trigger("pick", {...}) (a custom gr.HTML event, handled in app.py).
+// Layer, head, attention kind and row labels are the explorer's shared state (window.attentionExplorer),
+// so the attention views, these panels and the page URL agree.
+
+const PANEL_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
+
+function panelTools(root) {
+  "use strict";
+  const $ = (sel) => root.querySelector(sel);
+  function fill(select, items, selected) {  // items: [label, value]; labels are plain text
+    select.replaceChildren(...items.map(([label, value]) => {
+      const option = document.createElement("option");
+      option.value = String(value);
+      option.textContent = label;
+      return option;
+    }));
+    select.value = String(selected);
+  }
+  function layerHead(layerSel, headSel, nLayers, nHeads, layer, head) {
+    fill(layerSel, Array.from({length: nLayers}, (_, i) => [`Layer ${i + 1}`, i]), layer);
+    fill(headSel, [["mean over heads", -1], ...Array.from({length: nHeads}, (_, h) => [`Head ${h + 1}`, h])], head);
+  }
+  function draw(div, fig) {
+    window.Plotly.react(div, fig.data, fig.layout, PANEL_CONFIG);
+  }
+  function message(text) {
+    const note = $(".message");
+    note.textContent = text || "";
+    note.hidden = !text;
+    $(".panel-body").hidden = Boolean(text);
+  }
+  // the shared view state (static/share.js), changed here too (the explorer redraws when it shows)
+  const setShared = (changes) => attentionView()[0].set(changes);
+  const shared = () => attentionView()[0].state;
+  return {$, fill, layerHead, draw, message, setShared, shared};
+}
+
+function initTreePanel(root, props, watch, trigger) {
+  "use strict";
+  const t = panelTools(root);
+  const panel = t.$(".panel"), tree = t.$("#tree-plot"), node = t.$("#node-plot");
+  const nodeSel = t.$("#tree-node select"), layerSel = t.$("#tree-layer select"), headSel = t.$("#tree-head select");
+  let treeRev = null, value = null;
+
+  function pick(nodeId) {
+    if (!value) return;
+    panel.dataset.ready = "busy";
+    const st = t.shared();
+    trigger("pick", {node: nodeId, layer: st.layer, head: st.head, tree_rev: treeRev});
+  }
+
+  function render() {
+    value = props.value && props.value.choices ? props.value : null;
+    if (!value) {
+      t.message("Translate a sentence, then open this tab: it shows the search that found the translation.");
+      if (treeRev !== null) { window.Plotly.purge(tree); window.Plotly.purge(node); treeRev = null; }
+      panel.dataset.ready = "empty";
+      return;
+    }
+    t.message(null);
+    if (value.tree && value.tree_rev !== treeRev) {
+      t.draw(tree, value.tree);
+      treeRev = value.tree_rev;
+      if (!tree.__clicks) {  // a click on a node selects it (customdata = node id)
+        tree.on("plotly_click", (event) => {
+          const id = event && event.points && event.points[0] ? event.points[0].customdata : undefined;
+          if (Number.isInteger(id) && id > 0) pick(id);
+        });
+        tree.__clicks = true;
+      }
+    }
+    t.fill(nodeSel, value.choices, value.selected);
+    t.layerHead(layerSel, headSel, value.n_layers, value.n_heads, value.layer, value.head);
+    t.$("#tree-prefix").textContent = value.prefix;
+    t.$("#tree-status").textContent = value.status;
+    t.draw(node, value.node);
+    node.__row = value.row;  // for tests: the plotted cross-attention row
+    panel.dataset.ready = `tree-${value.rev}`;
+    panel.dataset.selected = String(value.selected);
+  }
+
+  nodeSel.addEventListener("change", () => pick(Number(nodeSel.value)));
+  layerSel.addEventListener("change", () => { t.setShared({layer: Number(layerSel.value)}); pick(Number(nodeSel.value)); });
+  headSel.addEventListener("change", () => { t.setShared({head: Number(headSel.value)}); pick(Number(nodeSel.value)); });
+  watch("value", render);
+  render();
+}
+
+function initComparePanel(root, props, watch, trigger) {
+  "use strict";
+  const t = panelTools(root);
+  const panel = t.$(".panel"), pair = t.$("#compare-pair"), diff = t.$("#compare-diff");
+  const kindSel = t.$("#compare-kind select"), layerSel = t.$("#compare-layer select"), headSel = t.$("#compare-head select");
+  const KIND_NAMES = [["Encoder self-attention", "encoder"], ["Decoder self-attention", "decoder"], ["Cross-attention", "cross"]];
+  let value = null;
+
+  function pick() {
+    if (!value) return;
+    panel.dataset.ready = "busy";
+    const st = t.shared();
+    trigger("pick", {kind: kindSel.value, layer: Number(layerSel.value), head: Number(headSel.value), rows: st.rows});
+  }
+
+  function render() {
+    value = props.value && props.value.pair ? props.value : null;
+    if (!value) {
+      t.message("Type a second sentence and press Compare, or press Greedy vs beam.");
+      panel.dataset.ready = "empty";
+      return;
+    }
+    t.message(null);
+    for (const [i, side] of [[0, "left"], [1, "right"]]) {
+      t.$(`#compare-${side} .label`).textContent = value.mode === "methods" ? value.labels[i] : `Sentence ${i + 1}`;
+      t.$(`#compare-${side} .source`).textContent = value.sources[i];
+      t.$(`#compare-${side} .output`).textContent = value.translations[i];
+    }
+    t.fill(kindSel, KIND_NAMES, value.kind);
+    t.layerHead(layerSel, headSel, value.n_layers, value.n_heads, value.layer, value.head);
+    t.draw(pair, value.pair);
+    const note = t.$("#compare-note");
+    note.textContent = value.note || "";
+    note.hidden = !value.note;
+    t.draw(diff, value.difference);
+    pair.__value = value;  // for tests: what is drawn
+    panel.dataset.ready = `compare-${value.rev}`;
+  }
+
+  kindSel.addEventListener("change", () => {
+    const st = t.shared();
+    // the attention tab shows the same kind (its step view stays if it was on)
+    if (st.tab !== "steps") t.setShared({tab: kindSel.value});
+    pick();
+  });
+  layerSel.addEventListener("change", () => { t.setShared({layer: Number(layerSel.value)}); pick(); });
+  headSel.addEventListener("change", () => { t.setShared({head: Number(headSel.value)}); pick(); });
+  watch("value", render);
+  render();
+}

@@ -1,0 +1,84 @@
+// The view the page shows, shared by the attention explorer, the tree and compare panels and the page URL:
+// window.__attention = {state, share, explorer, viewJson}. Whichever part loads first creates it (gradio
+// mounts the components of a tab when it first shows). The URL parameters and their validation are in
+// transformer/share.py: the server validates a link when the page opens (JS_RESTORE in app.py applies the
+// result); from then on the address bar follows the view (history.replaceState).
+
+function attentionView() {
+  "use strict";
+  if (window.__attention) return [window.__attention, false];
+  const state = {tab: "encoder", layer: null, head: -1, rows: "decoder input token", hide: false, merge: false,
+    step: 1};
+  const view = {state, explorer: null};
+  view.viewJson = () => JSON.stringify({kind: state.tab, layer: state.layer, head: state.head, rows: state.rows});
+  view.share = makeShare(state);
+  // a validated view from the server (ViewState.client()); nothing but these fields is taken from it
+  view.restore = (restored) => {
+    const v = restored && typeof restored === "object" ? restored : {};
+    if (["encoder", "decoder", "cross", "steps"].includes(v.tab)) state.tab = v.tab;
+    if (v.layer === null || Number.isInteger(v.layer)) state.layer = v.layer;
+    if (Number.isInteger(v.head)) state.head = v.head;
+    if (["decoder input token", "predicted token"].includes(v.rows)) state.rows = v.rows;
+    if (typeof v.hide === "boolean") state.hide = v.hide;
+    if (typeof v.merge === "boolean") state.merge = v.merge;
+    if (view.explorer) view.explorer.refresh();
+  };
+  // the panels change the shared state; the explorer redraws (now, or when it shows again)
+  view.set = (changes) => {
+    Object.assign(state, changes);
+    if (view.explorer) view.explorer.refresh();
+    view.share.sync();
+  };
+  window.__attention = view;
+  return [view, true];
+}
+
+function makeShare(state) {
+  "use strict";
+  // `known`: values of controls that are not on the page yet (a closed accordion, a tab not opened)
+  const share = {ready: false, tab: "attention", known: {}};
+  const value = (sel) => { const el = document.querySelector(sel); return el ? el.value : null; };
+  share.params = () => {
+    const p = new URLSearchParams();
+    const text = value("#source textarea, #source input");
+    if (text) p.set("text", text);
+    const compare = value("#compare-source textarea, #compare-source input") ?? share.known.compare;
+    if (compare) p.set("compare", compare);
+    const model = value("#model input");
+    if (model) p.set("model", model);
+    const method = document.querySelector("#method input:checked");
+    if (method) p.set("method", method.value);
+    const beam = value("#beam input[type=number]");
+    if (beam) p.set("beam", beam);
+    const lp = value("#lp input[type=number]") ?? share.known.lp;
+    if (lp !== null && lp !== undefined && lp !== "") p.set("lp", String(lp));
+    p.set("tab", share.tab);
+    p.set("kind", state.tab);
+    if (Number.isInteger(state.layer)) p.set("layer", String(state.layer + 1));
+    p.set("head", state.head < 0 ? "mean" : String(state.head + 1));
+    p.set("rows", state.rows === "predicted token" ? "predicted" : "input");
+    p.set("hide", state.hide ? "1" : "0");
+    p.set("merge", state.merge ? "1" : "0");
+    p.set("present", document.body.classList.contains("present") ? "1" : "0");
+    return p;
+  };
+  share.url = () => `${window.location.origin}${window.location.pathname}?${share.params().toString()}`;
+  let timer = null;
+  share.sync = () => {
+    if (!share.ready) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      const search = `?${share.params().toString()}`;
+      if (search !== window.location.search) window.history.replaceState(window.history.state, "", search);
+    }, 150);
+  };
+  share.enterTab = (tab) => { share.tab = tab; share.sync(); };
+  // the copy-link button: the URL to the clipboard (where allowed) and into the link field
+  share.copy = () => {
+    const url = share.url();
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(url).catch(() => {});
+    return url;
+  };
+  for (const type of ["input", "change", "click", "keyup"]) document.addEventListener(type, () => share.sync(), true);
+  return share;
+}
