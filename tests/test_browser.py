@@ -364,6 +364,10 @@ def ready(page, panel: str, prefix: str) -> None:
                            arg=[panel, prefix], timeout=TIMEOUT_MS)
 
 
+def window_address(page) -> str:
+    return page.evaluate("window.location.href.split('#')[0]")
+
+
 def test_browser_tree_compare_and_link_round_trip():
     """Tree tab (dropdown and click select a node), compare, greedy vs beam, copy link, open it in a new page."""
     server = shared_app(ENV)
@@ -440,6 +444,11 @@ def test_browser_tree_compare_and_link_round_trip():
             page.wait_for_function("(l) => window.location.href === l", arg=link)
             for part in ("tab=compare", "kind=cross", "head=2", f"model={model}"):
                 assert part in link, (part, link)
+            # colour bars drawn before the address changed must still find their gradients (Gradio's
+            # <base> makes Plotly write url(<address>#id) references)
+            fills = page.evaluate("[...document.querySelectorAll('#compare-panel .js-plotly-plot [style*=\"url(\"]')]"
+                                  ".map((el) => el.style.fill).filter((f) => f.startsWith('url('))")
+            assert fills and all(window_address(page) in f for f in fills), fills
 
             # greedy vs beam, one click (after the link was taken)
             page.locator("#compare-methods").click()

@@ -69,7 +69,10 @@ function makeShare(state) {
     clearTimeout(timer);
     timer = setTimeout(() => {
       const search = `?${share.params().toString()}`;
-      if (search !== window.location.search) window.history.replaceState(window.history.state, "", search);
+      if (search === window.location.search) return;
+      const before = window.location.href.split("#")[0];
+      window.history.replaceState(window.history.state, "", search);
+      repointSvgReferences(before, window.location.href.split("#")[0]);
     }, 150);
   };
   share.enterTab = (tab) => { share.tab = tab; share.sync(); };
@@ -81,4 +84,19 @@ function makeShare(state) {
   };
   for (const type of ["input", "change", "click", "keyup"]) document.addEventListener(type, () => share.sync(), true);
   return share;
+}
+
+// Plotly writes gradient fills and clip paths as url(<page address>#id) when the page has a <base>
+// element (Gradio's has one). Once the address changes, those references name another document and
+// the colour bars of figures drawn before go blank, so they are pointed at the new address.
+function repointSvgReferences(before, after) {
+  "use strict";
+  document.querySelectorAll(".js-plotly-plot [style*='url('], .js-plotly-plot [clip-path]").forEach((el) => {
+    for (const prop of ["fill", "stroke"]) {
+      const value = el.style.getPropertyValue(prop);
+      if (value.includes(before)) el.style.setProperty(prop, value.split(before).join(after));
+    }
+    const clip = el.getAttribute("clip-path");
+    if (clip && clip.includes(before)) el.setAttribute("clip-path", clip.split(before).join(after));
+  });
 }
