@@ -240,7 +240,7 @@ def beam_tree_figure(
         height=height, hovermode="closest", annotations=annotations, shapes=shapes, dragmode="pan",
         legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0.0),
     )
-    layout["margin"] = dict(l=20, r=60, t=110, b=60)
+    layout["margin"] = dict(l=20, r=60, t=135, b=60)  # the title, then the top axis title and step numbers
     if width:
         layout["width"] = width
     return viz._figure(traces, layout)
