@@ -133,6 +133,12 @@ def on_translate(text: str, method: str, beam_size: float, model: str | None, le
     return result.translation.text, notice, nbest_table(result), result
 
 
+def on_translate_view(text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
+    """The page's Translate: the API's outputs and the attention payload in one response (one round trip)."""
+    *outputs, result = on_translate(text, method, beam_size, model, length_penalty)
+    return (*outputs, result, *show_result(result))
+
+
 def show_result(result: Result | None):
     """The page's attention payload (drawn in the browser) and the candidate selector for a result."""
     n_cand = len(result.translation.candidates) if result is not None else 1
@@ -285,8 +291,8 @@ def on_restore_translate(text: str, method: str, beam_size: float, model: str | 
                          restored: str = ""):
     """A link with text translates it; a page without one stays as it is (no error, no second translation)."""
     if not _view_data(restored).get("translate") or not (text or "").strip():
-        return gr.skip(), gr.skip(), gr.skip(), gr.skip()  # keeps a translation the user made meanwhile
-    return on_translate(text, method, beam_size, model, length_penalty)
+        return (gr.skip(),) * 6  # keeps a translation the user made meanwhile
+    return on_translate_view(text, method, beam_size, model, length_penalty)
 
 
 def on_restore_compare(text: str, other: str, method: str, beam: float, model: str | None, length_penalty: float,
@@ -341,6 +347,7 @@ def build_demo() -> gr.Blocks:
                                    info="GNMT length penalty used to rank beam hypotheses (0 = none)", elem_id="lp")
                 with gr.Row():
                     btn = gr.Button("Translate", variant="primary", elem_id="translate", scale=2)
+                    api_trigger = gr.Button(visible=False)  # the /translate API's own event (see wiring)
                     present = gr.Checkbox(value=view.present, label="Presentation mode", elem_id="present",
                                           scale=1, min_width=120)
         with gr.Row():
@@ -397,22 +404,22 @@ def build_demo() -> gr.Blocks:
         # one model pass at a time: torch already uses every core, and two passes on 2 vCPUs thrash
         model_group = dict(concurrency_limit=1, concurrency_id="model")
 
-        translate_event = gr.on(
-            [btn.click, src.submit], on_translate, inputs=[src, method, beam, model_state, lp_state],
-            outputs=[translation, notice, nbest, result_state], api_name="translate", **model_group,
-            api_description="Translate text; returns (translation, notice, n-best table).",
-        )
-        # undocumented (callable, not listed) so that bench/load.py can replay the UI's whole request
+        # The API's /translate (three outputs, for gradio_client) is its own endpoint; the page's Translate
+        # gets the translation and the attention payload in one response.
+        api_trigger.click(on_translate, [src, method, beam, model_state, lp_state],
+                          [translation, notice, nbest, result_state], api_name="translate", **model_group,
+                          api_description="Translate text; returns (translation, notice, n-best table).")
+        translate_inputs = [src, method, beam, model_state, lp_state]
+        translated = [translation, notice, nbest, result_state] + shown
         tree_refresh = dict(fn=on_tree_refresh, inputs=[result_state, tab_state, view_box],
                             outputs=[tree_view, result_state], **quiet, **model_group)
-        translate_event.success(show_result, [result_state], shown, api_name="attention_payload",
-                                api_visibility="undocumented", show_progress="hidden").then(
+        # undocumented (callable, not listed) so that bench/load.py can replay the page's request
+        gr.on([btn.click, src.submit], on_translate_view, translate_inputs, translated, api_name="translate_view",
+              api_visibility="undocumented", **model_group).success(
             on_export, [result_state], [download], **quiet).then(**tree_refresh)
         examples.click(lambda sample: sample[0], [examples], [src], api_visibility="private", queue=False).then(
-            on_translate, [src, method, beam, model_state, lp_state], [translation, notice, nbest, result_state],
-            api_visibility="private", **model_group,
-        ).success(show_result, [result_state], shown, api_visibility="private", show_progress="hidden").then(
-            on_export, [result_state], [download], **quiet).then(**tree_refresh)
+            on_translate_view, translate_inputs, translated, api_visibility="private", **model_group,
+        ).success(on_export, [result_state], [download], **quiet).then(**tree_refresh)
 
         candidate.input(on_candidate, [result_state, candidate], [result_state] + shown, **quiet,
                         **model_group).then(on_export, [result_state], [download], **quiet)
@@ -455,10 +462,9 @@ def build_demo() -> gr.Blocks:
             [model_dd, model_state, src, compare_src, method, beam, lp, lp_state, present, tabs, tab_state, link_note,
              restore_box, examples, train_plot, metrics], api_visibility="private", **model_group,
         ).then(None, [restore_box], [view_box], js=JS_RESTORE, api_visibility="private").then(
-            on_restore_translate, [src, method, beam, model_state, lp_state, restore_box],
-            [translation, notice, nbest, result_state], api_visibility="private", **model_group,
-        ).success(show_result, [result_state], shown, api_visibility="private", show_progress="hidden").then(
-            on_export, [result_state], [download], **quiet).then(**tree_refresh).then(
+            on_restore_translate, translate_inputs + [restore_box], translated, api_visibility="private",
+            **model_group,
+        ).success(on_export, [result_state], [download], **quiet).then(**tree_refresh).then(
             on_restore_compare, [src, compare_src, method, beam, model_state, lp_state, tab_state, view_box],
             [compare_view, compare_state], **quiet, **model_group)
     return demo

@@ -1,8 +1,8 @@
 """Load test: `python app.py` under concurrent gradio_client users, then a long sequential run for memory growth.
 
-Each request replays what the UI does for one Translate press: `/translate` (beam 5), then the
-undocumented `/attention_payload` (the page's attention payload, same session state); `--api-only`
-sends `/translate` alone.
+Each request replays what the page does for one Translate press: the undocumented `/translate_view`
+(beam 5; the translation and the page's attention payload in one response); `--api-only` sends the
+API's `/translate` instead.
 Phase 1: --clients concurrent clients x --requests each -> errors, p50/p95 latency, throughput.
 Phase 2: --sequential requests from one client -> server VmRSS (from /proc/<pid>/status) before/after.
 
@@ -45,13 +45,15 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def one_request(client, text: str, api_only: bool) -> None:
-    translation = client.predict(text, "beam", 5, api_name="/translate")[0]
+    if api_only:
+        translation = client.predict(text, "beam", 5, api_name="/translate")[0]
+    else:  # the page's request: translation, notice, n-best, the attention payload and the candidate list
+        outputs = client.predict(text, "beam", 5, api_name="/translate_view")
+        translation, payload = outputs[0], outputs[3]
+        if not isinstance(payload, dict) or "kinds" not in payload:
+            raise ValueError(f"translate_view returned {str(outputs)[:200]}")
     if not isinstance(translation, str):
         raise TypeError(f"translation is {type(translation).__name__}")
-    if not api_only:
-        outputs = client.predict(api_name="/attention_payload")
-        if len(outputs) != 2 or not isinstance(outputs[0], dict) or "kinds" not in outputs[0]:
-            raise ValueError(f"attention_payload returned {str(outputs)[:200]}")
 
 
 def main() -> None:

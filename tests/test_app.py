@@ -443,5 +443,5 @@ def test_restore_from_a_link_validates_and_notes(app):
     out = app.on_restore(app.DEFAULT_MODEL, SimpleNamespace(query_params={}))
     assert out[11].visible is False  # a plain page: no note
     assert all(out[i] == gr.skip() for i in (2, 3, 4, 5, 6, 9))  # nothing typed is overwritten
-    assert app.on_restore_translate("x", "beam", 5, app.DEFAULT_MODEL, 0.6, out[12]) == (gr.skip(),) * 4  # no link text
-    assert app.on_restore_translate("", "beam", 5, app.DEFAULT_MODEL, 0.6, restored) == (gr.skip(),) * 4  # no error
+    assert app.on_restore_translate("x", "beam", 5, app.DEFAULT_MODEL, 0.6, out[12]) == (gr.skip(),) * 6  # no link text
+    assert app.on_restore_translate("", "beam", 5, app.DEFAULT_MODEL, 0.6, restored) == (gr.skip(),) * 6  # no error

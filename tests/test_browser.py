@@ -251,15 +251,17 @@ def test_browser_views_match_python():
             page.wait_for_selector("#explorer .explorer[data-ready]")
             handle = "document.querySelector('#explorer .explorer').__explorer"
             page.evaluate(f"(p) => {handle}.setPayload(p)", payload)
-            read = f"""(s) => {{ {handle}.update(s);
+            # views below the focus view are drawn after the next frame: read once they are
+            read = f"""(s) => new Promise((done) => {{ {handle}.update(s);
+              requestAnimationFrame(() => setTimeout(() => setTimeout(() => {{
                 const plot = (id) => {{ const d = document.querySelector(id + ' .plot');
                                         return d && !d.hidden && d.__view ? d.__view : null; }};
                 const f = plot('#focus-' + s.tab);
                 const maps = document.querySelector('#model-' + s.tab + ' canvas').__maps;
-                return {{focus: f && {{z: f.z, q: f.q.label, k: f.k.label, title: f.title}},
+                done({{focus: f && {{z: f.z, q: f.q.label, k: f.k.label, title: f.title}},
                          title: document.querySelector('#focus-' + s.tab + ' .gtitle').textContent,
                          maps: maps.map(m => m.z), rollout: s.tab === 'encoder' ? plot('#rollout').z : null,
-                         hidden: document.querySelector('#hidden-mass').textContent}}; }}"""
+                         hidden: document.querySelector('#hidden-mass').textContent}}); }}, 0), 0)); }})"""
             checked = 0
             for kind in explorer.KINDS:
                 for rows in (explorer.ROWS_INPUT, explorer.ROWS_PREDICTED):

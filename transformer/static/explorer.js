@@ -420,6 +420,14 @@ function initExplorer(root, props, watch) {
   }
 
   // ---- render: what the active tab shows, redrawn only where its inputs changed
+  // The focus view is drawn at once; the rest of the tab waits for the next frame, so the view a
+  // person is looking at changes in one Plotly redraw instead of three (a newer render replaces a
+  // pending one).
+  let secondary = 0;
+  function afterPaint(fn) {
+    const ticket = ++secondary;
+    requestAnimationFrame(() => setTimeout(() => { if (ticket === secondary && data) fn(); }, 0));
+  }
   let pending = false;  // a render skipped while the explorer was hidden (another tab of the app on screen)
   function render() {
     syncControls();
@@ -460,9 +468,11 @@ function initExplorer(root, props, watch) {
     if (KINDS.includes(state.tab)) {
       const kind = state.tab;
       draw(`focus-${kind}`, `${common}|${pick}`, () => drawFocus(kind, focus[kind]));
-      draw(`grid-${kind}`, `${data.rev}|${pick}`, () => drawSummary(kind));
-      draw(`model-${kind}`, `${common}|${pick}|${$(`#model-${kind}`).clientWidth}`, () => drawModel(kind));
-      if (kind === "encoder") draw("rollout", common, drawRollout);
+      afterPaint(() => {  // the views below the focus view follow once it is on screen
+        draw(`grid-${kind}`, `${data.rev}|${pick}`, () => drawSummary(kind));
+        draw(`model-${kind}`, `${common}|${pick}|${$(`#model-${kind}`).clientWidth}`, () => drawModel(kind));
+        if (kind === "encoder") draw("rollout", common, drawRollout);
+      });
     } else if (state.tab === "steps") {
       draw("step-plot", `${common}|${pick}|${state.step}`, drawStep);
     }
