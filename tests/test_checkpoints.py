@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from transformer import evaluate
-from transformer.corpora import CorpusSpec, test_split
+from transformer.corpora import CorpusSpec, corpus_test_split
 from transformer.data import DEFAULT_DATA_DIR, DataError, load_split, toy_pairs
 from transformer.evaluate import score_translations, sequence_accuracy
 from transformer.hub import read_config, read_weights
@@ -120,7 +120,7 @@ def test_flagship_bleu_regression_guard():
 @pytest.mark.parametrize("corpus", sorted(DEFAULT_BLEU_FLOORS_200))
 def test_default_model_bleu_regression_guard(corpus):
     try:
-        sources, references = CorpusSpec(corpus).load(test_split(corpus), "en", "de")
+        sources, references = CorpusSpec(corpus).load(corpus_test_split(corpus), "en", "de")
     except DataError:
         pytest.skip(f"{corpus} data not present")
     hypotheses = load_pretrained(DEFAULT).translate_batch(sources[:200], method="greedy")
