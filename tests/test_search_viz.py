@@ -186,3 +186,19 @@ def test_compare_escapes_labels_and_checks_arguments():
     for kind, layer, head in (("self", 0, 0), ("cross", 2, 0), ("cross", 0, 3), ("cross", -1, 0)):
         with pytest.raises(ValueError):
             search_viz.compare_figures(a, a, kind, layer, head)
+
+
+def test_pruned_candidates_lose_their_labels_only_in_a_wide_long_search(tr, long_pair):
+    def pruned_texts(trace):
+        fig = search_viz.beam_tree_figure(trace)
+        return next(list(t.text) for t in node_traces(fig) if t.name == "pruned candidate")
+
+    short = tr.translate("A dog sleeps.", beam_size=3, return_attention=False, record_search=True).search
+    assert short.candidates_per_step * (short.n_steps + 1) <= search_viz.PRUNED_LABEL_LIMIT
+    assert all(pruned_texts(short))  # few candidates: every one named
+    wide = tr.translate(LONG, beam_size=10, return_attention=False, record_search=True).search
+    assert wide.candidates_per_step * (wide.n_steps + 1) > search_viz.PRUNED_LABEL_LIMIT
+    assert not any(pruned_texts(wide))  # dots and hover text only
+    fig = search_viz.beam_tree_figure(wide)
+    kept = [s for t in node_traces(fig) if t.name != "pruned candidate" for s in t.text]
+    assert sum(bool(s) for s in kept) > wide.n_steps  # the hypotheses the beam kept stay named

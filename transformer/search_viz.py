@@ -144,6 +144,9 @@ def _edges(trace: SearchTrace, ids: Sequence[int], x: dict[int, float], y: dict[
     return go.Scatter(x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", showlegend=False)
 
 
+PRUNED_LABEL_LIMIT = 200  # candidates per step x steps up to which pruned candidates are labelled
+
+
 def beam_tree_figure(
     trace: SearchTrace,
     greedy: SearchTrace | None = None,
@@ -168,6 +171,8 @@ def beam_tree_figure(
     nbest = trace.ancestors_of(trace.nbest)
     n_cols = trace.n_steps + 1
     max_chars = int(np.clip((width or 1200) / max(n_cols, 1) / 7.5, 3, 14))
+    # a wide, long search has more pruned candidates than room: those keep their dot and hover text
+    label_pruned = trace.candidates_per_step * n_cols <= PRUNED_LABEL_LIMIT
 
     def group(node: SearchNode) -> str:
         if node.id in best:
@@ -197,7 +202,8 @@ def beam_tree_figure(
         name, color, _, size, opacity = styles[key]
         traces.append(go.Scatter(
             x=[x[n.id] for n in members], y=[y[n.id] for n in members], mode="markers+text", name=name,
-            text=[_short(n.token, max_chars) if n.status != FINISHED else "" for n in members],
+            text=[_short(n.token, max_chars) if n.status != FINISHED and (key != "pruned" or label_pruned) else ""
+                  for n in members],
             textposition="top center", textfont=dict(size=11, color=color if key != "pruned" else "#999"),
             marker=dict(size=size, color=color, opacity=opacity, line=dict(width=1, color="white"),
                         symbol=["square" if n.status == FINISHED else "x" if n.status == PRUNED and
