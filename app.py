@@ -167,8 +167,9 @@ def on_model_change(label: str):
     tr = _translator(label)
     fig, metrics = training_view(label, REGISTRY.directory(label))
     notice = f"Model {label} is ready ({'toy task: type space-separated letters' if is_toy(tr) else 'English'})."
+    examples = examples_for(tr, REGISTRY.directory(label))
     return (label, None, "", notice, nbest_table(None),
-            gr.Dataset(samples=[[e] for e in examples_for(tr)]), fig, metrics) + show_result(None)
+            gr.Dataset(samples=[[e] for e in examples]), fig, metrics) + show_result(None)
 
 
 def on_method(method: str):
@@ -284,7 +285,7 @@ def on_restore(model: str | None, request: gr.Request):
             keep(view.length_penalty, "lp"), keep(view.length_penalty, "lp"), keep(view.present, "present"),
             gr.Tabs(selected=view.tab) if given("tab") else gr.skip(), view.tab,
             gr.Textbox(value=note, visible=bool(note)), restored,
-            gr.Dataset(samples=[[e] for e in examples_for(tr)]), fig, metrics)
+            gr.Dataset(samples=[[e] for e in examples_for(tr, REGISTRY.directory(view.model))]), fig, metrics)
 
 
 def on_restore_translate(text: str, method: str, beam_size: float, model: str | None, length_penalty: float,
@@ -333,7 +334,8 @@ def build_demo() -> gr.Blocks:
                 src = gr.Textbox(label="Source sentence (press Enter to translate)", lines=1, max_lines=4,
                                  placeholder="Type a sentence, e.g. " + EXAMPLES_EN[0], elem_id="source",
                                  autofocus=True)
-                examples = gr.Dataset(components=[src], samples=[[e] for e in examples_for(tr0)],
+                first_examples = examples_for(tr0, REGISTRY.directory(DEFAULT_MODEL))
+                examples = gr.Dataset(components=[src], samples=[[e] for e in first_examples],
                                       label="Examples (click to translate)", elem_id="examples")
             with gr.Column(scale=2):
                 model_dd = gr.Dropdown(choices=REGISTRY.labels() or ([DEFAULT_MODEL] if DEFAULT_MODEL else []),

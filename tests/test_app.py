@@ -445,3 +445,14 @@ def test_restore_from_a_link_validates_and_notes(app):
     assert all(out[i] == gr.skip() for i in (2, 3, 4, 5, 6, 9))  # nothing typed is overwritten
     assert app.on_restore_translate("x", "beam", 5, app.DEFAULT_MODEL, 0.6, out[12]) == (gr.skip(),) * 6  # no link text
     assert app.on_restore_translate("", "beam", 5, app.DEFAULT_MODEL, 0.6, restored) == (gr.skip(),) * 6  # no error
+
+
+def test_examples_follow_what_the_model_was_trained_on(app, tmp_path):
+    captions_only = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
+    assert explorer.examples_for(None, captions_only) == explorer.EXAMPLES_CAPTIONS
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "training.json").write_text(json.dumps(
+        {"train_config": {"task": "translation", "corpora": ["tatoeba-en-de", "multi30k:2"]}}))
+    assert explorer.examples_for(None, mixed) == explorer.EXAMPLES_EN
+    assert explorer.examples_for(None, tmp_path / "missing") == explorer.EXAMPLES_EN

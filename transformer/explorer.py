@@ -53,6 +53,12 @@ EXAMPLES_EN = [  # our own sentences: everyday English first, one caption last
     "She doesn't drink coffee, but she loves green tea.",
     "A man in a red jacket is riding his bike through the park.",
 ]
+EXAMPLES_CAPTIONS = [  # our own, for a model that only knows image captions
+    "A little girl in a yellow raincoat is feeding ducks beside the pond.",
+    "Two dogs are chasing a red ball across the wet sand.",
+    "A woman with a green umbrella waits for the bus in the rain.",
+    "The children are building a snowman in front of the school.",
+]
 EXAMPLES_TOY = ["h e l l o", "a b c d e f g", "g r a d i e n t", "z y x w v", "t r a n s f o r m e r"]
 
 
@@ -143,8 +149,17 @@ def is_toy(tr: Translator) -> bool:
     return tr.tokenizer.vocab_size <= TOY_VOCAB_LIMIT
 
 
-def examples_for(tr: Translator | None) -> list[str]:
-    return EXAMPLES_TOY if tr is not None and is_toy(tr) else EXAMPLES_EN
+def examples_for(tr: Translator | None, directory: Path | None = None) -> list[str]:
+    """Sentences the model knows how to handle: letters for a toy task, captions for a model trained on
+    Multi30k alone (its training.json names no other corpus), everyday English otherwise."""
+    if tr is not None and is_toy(tr):
+        return EXAMPLES_TOY
+    training = directory / "training.json" if directory is not None else None
+    if training is not None and training.is_file():
+        cfg = json.loads(training.read_text(encoding="utf-8")).get("train_config", {})
+        if cfg.get("task") == "multi30k" and not cfg.get("corpora"):
+            return EXAMPLES_CAPTIONS
+    return EXAMPLES_EN
 
 
 # ----------------------------------------------------------------------------- one translation (session state)
