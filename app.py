@@ -33,7 +33,7 @@ from transformer import page  # noqa: E402
 from transformer.explorer import (  # noqa: E402
     DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, ENV_CHECKPOINT, EXAMPLES_EN, UI_MAX_BEAM,
     ModelRegistry, Result, ViewState, candidate_choices, examples_for, export_npz, is_toy, nbest_table,
-    result_payload, run_translation, select_candidate, training_view,
+    result_payload, run_translation, select_candidate, training_progress, training_view,
 )
 from transformer.search_views import CompareSession, compare_value, record_search, tree_value  # noqa: E402
 from transformer.translator import Translator  # noqa: E402
@@ -167,6 +167,10 @@ def on_model_change(label: str):
     tr = _translator(label)
     fig, metrics = training_view(label, REGISTRY.directory(label))
     notice = f"Model {label} is ready ({'toy task: type space-separated letters' if is_toy(tr) else 'English'})."
+    progress = training_progress(REGISTRY.directory(label))
+    if progress:
+        notice += (f" It is still in training (step {progress[0]} of {progress[1]}): expect rough translations;"
+                   " the Training tab shows how far it has come.")
     examples = examples_for(tr, REGISTRY.directory(label))
     return (label, None, "", notice, nbest_table(None),
             gr.Dataset(samples=[[e] for e in examples]), fig, metrics) + show_result(None)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import platform
 import statistics
 import sys
@@ -100,6 +101,14 @@ def watch_then(page, action, scope: str, title: list[str] | None) -> None:
     page.evaluate(WATCH, [scope, title])
     action()
     page.wait_for_function("window.__t1 !== null", timeout=TIMEOUT_MS)
+
+
+def cpu_model() -> str:
+    """The CPU's model name (numbers are only comparable on one machine)."""
+    info = Path("/proc/cpuinfo")
+    names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines()
+             if line.startswith("model name")] if info.is_file() else []
+    return names[0] if names else platform.processor() or platform.machine()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -315,8 +324,7 @@ def main() -> None:
     print(json.dumps({
         "app": app, "checkpoint": args.checkpoint or "(the app's default)", "reps": args.reps,
         "sentence_words": len((SENTENCES_TOY if toy else SENTENCES_EN)[0].split()), "beam": 5,
-        "browser": CHROMIUM, "machine": f"{platform.processor() or platform.machine()}, "
-                                        f"{__import__('os').cpu_count()} cores",
+        "browser": CHROMIUM, "machine": f"{cpu_model()}, {os.cpu_count()} cores",
         "wall_s": round(time.time() - start, 1), "results_ms": results,
     }, indent=1))
 

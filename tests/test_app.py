@@ -97,6 +97,15 @@ def test_registry_lists_default_models_first_then_sorted_and_override_first(app,
     (tmp_path / "en-de" / "config.json").write_text("{}")
     (tmp_path / "en-de" / "model.safetensors").write_bytes(b"")
     assert explorer.ModelRegistry(tmp_path).labels() == ["en-de", "multi30k-en-de", "toy-a", "toy-b"]
+    # a model exported before its schedule ended (trained over several sessions) goes last
+    (tmp_path / "en-de" / "training.json").write_text(json.dumps(
+        {"progress": {"step": 501}, "train_config": {"max_steps": 3000}}))
+    assert explorer.training_progress(tmp_path / "en-de") == (501, 3000)
+    assert explorer.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b", "en-de"]
+    (tmp_path / "en-de" / "training.json").write_text(json.dumps(
+        {"progress": {"step": 3000}, "train_config": {"max_steps": 3000}}))
+    assert explorer.training_progress(tmp_path / "en-de") is None
+    assert explorer.ModelRegistry(tmp_path).labels()[0] == "en-de"
     assert explorer.ModelRegistry(tmp_path / "missing").default() is None
     with pytest.raises(LookupError, match="No model found"):
         explorer.ModelRegistry(tmp_path / "missing").get(None)

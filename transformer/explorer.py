@@ -27,6 +27,7 @@ import plotly.graph_objects as go
 
 from . import viz
 from .hub import resolve_checkpoint
+from .model_card import training_progress  # noqa: F401  (the app imports it from here)
 from .payload import attention_payload
 from .share import (  # noqa: F401  (re-exported: the app's limits and the view state live in share.py)
     DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS, MEAN_HEADS, ROWS_INPUT, ROWS_PREDICTED, UI_MAX_BEAM,
@@ -72,7 +73,8 @@ class ModelEntry:
 
 
 class ModelRegistry:
-    """Every checkpoint directory under `checkpoint_dir` (MODEL_ORDER first), each loaded once on first use.
+    """Every checkpoint directory under `checkpoint_dir`, finished models first (MODEL_ORDER, then by
+    name), then models still in training; each loaded once on first use.
 
     `override` (a Hub repo id or a path, from $TRANSFORMER_CHECKPOINT) becomes the first entry.
     """
@@ -91,7 +93,8 @@ class ModelRegistry:
             dirs = [d for d in self.checkpoint_dir.iterdir()
                     if d.is_dir() and not d.name.startswith(".") and (d / "config.json").is_file()
                     and (d / "model.safetensors").is_file()]
-            dirs.sort(key=lambda d: (MODEL_ORDER.index(d.name) if d.name in MODEL_ORDER else len(MODEL_ORDER), d.name))
+            dirs.sort(key=lambda d: (training_progress(d) is not None,
+                                     MODEL_ORDER.index(d.name) if d.name in MODEL_ORDER else len(MODEL_ORDER), d.name))
             found = [ModelEntry(d.name, str(d)) for d in dirs]
         if self.override:
             path = Path(self.override)

@@ -50,6 +50,18 @@ def _metrics_table(metrics: dict) -> list[str]:
     return rows
 
 
+def training_progress(directory: Path | None) -> tuple[int, int] | None:
+    """(steps done, steps planned) of a checkpoint exported before its schedule ended; None if finished
+    or unknown. Such a model is still being trained (over several sessions): it is listed last."""
+    path = directory / "training.json" if directory is not None else None
+    if path is None or not path.is_file():
+        return None
+    training = json.loads(path.read_text(encoding="utf-8"))
+    done = training.get("progress", {}).get("step")
+    planned = training.get("train_config", {}).get("max_steps")
+    return (done, planned) if done and planned and done < planned else None
+
+
 def render_card(directory: Path) -> str:
     config = _read_json(directory / "config.json")
     training = _read_json(directory / "training.json")
@@ -77,6 +89,11 @@ def render_card(directory: Path) -> str:
     else:
         lines += [f"A toy model for the `{cfg.get('task')}` task (random letter sequences generated in code), "
                   "used in class to show clean attention patterns.", ""]
+    progress = training_progress(directory)
+    if progress:
+        lines += [f"**Still in training:** step {progress[0]} of {progress[1]} of its schedule. Training continues "
+                  f"with `python -m transformer.train --preset {preset} --resume`, from this export when the run "
+                  "directory is gone (a fresh optimizer, the same schedule and data order).", ""]
     lines += ["## Metrics", "", *_metrics_table(metrics), ""]
     lines += ["## Model", "",
               f"- parameters: {training.get('parameters', '?'):,}" if training else "- parameters: ?",
