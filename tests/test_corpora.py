@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Two tiny corpora of our own sentences: "everyday" and "captions".
 EVERYDAY = [
     ("Where is my phone?", "Wo ist mein Handy?"),
-    ("I am not hungry.", "Ich habe keinen Hunger."),
+    ("I am not hungry this morning.", "Ich habe heute Morgen keinen Hunger."),
     ("Do you like tea?", "Magst du Tee?"),
     ("We live in Hamburg.", "Wir wohnen in Hamburg."),
     ("She has two brothers.", "Sie hat zwei Brüder."),
@@ -85,7 +85,7 @@ def test_mixture_repeats_whole_weights_and_samples_fractions_per_epoch():
 
 
 def test_source_variants_and_noise_rates():
-    assert source_variants("Where is Tom?") == ("Where is Tom?", "where is tom?", "Where is Tom", "where is tom")
+    assert source_variants("Did Pauline call?") == ("Did Pauline call?", "did pauline call?", "Did Pauline call", "did pauline call")
     assert strip_final_punctuation("Stop!!! ") == "Stop"
     assert strip_final_punctuation("...") == "..."  # nothing but punctuation: unchanged
     assert strip_final_punctuation("Mr. Smith is here.") == "Mr. Smith is here"
@@ -101,7 +101,7 @@ def test_source_variants_and_noise_rates():
 
 def test_unshout_lowercases_only_all_caps_text():
     assert unshout("A MAN IS WALKING.") == "a man is walking."
-    assert unshout("WHERE IS TOM?") == "where is tom?"
+    assert unshout("DID PAULINE CALL?") == "did pauline call?"
     assert unshout("I met NASA engineers.") == "I met NASA engineers."
     assert unshout("I") == "I" and unshout("OK") == "ok" and unshout("123 !") == "123 !"
     assert unshout("ÜBER ALLES") == "über alles"

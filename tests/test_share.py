@@ -18,11 +18,11 @@ def parse(**params):
 
 
 def test_a_full_link_is_restored_field_by_field():
-    view, notes = parse(text="The dog bit the man.", compare="The man bit the dog.", model="multi30k-en-de",
+    view, notes = parse(text="The grey dog bit the baker.", compare="The baker bit the grey dog.", model="multi30k-en-de",
                         method="greedy", beam="3", lp="1.2", tab="tree", kind="steps", layer="3", head="4",
                         rows="predicted", hide="1", merge="true", present="1")
     assert notes == []
-    assert view == ViewState(text="The dog bit the man.", compare="The man bit the dog.", model="multi30k-en-de",
+    assert view == ViewState(text="The grey dog bit the baker.", compare="The baker bit the grey dog.", model="multi30k-en-de",
                              method="greedy", beam=3, length_penalty=1.2, present=True, tab="tree", kind="steps",
                              layer=2, head=3, rows=ROWS_PREDICTED, hide_special=True, merge_subwords=True)
     assert view.client() == {"tab": "steps", "layer": 2, "head": 3, "rows": ROWS_PREDICTED, "hide": True,

@@ -89,7 +89,7 @@ _FINAL_PUNCT = re.compile(r"[\s.!?。…]+$")
 
 
 def strip_final_punctuation(text: str) -> str:
-    """"Where is it?" -> "Where is it"; text that is only punctuation stays as it is."""
+    """"Did it rain?" -> "Did it rain"; text that is only punctuation stays as it is."""
     stripped = _FINAL_PUNCT.sub("", text)
     return stripped or text
 

@@ -18,7 +18,7 @@ PAD, UNK, BOS, EOS = SPECIAL_TOKENS
 
 
 def unshout(text: str) -> str:
-    """ALL-CAPS text in lower case ("WHERE IS TOM?" -> "where is tom?"); other text unchanged.
+    """ALL-CAPS text in lower case ("DID PAULINE CALL?" -> "did pauline call?"); other text unchanged.
 
     Capitals carry little meaning in a shouted sentence, but split every word into rare pieces
     the model has hardly seen; lower case is a form it is trained on (`corpora.SourceNoise`).
