@@ -31,7 +31,7 @@ import torch  # noqa: E402
 
 from transformer import page  # noqa: E402
 from transformer.explorer import (  # noqa: E402
-    DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, ENV_CHECKPOINT, EXAMPLES_EN, UI_MAX_BEAM,
+    DEFAULT_BEAM, ENV_CHECKPOINT, EXAMPLES_EN, UI_MAX_BEAM,
     ModelRegistry, Result, ViewState, candidate_choices, examples_for, export_npz, is_toy, nbest_table,
     result_payload, run_translation, select_candidate, training_progress, training_view,
 )

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -26,7 +25,6 @@ from gradio_client.exceptions import AppError  # noqa: E402
 from transformer import explorer  # noqa: E402
 from transformer.payload import decode_attention  # noqa: E402
 from transformer.translator import Attention, Candidate, StepRecord, Translation  # noqa: E402
-from strings import all_strings
 
 EVIL = "<img src=x onerror=alert(1)>"
 ENV, WHICH = app_env()
