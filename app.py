@@ -5,10 +5,10 @@
     TRANSFORMER_CHECKPOINT=checkpoints/toy-reverse python app.py   # or a Hugging Face Hub repo id
 
 Layout and wiring only: the model registry, session results and the view state live in
-`transformer.explorer`; after a translation the page gets the attention once (`transformer.payload`)
-and draws every view in the browser (`transformer.page`, `transformer/static/explorer.js`), so layer,
+`transformer.explorer.logic`; after a translation the page gets the attention once (`transformer.explorer.payload`)
+and draws every view in the browser (`transformer.explorer.page`, `transformer/explorer/static/explorer.js`), so layer,
 head, toggles, tabs and decoding steps need no server round trip. The training curves are drawn by
-`transformer.viz`.
+`transformer.explorer.viz`.
 The module-level `demo` (queued, not launched) is what Spaces and the tests import; `launch_options()`
 gives the keyword arguments `python app.py` launches it with.
 
@@ -29,13 +29,13 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no network at run 
 import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 
-from transformer import page  # noqa: E402
-from transformer.explorer import (  # noqa: E402
+from transformer.explorer import page  # noqa: E402
+from transformer.explorer.logic import (  # noqa: E402
     DEFAULT_BEAM, ENV_CHECKPOINT, EXAMPLES_EN, UI_MAX_BEAM,
     ModelRegistry, Result, ViewState, candidate_choices, examples_for, export_npz, is_toy, nbest_table,
     result_payload, run_translation, select_candidate, training_progress, training_view,
 )
-from transformer.search_views import CompareSession, compare_value, record_search, tree_value  # noqa: E402
+from transformer.explorer.search_views import CompareSession, compare_value, record_search, tree_value  # noqa: E402
 from transformer.translator import Translator  # noqa: E402
 
 log = logging.getLogger("app")
@@ -461,7 +461,7 @@ def build_demo() -> gr.Blocks:
             **quiet, **model_group)
         compare_view.pick(on_compare_pick, [compare_state], [compare_view], **quiet)
 
-        # ---- a shared link: validate its parameters (transformer/share.py), restore the view, translate
+        # ---- a shared link: validate its parameters (transformer/explorer/share.py), restore the view, translate
         copy_link.click(None, None, [link_box], js=JS_COPY_LINK, api_visibility="private")
         demo.load(
             on_restore, [model_state],

@@ -53,11 +53,11 @@ def main() -> None:
     import torch
 
     import app  # noqa: E402  (loads the model once, like the server does)
-    from transformer import explorer  # noqa: E402
+    from transformer.explorer import logic  # noqa: E402
 
     torch.set_num_threads(args.threads)
     model = app.DEFAULT_MODEL
-    text = SENTENCE_TOY if explorer.is_toy(app.DEFAULT_TRANSLATOR) else SENTENCE_EN
+    text = SENTENCE_TOY if logic.is_toy(app.DEFAULT_TRANSLATOR) else SENTENCE_EN
 
     def full_request() -> tuple[dict[str, float], int, object]:
         times = {}
@@ -68,7 +68,7 @@ def main() -> None:
         t2 = time.perf_counter()
         size = len(json.dumps(payload))
         t3 = time.perf_counter()
-        explorer.export_npz(result, app.EXPORT_DIR)
+        logic.export_npz(result, app.EXPORT_DIR)
         t4 = time.perf_counter()
         times.update(translate=t1 - t0, payload=t2 - t1, serialise=t3 - t2, export=t4 - t3, total=t4 - t0)
         return times, size, result
@@ -95,7 +95,7 @@ def synthetic_payload(runs: int) -> dict:
     """The payload alone for fake attention of a 6+6-layer, 8-head model and a 13-word sentence."""
     import numpy as np
 
-    from transformer.payload import attention_payload
+    from transformer.explorer.payload import attention_payload
     from transformer.translator import Attention, StepRecord
 
     n_enc, n_dec, n_heads, s_len, t_len = 6, 6, 8, 16, 18

@@ -25,7 +25,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from transformer.config import ModelConfig  # noqa: E402
-from transformer.data import collate  # noqa: E402
+from transformer.training.data import collate  # noqa: E402
 from transformer.model import PositionalEncoding, Transformer  # noqa: E402
 
 

@@ -15,7 +15,7 @@ from safetensors.torch import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for `transformer`
 
-from transformer.train import Trainer, parse_args  # noqa: E402
+from transformer.training.train import Trainer, parse_args  # noqa: E402
 
 
 def dump(trainer: Trainer, out: Path, name: str) -> None:

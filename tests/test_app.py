@@ -22,8 +22,8 @@ gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from transformer import explorer  # noqa: E402
-from transformer.payload import decode_attention  # noqa: E402
+from transformer.explorer import logic  # noqa: E402
+from transformer.explorer.payload import decode_attention  # noqa: E402
 from transformer.translator import Attention, Candidate, StepRecord, Translation  # noqa: E402
 
 EVIL = "<img src=x onerror=alert(1)>"
@@ -74,7 +74,7 @@ def fake_result(app):
     att = Attention(maps((2, 4, 5, 5)), dec, maps((2, 4, 3, 5)), src, tin, out, steps)
     cand = Candidate("x " + EVIL, out, [4, 5, 3], -1.0, -2.0)
     tr = Translation("x " + EVIL, src, out, -1.0, -2.0, False, [cand], "beam", 5, [4, 5, 6, 7, 3], att)
-    return explorer.Result("fake", EVIL, tr, 0.6, {0: att})
+    return logic.Result("fake", EVIL, tr, 0.6, {0: att})
 
 
 # ----------------------------------------------------------------------------- pure functions
@@ -87,26 +87,26 @@ def test_registry_lists_default_models_first_then_sorted_and_override_first(app,
         if name != "incomplete":
             (tmp_path / name / "model.safetensors").write_bytes(b"")
     (tmp_path / "stray.txt").write_text("not a checkpoint")
-    assert explorer.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b"]
-    assert explorer.ModelRegistry(tmp_path, str(tmp_path / "toy-b")).labels() == ["toy-b", "multi30k-en-de", "toy-a"]
-    assert explorer.ModelRegistry(tmp_path, "someone/some-model").labels()[0] == "someone/some-model"
-    assert explorer.ModelRegistry(tmp_path / "missing").labels() == []
+    assert logic.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b"]
+    assert logic.ModelRegistry(tmp_path, str(tmp_path / "toy-b")).labels() == ["toy-b", "multi30k-en-de", "toy-a"]
+    assert logic.ModelRegistry(tmp_path, "someone/some-model").labels()[0] == "someone/some-model"
+    assert logic.ModelRegistry(tmp_path / "missing").labels() == []
     (tmp_path / "en-de").mkdir()
     (tmp_path / "en-de" / "config.json").write_text("{}")
     (tmp_path / "en-de" / "model.safetensors").write_bytes(b"")
-    assert explorer.ModelRegistry(tmp_path).labels() == ["en-de", "multi30k-en-de", "toy-a", "toy-b"]
+    assert logic.ModelRegistry(tmp_path).labels() == ["en-de", "multi30k-en-de", "toy-a", "toy-b"]
     # a model exported before its schedule ended (trained over several sessions) goes last
     (tmp_path / "en-de" / "training.json").write_text(json.dumps(
         {"progress": {"step": 501}, "train_config": {"max_steps": 3000}}))
-    assert explorer.training_progress(tmp_path / "en-de") == (501, 3000)
-    assert explorer.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b", "en-de"]
+    assert logic.training_progress(tmp_path / "en-de") == (501, 3000)
+    assert logic.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b", "en-de"]
     (tmp_path / "en-de" / "training.json").write_text(json.dumps(
         {"progress": {"step": 3000}, "train_config": {"max_steps": 3000}}))
-    assert explorer.training_progress(tmp_path / "en-de") is None
-    assert explorer.ModelRegistry(tmp_path).labels()[0] == "en-de"
-    assert explorer.ModelRegistry(tmp_path / "missing").default() is None
+    assert logic.training_progress(tmp_path / "en-de") is None
+    assert logic.ModelRegistry(tmp_path).labels()[0] == "en-de"
+    assert logic.ModelRegistry(tmp_path / "missing").default() is None
     with pytest.raises(LookupError, match="No model found"):
-        explorer.ModelRegistry(tmp_path / "missing").get(None)
+        logic.ModelRegistry(tmp_path / "missing").get(None)
 
 
 def test_registry_loads_once_and_caches(app):
@@ -119,31 +119,31 @@ def test_registry_loads_once_and_caches(app):
 @pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", None, float("nan")])
 def test_check_options_rejects_bad_beam(app, beam):
     with pytest.raises(gr.Error, match="beam_size must be a whole number from 1 to 10"):
-        explorer.check_options("beam", beam)
+        logic.check_options("beam", beam)
 
 
 def test_check_options_accepts_and_rejects_methods(app):
-    assert explorer.check_options("beam", 5.0) == 5 and isinstance(explorer.check_options("greedy", 1), int)
+    assert logic.check_options("beam", 5.0) == 5 and isinstance(logic.check_options("greedy", 1), int)
     with pytest.raises(gr.Error, match="method"):
-        explorer.check_options("sample", 3)
+        logic.check_options("sample", 3)
 
 
 def test_run_translation_empty_and_truncated(app):
     tr = app.DEFAULT_TRANSLATOR
     for empty in ("", "   \n", None):
         with pytest.raises(gr.Error, match="Type a sentence"):
-            explorer.run_translation(tr, "m", empty, "beam", 3)
+            logic.run_translation(tr, "m", empty, "beam", 3)
     long = " ".join("abcdefghij"[i % 10] for i in range(tr.max_source_tokens + 20))
-    result, notice = explorer.run_translation(tr, "m", long, "greedy", 1)
+    result, notice = logic.run_translation(tr, "m", long, "greedy", 1)
     assert result.translation.truncated and f"limit of {tr.max_source_tokens} tokens" in notice
-    result, notice = explorer.run_translation(tr, "m", "a " * (explorer.MAX_INPUT_CHARS + 10), "greedy", 1)
-    assert f"first {explorer.MAX_INPUT_CHARS} characters" in notice and len(result.source) == explorer.MAX_INPUT_CHARS
+    result, notice = logic.run_translation(tr, "m", "a " * (logic.MAX_INPUT_CHARS + 10), "greedy", 1)
+    assert f"first {logic.MAX_INPUT_CHARS} characters" in notice and len(result.source) == logic.MAX_INPUT_CHARS
 
 
 def test_run_translation_reads_all_caps_in_lower_case_and_says_so(app):
     tr = app.DEFAULT_TRANSLATOR
-    shouted, notice = explorer.run_translation(tr, "m", "THE DOG IS SLEEPING.", "greedy", 1)
-    quiet, quiet_notice = explorer.run_translation(tr, "m", "the dog is sleeping.", "greedy", 1)
+    shouted, notice = logic.run_translation(tr, "m", "THE DOG IS SLEEPING.", "greedy", 1)
+    quiet, quiet_notice = logic.run_translation(tr, "m", "the dog is sleeping.", "greedy", 1)
     assert "ALL-CAPS" in notice and "ALL-CAPS" not in quiet_notice
     assert shouted.translation.text == quiet.translation.text
     assert shouted.translation.src_tokens == quiet.translation.src_tokens
@@ -151,20 +151,20 @@ def test_run_translation_reads_all_caps_in_lower_case_and_says_so(app):
 
 def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
     tr = app.DEFAULT_TRANSLATOR
-    result, _ = explorer.run_translation(tr, "m", "h e l l o", "beam", 4)
+    result, _ = logic.run_translation(tr, "m", "h e l l o", "beam", 4)
     n = len(result.translation.candidates)
     assert n >= 2
     calls = []
     original = tr.attention_for
     monkeypatch.setattr(tr, "translate", lambda *a, **k: pytest.fail("must not re-run decoding"))
     monkeypatch.setattr(tr, "attention_for", lambda r, candidate=0: calls.append(candidate) or original(r, candidate))
-    explorer.select_candidate(tr, result, 1)
-    explorer.select_candidate(tr, result, 0)
-    explorer.select_candidate(tr, result, 1)
+    logic.select_candidate(tr, result, 1)
+    logic.select_candidate(tr, result, 0)
+    logic.select_candidate(tr, result, 1)
     assert calls == [1] and result.candidate == 1
     assert result.attention.tgt_out_tokens == result.translation.candidates[1].tokens
     with pytest.raises(gr.Error):
-        explorer.select_candidate(tr, result, n)
+        logic.select_candidate(tr, result, n)
 
 
 def test_show_result_sends_the_payload_and_candidate_selector(app):
@@ -185,7 +185,7 @@ def test_show_result_sends_the_payload_and_candidate_selector(app):
 
 def test_candidate_change_sends_that_candidates_attention(app):
     tr = app.DEFAULT_TRANSLATOR
-    result, _ = explorer.run_translation(tr, app.DEFAULT_MODEL, "h e l l o", "beam", 3)
+    result, _ = logic.run_translation(tr, app.DEFAULT_MODEL, "h e l l o", "beam", 3)
     result_out, payload, dropdown = app.on_candidate(result, 2)
     assert result_out.candidate == 2 and payload["candidate"] == 2 and dropdown.value == 2
     assert payload["tokens"]["tgt_out"]["raw"] == result.translation.candidates[2].tokens
@@ -199,47 +199,47 @@ def test_model_change_updates_examples_and_clears_result(app):
     out = app.on_model_change(label)
     state, result, translation, notice = out[:4]
     assert state == label and result is None and translation == "" and label in notice
-    assert [s[0] for s in out[5].raw_samples] == explorer.EXAMPLES_TOY  # a toy model gets letter examples
+    assert [s[0] for s in out[5].raw_samples] == logic.EXAMPLES_TOY  # a toy model gets letter examples
     assert out[8] is None  # the page's payload: views cleared
     with pytest.raises(gr.Error, match="Unknown model"):
         app.on_model_change("no-such-model")
 
 
 def test_view_state_defaults_match_the_controls(app):
-    view = explorer.ViewState()
-    assert (view.method, view.beam, view.length_penalty) == ("beam", explorer.DEFAULT_BEAM,
-                                                            explorer.DEFAULT_LENGTH_PENALTY)
-    assert view.client() == {"tab": "encoder", "layer": None, "head": explorer.MEAN_HEADS,
-                             "rows": explorer.ROWS_INPUT, "hide": False, "merge": False, "step": 1}
+    view = logic.ViewState()
+    assert (view.method, view.beam, view.length_penalty) == ("beam", logic.DEFAULT_BEAM,
+                                                            logic.DEFAULT_LENGTH_PENALTY)
+    assert view.client() == {"tab": "encoder", "layer": None, "head": logic.MEAN_HEADS,
+                             "rows": logic.ROWS_INPUT, "hide": False, "merge": False, "step": 1}
 
 
 def test_focus_view_layer_clipping_mean_and_titles(app):
     att = fake_result(app).attention
-    opts = explorer.ViewOptions(layer=7, head=2)
-    fig, hidden = explorer.focus_view(att, "cross", opts)
+    opts = logic.ViewOptions(layer=7, head=2)
+    fig, hidden = logic.focus_view(att, "cross", opts)
     assert "layer 2" in fig.layout.title.text and "head 3" in fig.layout.title.text
     assert "this stack has 2 layers" in fig.layout.title.text and hidden is None
-    fig, hidden = explorer.focus_view(att, "encoder", explorer.ViewOptions(layer=0, head=explorer.MEAN_HEADS, hide_special=True))
+    fig, hidden = logic.focus_view(att, "encoder", logic.ViewOptions(layer=0, head=logic.MEAN_HEADS, hide_special=True))
     assert "mean over heads" in fig.layout.title.text and 0.0 < hidden < 1.0
     z = np.array(fig.data[0].z)
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)  # renormalised rows
     # decoder rows by predicted token: the last row is the one that predicted <eos>
-    w, q, k = explorer.kind_maps(att, "decoder", explorer.ROWS_PREDICTED)
+    w, q, k = logic.kind_maps(att, "decoder", logic.ROWS_PREDICTED)
     assert q == att.tgt_out_tokens and k == att.tgt_in_tokens
 
 
 def test_step_view_and_hidden_text(app):
     att = fake_result(app).attention
-    fig, text = explorer.step_view(att, 2, explorer.ViewOptions(layer=1, head=0))
+    fig, text = logic.step_view(att, 2, logic.ViewOptions(layer=1, head=0))
     assert "Step 2 of 3" in text and "&lt;i&gt;y&lt;/i&gt;" in fig.layout.title.text
-    fig, text = explorer.step_view(att, 99, explorer.ViewOptions())  # clamped
+    fig, text = logic.step_view(att, 99, logic.ViewOptions())  # clamped
     assert "Step 3 of 3" in text
-    assert "1.5%" in explorer.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
+    assert "1.5%" in logic.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
 
 
 def test_export_npz_round_trip_without_pickle(app, tmp_path):
     result = fake_result(app)
-    path = explorer.export_npz(result, tmp_path)
+    path = logic.export_npz(result, tmp_path)
     assert path.parent == tmp_path and path.suffix == ".npz"
     with np.load(path, allow_pickle=False) as z:
         np.testing.assert_array_equal(z["cross"], result.attention.cross)
@@ -251,15 +251,15 @@ def test_export_npz_round_trip_without_pickle(app, tmp_path):
 
 def test_training_helpers(app, tmp_path):
     (tmp_path / "train_log.jsonl").write_text('{"epoch": 1, "val_loss": 2.0}\nnot json\n[1]\n{"epoch": 2}\n')
-    assert [r["epoch"] for r in explorer.load_train_log(tmp_path)] == [1, 2]
+    assert [r["epoch"] for r in logic.load_train_log(tmp_path)] == [1, 2]
     (tmp_path / "metrics.json").write_text(json.dumps({"bleu": 31.234567, "test": {"bleu": 30.0}, "n": [1, 2]}))
-    table = explorer.metrics_table(tmp_path)
+    table = logic.metrics_table(tmp_path)
     assert dict(zip(table["metric"], table["value"])) == {"bleu": "31.23", "test.bleu": "30", "n": "[1, 2]"}
-    assert "no metrics.json" in explorer.metrics_table(tmp_path / "nope")["metric"][0]
+    assert "no metrics.json" in logic.metrics_table(tmp_path / "nope")["metric"][0]
     (tmp_path / "metrics.json").write_text(json.dumps({
         "test/beam5": {"bleu": 23.456, "chrf": 45.7, "method": "beam", "signature": "x", "split": "test"},
         "val/greedy": {"bleu": 22.0, "method": "greedy", "batch_size": 64}}))
-    table = explorer.metrics_table(tmp_path)
+    table = logic.metrics_table(tmp_path)
     assert list(table.columns) == ["evaluation", "bleu", "chrf", "method"]
     assert table.values.tolist() == [["test/beam5", "23.46", "45.7", "beam"], ["val/greedy", "22", "", "greedy"]]
 
@@ -358,7 +358,7 @@ def test_main_path_records_no_search(app, monkeypatch):
 
 
 def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monkeypatch):
-    from transformer import search_viz
+    from transformer.explorer import search_viz
 
     tr = app.DEFAULT_TRANSLATOR
     *_, result = app.on_translate("h e l l o", "beam", 4, app.DEFAULT_MODEL, 0.6)
@@ -400,7 +400,7 @@ def test_tree_of_a_greedy_translation_has_no_second_search(app):
 
 
 def test_compare_figures_hold_both_results_arrays(app):
-    from transformer.search_viz import select_map
+    from transformer.explorer.search_viz import select_map
 
     tr = app.DEFAULT_TRANSLATOR
     value, session = app.on_compare("h e l l o", "h e l l a", "beam", 3, app.DEFAULT_MODEL, 0.6,
@@ -428,9 +428,9 @@ def test_difference_of_a_sentence_with_itself_is_zero(app):
 def test_greedy_vs_beam_side_by_side(app):
     tr = app.DEFAULT_TRANSLATOR
     value, session = app.on_greedy_vs_beam("h e l l o", 1, app.DEFAULT_MODEL, 0.6, '{"kind": "decoder"}')
-    assert value["labels"] == ["greedy", f"beam {explorer.DEFAULT_BEAM}"] and value["kind"] == "decoder"
+    assert value["labels"] == ["greedy", f"beam {logic.DEFAULT_BEAM}"] and value["kind"] == "decoder"
     assert session.translations == (tr.translate("h e l l o", method="greedy").text,
-                                    tr.translate("h e l l o", beam_size=explorer.DEFAULT_BEAM).text)
+                                    tr.translate("h e l l o", beam_size=logic.DEFAULT_BEAM).text)
     with pytest.raises(gr.Error, match="Type a sentence"):
         app.on_compare("h e l l o", "   ", "beam", 3, app.DEFAULT_MODEL, 0.6, "")
 
@@ -456,10 +456,10 @@ def test_restore_from_a_link_validates_and_notes(app):
 
 def test_examples_follow_what_the_model_was_trained_on(app, tmp_path):
     captions_only = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
-    assert explorer.examples_for(None, captions_only) == explorer.EXAMPLES_CAPTIONS
+    assert logic.examples_for(None, captions_only) == logic.EXAMPLES_CAPTIONS
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     (mixed / "training.json").write_text(json.dumps(
         {"train_config": {"task": "translation", "corpora": ["tatoeba-en-de", "multi30k:2"]}}))
-    assert explorer.examples_for(None, mixed) == explorer.EXAMPLES_EN
-    assert explorer.examples_for(None, tmp_path / "missing") == explorer.EXAMPLES_EN
+    assert logic.examples_for(None, mixed) == logic.EXAMPLES_EN
+    assert logic.examples_for(None, tmp_path / "missing") == logic.EXAMPLES_EN

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from transformer import evaluate
-from transformer.corpora import CorpusSpec, corpus_test_split
-from transformer.data import DEFAULT_DATA_DIR, DataError, load_split, toy_pairs
-from transformer.evaluate import score_translations, sequence_accuracy
+from transformer.training import evaluate
+from transformer.training.corpora import CorpusSpec, corpus_test_split
+from transformer.training.data import DEFAULT_DATA_DIR, DataError, load_split, toy_pairs
+from transformer.training.evaluate import score_translations, sequence_accuracy
 from transformer.hub import read_config, read_weights
 from transformer.translator import load_pretrained
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from transformer import evaluate, translate
+from transformer import translate
+from transformer.training import evaluate
 from transformer.translator import load_pretrained
 
 ROOT = Path(__file__).resolve().parents[1]

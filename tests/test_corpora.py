@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from transformer import train
-from transformer.corpora import (
+from transformer.training import train
+from transformer.training.corpora import (
     SOURCE_VARIANTS, CorpusSpec, SourceNoise, mixture_indices, parse_corpora, source_variants, strip_final_punctuation,
 )
-from transformer.data import DataError, corpus_env_var, resolve_data_dir
+from transformer.training.data import DataError, corpus_env_var, resolve_data_dir
 from transformer.tokenizer import unshout
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from transformer.data import (
+from transformer.training.data import (
     Batch, DataError, PairDataset, collate, load_split, read_lines, resolve_data_dir, toy_pairs, toy_target,
     token_batches,
 )

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from transformer.config import ModelConfig
-from transformer.data import pad_sequences
+from transformer.model import pad_sequences
 from transformer.decoding import (
     beam_search,
     greedy_decode,

@@ -20,7 +20,7 @@ from packaging.version import Version
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import ROOT, running_app  # noqa: E402
 
-from transformer import deploy  # noqa: E402
+from transformer.explorer import deploy  # noqa: E402
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
                                reason="not a git checkout")
@@ -92,7 +92,7 @@ def test_dry_run_lists_the_app_and_leaves_runs_and_caches_behind():
     out = subprocess.run([sys.executable, "-m", "transformer.deploy", "--space", "someone/explorer", "--dry-run"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True).stdout
     paths = [line.split(None, 1)[1] for line in out.splitlines() if line[:12].strip().replace(",", "").isdigit()]
-    for needed in ("app.py", "README.md", "requirements.txt", "transformer/static/explorer.js",
+    for needed in ("app.py", "README.md", "requirements.txt", "transformer/explorer/static/explorer.js",
                    "checkpoints/multi30k-en-de/model.safetensors"):
         assert needed in paths, needed
     assert not [p for p in paths if p.startswith(("runs/", ".venv/", ".git/", ".pytest_cache/"))

@@ -1,4 +1,4 @@
-"""transformer/payload.py: what the browser gets per translation (quantisation, tokens, escaping, size)."""
+"""transformer/explorer/payload.py: what the browser gets per translation (quantisation, tokens, escaping, size)."""
 from __future__ import annotations
 
 import json
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from strings import all_strings
-from transformer import page, viz
-from transformer.payload import (
+from transformer.explorer import page, viz
+from transformer.explorer.payload import (
     QUANT_SCALE, SMALL_QUANT_SCALE, attention_payload, decode_array, decode_attention, encode_array, token_info,
 )
 from transformer.translator import Attention, StepRecord
@@ -119,7 +119,7 @@ def test_payload_revisions_differ_and_skeleton_has_every_view():
 
 
 def test_rows_choices_match_the_explorer():
-    explorer = pytest.importorskip("transformer.explorer")
-    assert page.ROWS_CHOICES == (explorer.ROWS_INPUT, explorer.ROWS_PREDICTED)
-    assert page.KIND_TITLES == explorer.KIND_TITLES
-    assert explorer.ViewState().client()["rows"] == explorer.ROWS_INPUT
+    logic = pytest.importorskip("transformer.explorer.logic")
+    assert page.ROWS_CHOICES == (logic.ROWS_INPUT, logic.ROWS_PREDICTED)
+    assert page.KIND_TITLES == logic.KIND_TITLES
+    assert logic.ViewState().client()["rows"] == logic.ROWS_INPUT

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from test_decoding import sources, tiny_model
-from transformer.data import pad_sequences
+from transformer.model import pad_sequences
 from transformer.decoding import beam_search, greedy_decode, length_penalty_factor
 from transformer.model import Transformer
 from transformer.search_trace import FINISHED, KEPT, PRUNED, ROOT, SearchOutput, SearchTrace

@@ -1,4 +1,4 @@
-"""Tests for transformer/search_viz.py: the search tree figure, node naming, and the compare view."""
+"""Tests for transformer/explorer/search_viz.py: the search tree figure, node naming, and the compare view."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from test_viz import EVIL, assert_no_raw_tag, random_attention
-from transformer import search_viz, viz
+from transformer.explorer import search_viz, viz
 from transformer.search_trace import FINISHED, PRUNED, ROOT
 from transformer.translator import Attention, load_pretrained
 

@@ -1,9 +1,9 @@
-"""The shareable URL's parser (transformer/share.py): every field validated, bad values fall back with a note."""
+"""The shareable URL's parser (transformer/explorer/share.py): every field validated, bad values fall back with a note."""
 from __future__ import annotations
 
 import pytest
 
-from transformer.share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS, MEAN_HEADS, ROWS_PREDICTED, \
+from transformer.explorer.share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS, MEAN_HEADS, ROWS_PREDICTED, \
     ViewState
 
 MODELS = ["en-de", "multi30k-en-de", "toy-reverse"]

@@ -14,9 +14,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from transformer import train
-from transformer.data import collate, toy_pairs
-from transformer.evaluate import sequence_accuracy
+from transformer.training import train
+from transformer.training.data import collate, toy_pairs
+from transformer.training.evaluate import sequence_accuracy
 from transformer.hub import load_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]

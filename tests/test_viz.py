@@ -1,4 +1,4 @@
-"""Tests for transformer/viz.py: transforms on hand-computed examples, figure structure, escaping, size."""
+"""Tests for transformer/explorer/viz.py: transforms on hand-computed examples, figure structure, escaping, size."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from strings import all_strings
-from transformer import viz
+from transformer.explorer import viz
 
 
 @pytest.fixture(autouse=True)

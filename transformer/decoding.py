@@ -12,9 +12,8 @@ from typing import Literal, overload
 import torch
 from torch import Tensor
 
-from .data import pad_sequences
 from .kv_cache import KVCache
-from .model import Transformer, padding_mask
+from .model import Transformer, pad_sequences, padding_mask
 from .search_trace import SearchOutput, SearchRecorder
 
 MAX_BEAM_SIZE = 16  # the widest beam the API and the command-line tools accept

@@ -170,3 +170,15 @@ def save_checkpoint(
     pretrained.tokenizer = tokenizer
     pretrained.save_pretrained(directory, config=model.config)
     return directory
+
+
+def training_progress(directory: Path | None) -> tuple[int, int] | None:
+    """(steps done, steps planned) of a checkpoint exported before its schedule ended; None if finished
+    or unknown. Such a model is still being trained (over several sessions): it is listed last."""
+    path = directory / "training.json" if directory is not None else None
+    if path is None or not path.is_file():
+        return None
+    training = json.loads(path.read_text(encoding="utf-8"))
+    done = training.get("progress", {}).get("step")
+    planned = training.get("train_config", {}).get("max_steps")
+    return (done, planned) if done and planned and done < planned else None

@@ -9,6 +9,7 @@ stored on a module.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -37,6 +38,14 @@ class Seq2SeqOutput:
 def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
     """(B, S) ids -> (B, 1, 1, S) mask, False at padding keys."""
     return (ids != pad_id)[:, None, None, :]
+
+
+def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int) -> Tensor:
+    """List of id lists -> (B, max_len) LongTensor, right-padded."""
+    out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return out
 
 
 def causal_mask(size: int, device: torch.device | None = None) -> Tensor:

@@ -3,7 +3,7 @@
 Three parts: the checkpoints the app offers (`ModelRegistry`, each loaded once), one
 translation as a session keeps it (`Result`: the decoded n-best list and the attention
 of each candidate looked at), and the views: pure functions from a `Result`'s arrays to
-Plotly figures and tables (drawn by `transformer.viz`). Errors meant for the user are
+Plotly figures and tables (drawn by `transformer.explorer.viz`). Errors meant for the user are
 `gr.Error`s with a plain message.
 """
 from __future__ import annotations
@@ -26,15 +26,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import viz
-from .hub import resolve_checkpoint
-from .model_card import training_progress  # noqa: F401  (the app imports it from here)
+from transformer.hub import resolve_checkpoint, training_progress
 from .payload import attention_payload
 from .share import (  # noqa: F401  (re-exported: the app's limits and the view state live in share.py)
     DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS, MEAN_HEADS, ROWS_INPUT, ROWS_PREDICTED, UI_MAX_BEAM,
     ViewState,
 )
-from .tokenizer import unshout
-from .translator import Attention, Translation, Translator, load_pretrained
+from transformer.tokenizer import unshout
+from transformer.translator import Attention, Translation, Translator, load_pretrained
 
 log = logging.getLogger(__name__)
 

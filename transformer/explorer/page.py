@@ -2,7 +2,7 @@
 
 `app.py` puts these into one `gr.HTML` component: the skeleton is static (so a new payload never
 re-renders it), `static/explorer.js` draws the views into it from the payload of
-`transformer.payload.attention_payload`, and plotly.js comes from the installed `plotly` package,
+`transformer.explorer.payload.attention_payload`, and plotly.js comes from the installed `plotly` package,
 served by the app itself (never a CDN: nothing leaves the machine).
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ A node's cross-attention comes from one teacher-forced pass over its prefix
 (`Translator.attention_for_prefix`), cached per node.
 
 `tree_value` and `compare_value` are the JSON-ready dicts the page's two panels draw
-(static/panels.js): Plotly figures from `transformer.search_viz` and plain texts (shown with
+(static/panels.js): Plotly figures from `transformer.explorer.search_viz` and plain texts (shown with
 `textContent`, never as markup). No gradio here: errors are `ValueError`s.
 """
 from __future__ import annotations
@@ -24,9 +24,9 @@ import plotly.graph_objects as go
 from plotly.colors import get_colorscale
 
 from . import search_viz
-from .search_trace import ROOT, SearchTrace
+from transformer.search_trace import ROOT, SearchTrace
 from .share import MEAN_HEADS, ROWS_INPUT, ROWS_PREDICTED
-from .translator import Attention, Translation, Translator
+from transformer.translator import Attention, Translation, Translator
 
 __all__ = ["SearchView", "record_search", "node_cross_rows", "tree_value", "CompareSession", "compare_value",
            "pick_view", "figure_json"]

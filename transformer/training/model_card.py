@@ -12,6 +12,8 @@ import argparse
 import json
 from pathlib import Path
 
+from transformer.hub import training_progress
+
 from .corpora import ATTRIBUTION, CorpusSpec, corpus_test_split
 
 FRONT_MATTER = """---
@@ -48,18 +50,6 @@ def _metrics_table(metrics: dict) -> list[str]:
     if signature:
         rows += ["", f"sacreBLEU signature: `{signature}`"]
     return rows
-
-
-def training_progress(directory: Path | None) -> tuple[int, int] | None:
-    """(steps done, steps planned) of a checkpoint exported before its schedule ended; None if finished
-    or unknown. Such a model is still being trained (over several sessions): it is listed last."""
-    path = directory / "training.json" if directory is not None else None
-    if path is None or not path.is_file():
-        return None
-    training = json.loads(path.read_text(encoding="utf-8"))
-    done = training.get("progress", {}).get("step")
-    planned = training.get("train_config", {}).get("max_steps")
-    return (done, planned) if done and planned and done < planned else None
 
 
 def render_card(directory: Path) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import viz
-from .search_trace import FINISHED, KEPT, PRUNED, ROOT, SearchNode, SearchTrace
+from transformer.search_trace import FINISHED, KEPT, PRUNED, ROOT, SearchNode, SearchTrace
 
 __all__ = [
     "beam_tree_figure", "tree_layout", "node_label", "node_choices", "node_attention_figure", "AttentionMaps", "select_map",

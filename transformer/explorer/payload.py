@@ -2,7 +2,7 @@
 
 The page redraws every view (layer, head, mean over heads, row labels, hidden specials, merged
 subwords, decoding step, tab) from this payload without asking the server again; see
-`transformer/static/explorer.js`. Everything the JavaScript cannot get exactly right by itself is
+`transformer/explorer/static/explorer.js`. Everything the JavaScript cannot get exactly right by itself is
 computed here, in pure Python, and sent ready-made:
 
 * weights quantised to integers (`QUANT_SCALE`, little-endian, base64): `(L, H, Q, K)` per kind;
@@ -28,7 +28,7 @@ import numpy as np
 from plotly.colors import sample_colorscale, sequential
 
 from . import viz
-from .translator import Attention, StepRecord
+from transformer.translator import Attention, StepRecord
 
 __all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "decode_array", "decode_attention",
            "encode_array", "token_info", "ATTENTION_COLORS"]

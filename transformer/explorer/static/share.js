@@ -1,7 +1,7 @@
 // The view the page shows, shared by the attention explorer, the tree and compare panels and the page URL:
 // window.__attention = {state, share, explorer, viewJson}. Whichever part loads first creates it (gradio
 // mounts the components of a tab when it first shows). The URL parameters and their validation are in
-// transformer/share.py: the server validates a link when the page opens (JS_RESTORE in app.py applies the
+// transformer/explorer/share.py: the server validates a link when the page opens (JS_RESTORE in app.py applies the
 // result); from then on the address bar follows the view (history.replaceState).
 
 function attentionView() {

@@ -27,6 +27,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from transformer.model import pad_sequences
+
 DEFAULT_DATA_ROOT = "../shared/data"
 DEFAULT_DATA_DIR = f"{DEFAULT_DATA_ROOT}/multi30k"
 TOY_TASKS = ("copy", "reverse", "sort")
@@ -120,14 +122,6 @@ class Batch:
 def add_specials(src: list[int], tgt: list[int], bos_id: int, eos_id: int) -> tuple[list[int], list[int], list[int]]:
     """Model-ready sequences: src + <eos>, <bos> + tgt, tgt + <eos>."""
     return src + [eos_id], [bos_id] + tgt, tgt + [eos_id]
-
-
-def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int) -> Tensor:
-    """List of id lists -> (B, max_len) LongTensor, right-padded."""
-    out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return out
 
 
 def collate(pairs: Sequence[tuple[list[int], list[int]]], pad_id: int, bos_id: int, eos_id: int) -> Batch:

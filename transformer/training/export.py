@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import torch
 from safetensors.torch import load_file
 
-from .hub import save_checkpoint
-from .model import Transformer
+from transformer.hub import save_checkpoint
+from transformer.model import Transformer
 from .model_card import write_card
 
 if TYPE_CHECKING:

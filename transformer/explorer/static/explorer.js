@@ -1,12 +1,12 @@
 // The attention explorer's views, drawn in the browser from one payload per translation
-// (transformer/payload.py builds it). Every view change (tab, layer, head, mean over heads, row labels,
+// (transformer/explorer/payload.py builds it). Every view change (tab, layer, head, mean over heads, row labels,
 // hide specials, merge subwords, decoding step, head-summary click) redraws here, without the server,
 // and only the views of the tab on screen are drawn.
 //
 // Loaded by gr.HTML(js_on_load=...): `element` is the component, `props.value` the payload (null before
 // a translation), `props.view` the initial view state, `watch` calls back when the payload changes.
 // User text reaches the page only as `textContent` or as Plotly labels escaped by Python (viz.escape_label).
-// The transforms mirror transformer/viz.py (hide_special, merge_subwords) and transformer/explorer.py
+// The transforms mirror transformer/explorer/viz.py (hide_special, merge_subwords) and transformer/explorer/logic.py
 // (focus_view, model_view, rollout_view, step_view); tests/test_browser.py compares the arrays drawn here
 // with those Python functions.
 

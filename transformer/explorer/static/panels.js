@@ -1,5 +1,5 @@
-// The beam-search tree and compare panels (two gr.HTML components; transformer/page.py builds their
-// skeletons). The server sends ready-made Plotly figures and plain texts (transformer/search_views.py);
+// The beam-search tree and compare panels (two gr.HTML components; transformer/explorer/page.py builds their
+// skeletons). The server sends ready-made Plotly figures and plain texts (transformer/explorer/search_views.py);
 // these functions draw them, fill the selectors (option labels as textContent: never markup) and send
 // the user's choices back with trigger("pick", {...}) (a custom gr.HTML event, handled in app.py).
 // Layer, head, attention kind and row labels are the explorer's shared state (window.attentionExplorer),

@@ -1,0 +1,6 @@
+"""The explorer app's server side: sessions and results, the attention payload, the shareable view
+state, the page and its static files, the Plotly figures, and the Space deploy.
+
+Builds on the model core (`transformer.*`); never imports training. `app.py` at the repository root
+holds the Gradio layout and wiring; here only `session.py` imports gradio (for `gr.Error`).
+"""
