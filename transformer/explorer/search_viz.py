@@ -145,6 +145,12 @@ def _edges(trace: SearchTrace, ids: Sequence[int], x: dict[int, float], y: dict[
 
 
 PRUNED_LABEL_LIMIT = 200  # candidates per step x steps up to which pruned candidates are labelled
+TREE_GROUPS = {  # drawing order (later on top): name, colour, edge width, marker size, opacity
+    "pruned": ("pruned candidate", PRUNED_COLOR, 1.0, 6, 0.55),
+    "dropped": ("kept, later dropped", DROPPED_COLOR, 1.2, 8, 0.8),
+    "nbest": ("other n-best", NBEST_COLOR, 2.0, 10, 1.0),
+    "best": ("best translation", BEST_COLOR, 3.5, 12, 1.0),
+}
 
 
 def beam_tree_figure(
@@ -167,58 +173,15 @@ def beam_tree_figure(
     nodes = [n for n in trace.nodes if show_pruned or n.status != PRUNED]
     y = tree_layout(trace, [n.id for n in nodes])
     x = {n.id: float(n.step + 1) for n in nodes}
-    best = trace.ancestors_of(trace.nbest[:1])
-    nbest = trace.ancestors_of(trace.nbest)
     n_cols = trace.n_steps + 1
     max_chars = int(np.clip((width or 1200) / max(n_cols, 1) / 7.5, 3, 14))
     # a wide, long search has more pruned candidates than room: those keep their dot and hover text
     label_pruned = trace.candidates_per_step * n_cols <= PRUNED_LABEL_LIMIT
-
-    def group(node: SearchNode) -> str:
-        if node.id in best:
-            return "best"
-        if node.id in nbest:
-            return "nbest"
-        return "pruned" if node.status == PRUNED else "dropped"
-
-    groups: dict[str, list[SearchNode]] = {"pruned": [], "dropped": [], "nbest": [], "best": []}
-    for node in nodes:
-        groups[group(node)].append(node)
-    styles = {  # name, colour, edge width, marker size, opacity
-        "pruned": ("pruned candidate", PRUNED_COLOR, 1.0, 6, 0.55),
-        "dropped": ("kept, later dropped", DROPPED_COLOR, 1.2, 8, 0.8),
-        "nbest": ("other n-best", NBEST_COLOR, 2.0, 10, 1.0),
-        "best": ("best translation", BEST_COLOR, 3.5, 12, 1.0),
-    }
-    traces: list[Any] = []
-    for key, members in groups.items():
-        name, color, edge_width, size, opacity = styles[key]
-        edge_ids = [n.id for n in members if n.status != ROOT]
-        traces.append(_edges(trace, edge_ids, x, y, color=color, width=edge_width,
-                             dash="dot" if key == "pruned" else "solid"))
-    for key, members in groups.items():
-        if not members:
-            continue
-        name, color, _, size, opacity = styles[key]
-        traces.append(go.Scatter(
-            x=[x[n.id] for n in members], y=[y[n.id] for n in members], mode="markers+text", name=name,
-            text=[_short(n.token, max_chars) if n.status != FINISHED and (key != "pruned" or label_pruned) else ""
-                  for n in members],
-            textposition="top center", textfont=dict(size=11, color=color if key != "pruned" else "#999"),
-            marker=dict(size=size, color=color, opacity=opacity, line=dict(width=1, color="white"),
-                        symbol=["square" if n.status == FINISHED else "x" if n.status == PRUNED and
-                                n.token_id == _eos_id(trace) else "circle" for n in members]),
-            customdata=[n.id for n in members], hovertext=[_node_hover(trace, n) for n in members],
-            hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False,
-        ))
-    finished = [n for n in nodes if n.status == FINISHED]
-    traces.append(go.Scatter(  # score labels to the right of finished hypotheses
-        x=[x[n.id] for n in finished], y=[y[n.id] for n in finished], mode="text", showlegend=False,
-        text=[(f"#{n.nbest_rank + 1} " if n.nbest_rank is not None else "") + _number(n.score) for n in finished],
-        textposition="middle right", hoverinfo="skip", cliponaxis=False,
-        textfont=dict(size=11, color=[BEST_COLOR if n.nbest_rank == 0 else NBEST_COLOR if n.nbest_rank is not None
-                                      else DROPPED_COLOR for n in finished]),
-    ))
+    groups = _node_groups(trace, nodes)
+    traces: list[Any] = [_group_edges(trace, key, members, x, y) for key, members in groups.items()]
+    traces += [_group_markers(trace, key, members, x, y, max_chars, label_pruned)
+               for key, members in groups.items() if members]
+    traces.append(_score_labels([n for n in nodes if n.status == FINISHED], x, y))
     annotations: list[dict[str, Any]] = []
     shapes: list[dict[str, Any]] = []
     y_all = list(y.values())
@@ -230,15 +193,85 @@ def beam_tree_figure(
             y_all.append(lane)
         step = _divergence_step(trace, greedy)
         if step is not None:
-            shapes.append(dict(type="line", x0=step + 1, x1=step + 1, y0=0, y1=1, yref="paper", layer="below",
-                               line=dict(color=GREEDY_COLOR, width=1.5, dash="dot")))
-            annotations.append(dict(x=step + 1, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                                    text=f"step {step + 1}: best beam leaves greedy",
-                                    font=dict(size=12, color=GREEDY_COLOR), bgcolor="rgba(255,255,255,0.85)"))
+            shapes.append(_divergence_line(step))
+            annotations.append(_divergence_note(step))
+    layout = _tree_figure_layout(title or _tree_title(trace, greedy), n_cols, y_all, annotations, shapes, width)
+    return viz._figure(traces, layout)
+
+
+def _node_groups(trace: SearchTrace, nodes: Sequence[SearchNode]) -> dict[str, list[SearchNode]]:
+    """`nodes` split by how they are drawn (the keys of TREE_GROUPS, in its order)."""
+    best = trace.ancestors_of(trace.nbest[:1])
+    nbest = trace.ancestors_of(trace.nbest)
+    groups: dict[str, list[SearchNode]] = {key: [] for key in TREE_GROUPS}
+    for node in nodes:
+        if node.id in best:
+            groups["best"].append(node)
+        elif node.id in nbest:
+            groups["nbest"].append(node)
+        else:
+            groups["pruned" if node.status == PRUNED else "dropped"].append(node)
+    return groups
+
+
+def _group_edges(trace: SearchTrace, key: str, members: Sequence[SearchNode], x: dict[int, float],
+                 y: dict[int, float]) -> go.Scatter:
+    """The edges from a group's nodes to their parents, in the group's colour and width."""
+    _, color, edge_width, _, _ = TREE_GROUPS[key]
+    edge_ids = [n.id for n in members if n.status != ROOT]
+    return _edges(trace, edge_ids, x, y, color=color, width=edge_width, dash="dot" if key == "pruned" else "solid")
+
+
+def _group_markers(trace: SearchTrace, key: str, members: Sequence[SearchNode], x: dict[int, float],
+                   y: dict[int, float], max_chars: int, label_pruned: bool) -> go.Scatter:
+    """A group's nodes: a marker each, with its token above it and its hover text; customdata = node ids."""
+    name, color, _, size, opacity = TREE_GROUPS[key]
+    eos_id = _eos_id(trace)
+    labelled = key != "pruned" or label_pruned
+    return go.Scatter(
+        x=[x[n.id] for n in members], y=[y[n.id] for n in members], mode="markers+text", name=name,
+        # finished nodes are labelled with their score instead (`_score_labels`)
+        text=[_short(n.token, max_chars) if n.status != FINISHED and labelled else "" for n in members],
+        textposition="top center", textfont=dict(size=11, color=color if key != "pruned" else "#999"),
+        marker=dict(size=size, color=color, opacity=opacity, line=dict(width=1, color="white"),
+                    symbol=["square" if n.status == FINISHED else "x" if n.status == PRUNED and
+                            n.token_id == eos_id else "circle" for n in members]),
+        customdata=[n.id for n in members], hovertext=[_node_hover(trace, n) for n in members],
+        hovertemplate="%{hovertext}<extra></extra>", cliponaxis=False,
+    )
+
+
+def _score_labels(finished: Sequence[SearchNode], x: dict[int, float], y: dict[int, float]) -> go.Scatter:
+    """Score labels to the right of finished hypotheses ("#1 −0.67" for the n-best), coloured as their group."""
+    return go.Scatter(
+        x=[x[n.id] for n in finished], y=[y[n.id] for n in finished], mode="text", showlegend=False,
+        text=[(f"#{n.nbest_rank + 1} " if n.nbest_rank is not None else "") + _number(n.score) for n in finished],
+        textposition="middle right", hoverinfo="skip", cliponaxis=False,
+        textfont=dict(size=11, color=[BEST_COLOR if n.nbest_rank == 0 else NBEST_COLOR if n.nbest_rank is not None
+                                      else DROPPED_COLOR for n in finished]),
+    )
+
+
+def _divergence_line(step: int) -> dict[str, Any]:
+    """A dotted vertical line at the output step where the best beam leaves greedy."""
+    return dict(type="line", x0=step + 1, x1=step + 1, y0=0, y1=1, yref="paper", layer="below",
+                line=dict(color=GREEDY_COLOR, width=1.5, dash="dot"))
+
+
+def _divergence_note(step: int) -> dict[str, Any]:
+    """The annotation over `_divergence_line`."""
+    return dict(x=step + 1, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                text=f"step {step + 1}: best beam leaves greedy",
+                font=dict(size=12, color=GREEDY_COLOR), bgcolor="rgba(255,255,255,0.85)")
+
+
+def _tree_figure_layout(title: str, n_cols: int, y_all: Sequence[float], annotations: list[dict[str, Any]],
+                        shapes: list[dict[str, Any]], width: int | None) -> dict[str, Any]:
+    """The tree's layout: steps on a top axis, rows from `y_all` (every drawn y), as high as the tree needs."""
     span = max(y_all) - min(y_all)
     height = int(np.clip(200 + 26 * (span + 1), 320, 2000))
     layout = viz._layout(
-        title or _tree_title(trace, greedy),
+        title,
         xaxis=dict(tickmode="array", tickvals=list(range(n_cols)), ticktext=["start"] + [
             str(i) for i in range(1, n_cols)], title=dict(text="output step"), range=[-0.6, n_cols + 0.2],
             showgrid=False, zeroline=False, side="top"),
@@ -249,7 +282,7 @@ def beam_tree_figure(
     layout["margin"] = dict(l=20, r=60, t=135, b=60)  # the title, then the top axis title and step numbers
     if width:
         layout["width"] = width
-    return viz._figure(traces, layout)
+    return layout
 
 
 def _eos_id(trace: SearchTrace) -> int | None:

@@ -104,81 +104,16 @@ class ViewState:
         Values may be strings or lists of strings (the last one counts).
         """
         view = cls(model=default_model)
-        notes: list[str] = []
-        values: dict[str, str] = {}
-        for key, raw in params.items():
-            key = str(key)
-            value = raw[-1] if isinstance(raw, (list, tuple)) and raw else raw
-            if key in PARAMS:
-                values[key] = "" if value is None else str(value)
-            elif not (key.startswith("__") or key in _FRAMEWORK_PARAMS):
-                notes.append(f"unknown parameter {_show(key)}")
-
-        def ignore(key: str, why: str) -> None:
-            notes.append(f"{key} {_show(values[key])} ({why})")
-
-        for key in ("text", "compare"):
-            if key in values:
-                text, why = _check_text(values[key])
-                if why:
-                    ignore(key, why)
-                else:
-                    setattr(view, key, text)
-        for key in [k for k in PARAMS if k in values and k not in ("text", "compare")]:
-            if len(values[key]) > MAX_VALUE_CHARS:
-                notes.append(f"{key} (longer than {MAX_VALUE_CHARS} characters)")
-                del values[key]
-        if "model" in values:
-            if values["model"] in models:
-                view.model = values["model"]
-            else:
-                ignore("model", "not a model of this app" + (f"; using {default_model}" if default_model else ""))
-        choice = {"method": ("greedy", "beam"), "tab": TABS, "kind": VIEW_KINDS}
-        for key, allowed in choice.items():
-            if key in values:
-                if values[key] in allowed:
-                    setattr(view, key, values[key])
-                else:
-                    ignore(key, "must be one of " + ", ".join(allowed))
-        if "beam" in values:
-            beam = _whole(values["beam"])
-            if beam is not None and 1 <= beam <= UI_MAX_BEAM:
-                view.beam = beam
-            else:
-                ignore("beam", f"must be a whole number from 1 to {UI_MAX_BEAM}")
-        if "lp" in values:
-            lp = _finite(values["lp"])
-            if lp is not None and 0.0 <= lp <= MAX_LENGTH_PENALTY:
-                view.length_penalty = lp
-            else:
-                ignore("lp", f"the length penalty must be a number from 0 to {MAX_LENGTH_PENALTY:g}")
-        if "rows" in values:
-            if values["rows"] in ROWS_CODES:
-                view.rows = ROWS_CODES[values["rows"]]
-            else:
-                ignore("rows", "must be input or predicted")
-        for key, attr in (("hide", "hide_special"), ("merge", "merge_subwords"), ("present", "present")):
-            if key in values:
-                if values[key].lower() in _BOOLS:
-                    setattr(view, attr, _BOOLS[values[key].lower()])
-                else:
-                    ignore(key, "must be 0 or 1")
+        values, notes = _query_values(params)
+        notes += _read_texts(view, values)
+        notes += _drop_overlong(values)
+        notes += _read_choices(view, values, models, default_model)
+        notes += _read_decoding(view, values)
+        notes += _read_toggles(view, values)
+        # the model is settled now, and its size bounds the layer and the head
         sizes = limits(view.model) if limits is not None and view.model else None
         n_layers, n_heads = sizes if sizes else (MAX_LAYERS, MAX_LAYERS)
-        if "layer" in values:
-            layer = _whole(values["layer"])
-            if layer is not None and 1 <= layer <= n_layers:
-                view.layer = layer - 1
-            else:
-                ignore("layer", f"must be a whole number from 1 to {n_layers}")
-        if "head" in values:
-            head = _whole(values["head"])
-            if values["head"] == "mean":
-                view.head = MEAN_HEADS
-            elif head is not None and 1 <= head <= n_heads:
-                view.head = head - 1
-            else:
-                ignore("head", f"must be mean or a whole number from 1 to {n_heads}")
+        notes += _read_layer_and_head(view, values, n_layers, n_heads)
         return view, notes
 
     @staticmethod
@@ -189,6 +124,130 @@ class ViewState:
         return "From the link, ignored (defaults used instead): " + "; ".join(notes) + "."
 
 
+# ----------------------------------------------------------------------------- reading a URL's parameters
+# Each `_read_*` sets the fields of `view` that `values` holds valid values for and returns a note for
+# each value it ignored; `from_query` calls them in a fixed order, which is the order of the notes.
+
+
+def _query_values(params: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """The known parameters' values as strings (a list's last one), and a note per unknown parameter."""
+    values: dict[str, str] = {}
+    notes: list[str] = []
+    for key, raw in params.items():
+        key = str(key)
+        value = raw[-1] if isinstance(raw, (list, tuple)) and raw else raw
+        if key in PARAMS:
+            values[key] = "" if value is None else str(value)
+        elif not (key.startswith("__") or key in _FRAMEWORK_PARAMS):
+            notes.append(f"unknown parameter {_show(key)}")
+    return values, notes
+
+
+def _ignored(values: Mapping[str, str], key: str, why: str) -> str:
+    """The note for a parameter whose value is not used."""
+    return f"{key} {_show(values[key])} ({why})"
+
+
+def _read_texts(view: ViewState, values: Mapping[str, str]) -> list[str]:
+    """`text` and `compare`, when they can go into a textbox (`_check_text`)."""
+    notes = []
+    for key in ("text", "compare"):
+        if key in values:
+            text, why = _check_text(values[key])
+            if why:
+                notes.append(_ignored(values, key, why))
+            else:
+                setattr(view, key, text)
+    return notes
+
+
+def _drop_overlong(values: dict[str, str]) -> list[str]:
+    """Removes every value but the texts longer than MAX_VALUE_CHARS; no valid one is that long."""
+    notes = []
+    for key in [k for k in PARAMS if k in values and k not in ("text", "compare")]:
+        if len(values[key]) > MAX_VALUE_CHARS:
+            notes.append(f"{key} (longer than {MAX_VALUE_CHARS} characters)")
+            del values[key]
+    return notes
+
+
+def _read_choices(view: ViewState, values: Mapping[str, str], models: Sequence[str],
+                  default_model: str | None) -> list[str]:
+    """`model` (one of `models`), `method`, `tab` and `kind` (each one of a fixed list)."""
+    notes = []
+    if "model" in values:
+        if values["model"] in models:
+            view.model = values["model"]
+        else:
+            notes.append(_ignored(values, "model", "not a model of this app"
+                                  + (f"; using {default_model}" if default_model else "")))
+    choice = {"method": ("greedy", "beam"), "tab": TABS, "kind": VIEW_KINDS}
+    for key, allowed in choice.items():
+        if key in values:
+            if values[key] in allowed:
+                setattr(view, key, values[key])
+            else:
+                notes.append(_ignored(values, key, "must be one of " + ", ".join(allowed)))
+    return notes
+
+
+def _read_decoding(view: ViewState, values: Mapping[str, str]) -> list[str]:
+    """`beam` (a whole number, 1..UI_MAX_BEAM) and `lp` (a plain decimal, 0..MAX_LENGTH_PENALTY)."""
+    notes = []
+    if "beam" in values:
+        beam = _whole(values["beam"])
+        if beam is not None and 1 <= beam <= UI_MAX_BEAM:
+            view.beam = beam
+        else:
+            notes.append(_ignored(values, "beam", f"must be a whole number from 1 to {UI_MAX_BEAM}"))
+    if "lp" in values:
+        lp = _finite(values["lp"])
+        if lp is not None and 0.0 <= lp <= MAX_LENGTH_PENALTY:
+            view.length_penalty = lp
+        else:
+            why = f"the length penalty must be a number from 0 to {MAX_LENGTH_PENALTY:g}"
+            notes.append(_ignored(values, "lp", why))
+    return notes
+
+
+def _read_toggles(view: ViewState, values: Mapping[str, str]) -> list[str]:
+    """`rows` (input | predicted) and the switches `hide`, `merge` and `present` (0 | 1, or the like)."""
+    notes = []
+    if "rows" in values:
+        if values["rows"] in ROWS_CODES:
+            view.rows = ROWS_CODES[values["rows"]]
+        else:
+            notes.append(_ignored(values, "rows", "must be input or predicted"))
+    for key, attr in (("hide", "hide_special"), ("merge", "merge_subwords"), ("present", "present")):
+        if key in values:
+            if values[key].lower() in _BOOLS:
+                setattr(view, attr, _BOOLS[values[key].lower()])
+            else:
+                notes.append(_ignored(values, key, "must be 0 or 1"))
+    return notes
+
+
+def _read_layer_and_head(view: ViewState, values: Mapping[str, str], n_layers: int, n_heads: int) -> list[str]:
+    """`layer` (1..n_layers) and `head` (mean or 1..n_heads), stored 0-based."""
+    notes = []
+    if "layer" in values:
+        layer = _whole(values["layer"])
+        if layer is not None and 1 <= layer <= n_layers:
+            view.layer = layer - 1
+        else:
+            notes.append(_ignored(values, "layer", f"must be a whole number from 1 to {n_layers}"))
+    if "head" in values:
+        head = _whole(values["head"])
+        if values["head"] == "mean":
+            view.head = MEAN_HEADS
+        elif head is not None and 1 <= head <= n_heads:
+            view.head = head - 1
+        else:
+            notes.append(_ignored(values, "head", f"must be mean or a whole number from 1 to {n_heads}"))
+    return notes
+
+
+# ----------------------------------------------------------------------------- checking one value
 def _show(value: str, max_chars: int = 40) -> str:
     """A value for a note: quoted, cut, control characters replaced (the page shows it as text)."""
     value = _CONTROL.sub("\ufffd", value)
