@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from transformer.training import train
+from transformer.training import trainer as trainer_module
 from transformer.training.corpora import (
     SOURCE_VARIANTS, CorpusSpec, SourceNoise, mixture_indices, parse_corpora, source_variants, strip_final_punctuation,
 )
@@ -126,24 +127,24 @@ def test_trainer_mixes_corpora_by_weight_with_noisy_sources(tmp_path):
     cfg, _, _ = train.parse_args([*TINY, *corpora_args(tmp_path, "1", "2"), "--run-dir", str(tmp_path / "run"),
                                   "--src-lowercase-prob", "0.5", "--src-no-punct-prob", "0.5"])
     trainer = train.Trainer(cfg)
-    assert trainer.corpus_sizes == [len(EVERYDAY), len(CAPTIONS)]
-    n = sum(trainer.corpus_sizes)
-    assert len(trainer.train_set) == len(SOURCE_VARIANTS) * n  # one block per source variant
+    assert trainer.data.corpus_sizes == [len(EVERYDAY), len(CAPTIONS)]
+    n = sum(trainer.data.corpus_sizes)
+    assert len(trainer.data.train_set) == len(SOURCE_VARIANTS) * n  # one block per source variant
     tok = trainer.tokenizer
     for epoch in range(3):
-        picks = trainer.epoch_picks(epoch)
+        picks = trainer.data.epoch_picks(epoch)
         base = Counter(i % n for i in picks)
         assert all(base[i] == 1 for i in range(len(EVERYDAY)))
         assert all(base[i] == 2 for i in range(len(EVERYDAY), n))
-        batched = sorted(i for b in trainer._epoch_batches(epoch) for i in b)
+        batched = sorted(i for b in trainer.data.epoch_batches(epoch) for i in b)
         assert batched == sorted(picks)
-    for i in trainer.epoch_picks(0):
+    for i in trainer.data.epoch_picks(0):
         variant, k = divmod(i, n)
         src, tgt = (EVERYDAY + CAPTIONS)[k]
-        pair = trainer.train_set.pairs[i]
+        pair = trainer.data.train_set.pairs[i]
         assert tok.decode(pair[0]) == source_variants(src)[variant]
         assert tok.decode(pair[1]) == tgt  # targets are never rewritten
-    assert {i // n for i in trainer.epoch_picks(0)} != {0}  # noise happened
+    assert {i // n for i in trainer.data.epoch_picks(0)} != {0}  # noise happened
 
 
 def test_training_reports_bleu_per_corpus_every_val_steps(tmp_path):
@@ -192,7 +193,7 @@ def test_continues_from_the_export_when_the_run_directory_is_gone(tmp_path):
     state = trainer.model.state_dict()
     assert all(torch.equal(state[k], v) for k, v in exported.items())
     assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(
-        3e-3 * train.lr_factor(7, cfg, 9) / train.REWARM_STEPS)  # warming up again
+        3e-3 * trainer_module.lr_factor(7, cfg, 9) / trainer_module.REWARM_STEPS)  # warming up again
     trainer.fit()
     assert trainer.step == 9
     records = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]

@@ -16,22 +16,20 @@ import platform
 import shutil
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Callable
 
 import torch
 from safetensors.torch import load_file
 
 from transformer.hub import save_checkpoint
 from transformer.model import Transformer
-from .model_card import write_card
+from transformer.tokenizer import TextTokenizer
 
-if TYPE_CHECKING:
-    from .train import Trainer
+from .config import TrainConfig
+from .model_card import write_card
+from .state import LAST_WEIGHTS, Progress, RunDirectory
 
 log = logging.getLogger(__name__)
-
-LAST_WEIGHTS = "last.safetensors"  # the final weights when a budget stopped training between snapshots
-
 
 def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
     """Element-wise mean of several safetensors weight files."""
@@ -57,53 +55,56 @@ def hardware_description(device: torch.device) -> str:
     return f"{os.cpu_count()} x {names[0] if names else platform.processor()}"
 
 
-def export_run(trainer: Trainer) -> dict:
-    """Choose on validation between the best snapshot, the final weights and the average of the last
-    snapshots; export the winner to `trainer.cfg.output`; return the training summary."""
-    cfg = trainer.cfg
+def export_candidates(run: RunDirectory, cfg: TrainConfig, step: int) -> dict[str, dict[str, torch.Tensor]]:
+    """The weights export chooses between: the best snapshot, the last step's weights (when a
+    snapshot or the final weights hold them) and the average of the last `average_last` snapshots."""
     candidates = {}
-    best = trainer.run_dir / "best.safetensors"
-    if best.is_file():
+    if (best := run.best()) is not None:
         candidates["best checkpoint" if cfg.val_every else "best epoch"] = load_file(str(best))
-    snapshots = sorted(trainer.run_dir.glob("epoch_*.safetensors")) + sorted(trainer.run_dir.glob("step_*.safetensors"))
-    last = trainer.run_dir / LAST_WEIGHTS
-    if last.is_file():
-        snapshots.append(last)
-    if snapshots and (snapshots[-1] == last or snapshots[-1].stem == f"step_{trainer.step:06d}"):
-        candidates[f"last step ({trainer.step})"] = load_file(str(snapshots[-1]))
+    snapshots = run.snapshots()
+    last = run.path / LAST_WEIGHTS
+    if snapshots and (snapshots[-1] == last or snapshots[-1].stem == f"step_{step:06d}"):
+        candidates[f"last step ({step})"] = load_file(str(snapshots[-1]))
     snapshots = snapshots[-cfg.average_last :]
     if len(snapshots) > 1:
         names = ", ".join("last step" if p == last else snapshot_name(p) for p in snapshots)
         candidates[f"average of {names}"] = average_weights(snapshots)
-    if not candidates:
-        candidates["last step"] = trainer.model.state_dict()
+    return candidates
+
+
+def export_run(run: RunDirectory, cfg: TrainConfig, model: Transformer, tokenizer: TextTokenizer,
+               validate: Callable[[Transformer], dict], progress: Progress, world: int = 1) -> dict:
+    """Choose on validation between the export candidates (or the model as it is, when there are
+    none); export the winner to `cfg.output`, in float16 when that moves validation by < 0.1;
+    return the training summary (also written as training.json)."""
+    device = next(model.parameters()).device
+    candidates = export_candidates(run, cfg, progress.step) or {"last step": model.state_dict()}
     scored = []
     for name, weights in candidates.items():
-        trainer.model.load_state_dict(weights)
-        scored.append((trainer.validate()["score"], name, weights))
+        model.load_state_dict(weights)
+        scored.append((validate(model)["score"], name, weights))
         log.info("%s: validation score %.2f", name, scored[-1][0])
     score, name, weights = max(scored, key=lambda s: s[0])  # ties: the earlier candidate
-    trainer.model.load_state_dict(weights)
+    model.load_state_dict(weights)
     half = False
     if cfg.half_precision:
-        model16 = Transformer(trainer.model.config).to(trainer.device)
+        model16 = Transformer(model.config).to(device)
         model16.load_state_dict({k: v.half().float() for k, v in weights.items()})
-        score16 = trainer.validate(model16)["score"]
+        score16 = validate(model16)["score"]
         half = abs(score16 - score) < 0.1
         log.info("float16 round trip: validation score %.2f (%s)", score16, "kept" if half else "rejected")
     out = Path(cfg.output)
-    save_checkpoint(trainer.model, trainer.tokenizer, out, half_precision=half)
+    save_checkpoint(model, tokenizer, out, half_precision=half)
     (out / "metrics.json").unlink(missing_ok=True)  # scores of the model this export replaces
-    if (trainer.run_dir / "train_log.jsonl").is_file():
-        shutil.copyfile(trainer.run_dir / "train_log.jsonl", out / "train_log.jsonl")
+    if run.log_path.is_file():
+        shutil.copyfile(run.log_path, out / "train_log.jsonl")
     summary = {"selected": name, "val_score": score, "candidates": {n: sc for sc, n, _ in scored},
-               "float16": half, "steps": trainer.step, "epochs": trainer.epoch,
-               "progress": {"step": trainer.step, "epoch": trainer.epoch, "batch_in_epoch": trainer.batch_in_epoch,
-                            "best_score": trainer.best_score, "train_seconds": trainer.train_seconds},
-               "train_minutes": round(trainer.train_seconds / 60, 1),
-               "parameters": trainer.model.num_parameters(), "device": str(trainer.device), "threads": torch.get_num_threads(),
-               "hardware": hardware_description(trainer.device),
-               "world_size": trainer.world, "train_config": asdict(cfg)}
+               "float16": half, "steps": progress.step, "epochs": progress.epoch,
+               "progress": {"step": progress.step, "epoch": progress.epoch, "batch_in_epoch": progress.batch_in_epoch,
+                            "best_score": progress.best_score, "train_seconds": progress.train_seconds},
+               "train_minutes": round(progress.train_seconds / 60, 1),
+               "parameters": model.num_parameters(), "device": str(device), "threads": torch.get_num_threads(),
+               "hardware": hardware_description(device), "world_size": world, "train_config": asdict(cfg)}
     (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     write_card(out)
     log.info("exported %s (%s) to %s", name, "float16" if half else "float32", out)

@@ -1,0 +1,107 @@
+"""The data of one training run: corpora, the joint tokenizer, training and validation pairs, and
+each epoch's batches (the corpus mixture, source noise, token buckets, this rank's share)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from transformer.tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
+
+from .config import TrainConfig
+from .corpora import CorpusSpec, SourceNoise, mixture_indices, parse_corpora, source_variants
+from .data import TOY_TASKS, PairDataset, token_batches, toy_pairs
+
+
+def run_corpora(cfg: TrainConfig) -> list[CorpusSpec]:
+    """The corpora of a translation task (none for a toy task); every directory is checked now."""
+    if cfg.task in TOY_TASKS:
+        return []
+    if cfg.task not in ("translation", "multi30k"):
+        raise ValueError(f"unknown task {cfg.task!r}; choose translation (alias multi30k) or one of {TOY_TASKS}")
+    corpora = parse_corpora(cfg.corpora) if cfg.corpora else [CorpusSpec("multi30k")]
+    if cfg.data_dir:
+        if len(corpora) > 1:
+            raise ValueError("--data-dir names the directory of a single corpus; give NAME=PATH with each --corpus")
+        corpora = [CorpusSpec(corpora[0].name, corpora[0].weight, cfg.data_dir)]
+    for corpus in corpora:
+        corpus.directory()  # a missing directory fails here, naming it, before any work
+    return corpora
+
+
+class RunData:
+    """Everything a run reads: built once per process, deterministic given the config."""
+
+    def __init__(self, cfg: TrainConfig, run_dir: Path, resume: bool, is_main: bool, rank: int = 0, world: int = 1):
+        self.cfg, self.rank, self.world = cfg, rank, world
+        self.noise = SourceNoise(cfg.src_lowercase_prob, cfg.src_no_punct_prob)
+        self.corpora = run_corpora(cfg)
+        self.tokenizer = self._tokenizer(run_dir, resume, is_main)
+        self.train_set, self.corpus_sizes, self.val_sets, self.val_refs = self._pairs()
+
+    def _tokenizer(self, run_dir: Path, resume: bool, is_main: bool) -> TextTokenizer:
+        """The run's tokenizer: RUN_DIR/tokenizer.json, else the export's (a continuation), else a new one."""
+        cfg = self.cfg
+        path = run_dir / "tokenizer.json"
+        exported = Path(cfg.output) / "tokenizer.json" if cfg.output else None
+        if resume and not path.is_file() and exported and exported.is_file() and is_main:
+            shutil.copyfile(exported, path)  # continuing from an export: keep its vocabulary
+        if path.is_file():
+            return TextTokenizer.from_file(path)
+        if self.corpora:  # one joint vocabulary over both languages of every corpus
+            texts = [line for c in self.corpora for side in c.load("train", cfg.src_lang, cfg.tgt_lang) for line in side]
+            tok = TextTokenizer(train_tokenizer(texts, cfg.vocab_size))
+        else:
+            tok = TextTokenizer(toy_tokenizer(cfg.toy_symbols))
+        if is_main:
+            tok.save(path)
+        return tok
+
+    def _pairs(self) -> tuple[PairDataset, list[int], dict[str, PairDataset], dict[str, list[str]]]:
+        """Training pairs (corpora concatenated), each corpus's size, and validation pairs and
+        references per corpus. With source noise, the training set holds len(SOURCE_VARIANTS)
+        blocks: block v pairs variant v of every source with the same target."""
+        cfg = self.cfg
+        if not self.corpora:
+            common = dict(vocab_size=self.tokenizer.vocab_size, min_len=cfg.toy_min_len, max_len=cfg.toy_max_len)
+            train = toy_pairs(cfg.task, cfg.toy_train_size, seed=cfg.seed, **common)
+            val = toy_pairs(cfg.task, cfg.toy_val_size, seed=cfg.seed + 10_000, **common)
+            return PairDataset(train, cfg.max_len), [len(train)], {cfg.task: PairDataset(val, cfg.max_len)}, {}
+        enc = self.tokenizer.encode_batch
+        sources, targets, sizes = [], [], []
+        val_sets, val_refs = {}, {}
+        for corpus in self.corpora:
+            src, tgt = corpus.load("train", cfg.src_lang, cfg.tgt_lang)
+            sources += src
+            targets += tgt
+            sizes.append(len(src))
+            va_src, va_tgt = corpus.load("val", cfg.src_lang, cfg.tgt_lang)
+            val_sets[corpus.name] = PairDataset(list(zip(enc(va_src), enc(va_tgt))), cfg.max_len)
+            val_refs[corpus.name] = va_tgt
+        target_ids = enc(targets)
+        if self.noise.active:
+            forms = list(zip(*(source_variants(text) for text in sources)))  # one tuple per variant
+        else:
+            forms = [sources]
+        pairs = [p for variant in forms for p in zip(enc(list(variant)), target_ids)]
+        return PairDataset(pairs, cfg.max_len), sizes, val_sets, val_refs
+
+    def epoch_picks(self, epoch: int) -> list[int]:
+        """The epoch's indices into the training set: the corpus mixture, then a source variant each."""
+        n = sum(self.corpus_sizes)
+        if len(self.corpus_sizes) == 1 and not self.noise.active:
+            return list(range(n))
+        weights = [c.weight for c in self.corpora] or [1.0]
+        picks = mixture_indices(self.corpus_sizes, weights, self.cfg.seed, epoch)
+        if self.noise.active:
+            variants = self.noise.variants(len(picks), self.cfg.seed, epoch)
+            picks = [v * n + i for v, i in zip(variants, picks)]
+        return picks
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        """This process's share of the epoch's batches (equal counts on every rank)."""
+        picks = self.epoch_picks(epoch)
+        lengths = self.train_set.lengths
+        batches = token_batches([lengths[i] for i in picks], self.cfg.max_tokens, self.cfg.seed, epoch)
+        batches = [[picks[j] for j in batch] for batch in batches]
+        usable = len(batches) // (self.world * self.cfg.accum_steps) * self.world * self.cfg.accum_steps
+        return batches[self.rank : usable : self.world]

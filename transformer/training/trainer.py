@@ -1,0 +1,312 @@
+"""The training loop: `Trainer` builds the model, optimizer and schedule, runs epochs of
+token-bucketed batches (with gradient accumulation, clipping, bf16 autocast and DDP), and at
+every checkpoint validates, logs and snapshots. The data is `run_data.RunData`, the score
+`validation.Validator`, the files `state.RunDirectory`, the final choice `export.export_run`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import time
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from transformer.config import ModelConfig
+from transformer.hub import load_weights_into, read_config, read_weights
+from transformer.model import Transformer
+
+from .config import TrainConfig
+from .data import Batch
+from .export import export_run
+from .run_data import RunData
+from .state import Progress, RunDirectory, rng_state, set_rng_state
+from .validation import Validator
+
+log = logging.getLogger(__name__)
+
+REWARM_STEPS = 100  # lr warm-up of a continuation from an export, while the fresh Adam moments settle
+
+
+def lr_factor(step: int, cfg: TrainConfig, total_steps: int) -> float:
+    """Multiplier of the peak lr at optimizer step `step` (1-based)."""
+    step = max(step, 1)
+    if step < cfg.warmup_steps:
+        return step / cfg.warmup_steps
+    if cfg.schedule == "inverse_sqrt":  # the paper's schedule, normalised to peak at the end of warmup
+        return math.sqrt(cfg.warmup_steps / step)
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, total_steps - cfg.warmup_steps))
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def pick_device(cfg: TrainConfig, world: int) -> torch.device:
+    """The configured device (auto: CUDA when there is one); starts the process group under torchrun."""
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if cfg.device == "auto" else cfg.device)
+    if world > 1:
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return device
+
+
+def model_config(cfg: TrainConfig, data: RunData) -> ModelConfig:
+    names = {f.name for f in fields(ModelConfig)}
+    kwargs = {k: v for k, v in asdict(cfg).items() if k in names}
+    t = data.tokenizer
+    return ModelConfig(**kwargs, src_vocab_size=t.vocab_size, tgt_vocab_size=t.vocab_size,
+                       pad_id=t.pad_id, bos_id=t.bos_id, eos_id=t.eos_id, unk_id=t.unk_id)
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, resume: bool = False):
+        self.cfg = cfg
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.device = pick_device(cfg, self.world)
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        self.run = RunDirectory(cfg.run_dir, keep_last=max(cfg.keep_last, cfg.average_last))
+        torch.manual_seed(cfg.seed)
+        random.seed(cfg.seed)
+        self.data = RunData(cfg, self.run.path, resume, self.is_main, self.rank, self.world)
+        self.tokenizer = self.data.tokenizer
+        self.model = Transformer(model_config(cfg, self.data)).to(self.device)
+        self.ddp = (torch.nn.parallel.DistributedDataParallel(
+            self.model, device_ids=[self.device] if self.device.type == "cuda" else None) if self.world > 1 else None)
+        self.autocast = cfg.bf16 or self.device.type == "cuda"
+        self.validate = Validator(self.tokenizer, self.data.val_sets, self.data.val_refs, self.device,
+                                  cfg.max_tokens, cfg.val_batch_size, self.autocast)
+        self.progress = Progress()  # restored by --resume
+        self.steps_per_epoch = len(self.data.epoch_batches(0)) // cfg.accum_steps
+        self.optimizer, self.scheduler = self._optimizer()
+        self.stop_requested = False  # set by SIGTERM/SIGINT: stop after this step as if the budget ran out
+
+    def _optimizer(self) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+        """AdamW (no weight decay on biases and norms) and the lr schedule, re-warmed after a continuation."""
+        cfg = self.cfg
+        decay = [p for n, p in self.model.named_parameters() if p.dim() > 1]
+        no_decay = [p for n, p in self.model.named_parameters() if p.dim() <= 1]
+        optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9,
+        )
+        total = cfg.max_steps or cfg.max_epochs * self.steps_per_epoch
+
+        def factor(s: int) -> float:
+            rewarm = self.progress.rewarm_from
+            return lr_factor(s + 1, cfg, total) * (min(1.0, (s + 1 - rewarm) / REWARM_STEPS) if rewarm else 1.0)
+
+        return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def step(self) -> int:
+        return self.progress.step
+
+    @property
+    def epoch(self) -> int:
+        return self.progress.epoch
+
+    @property
+    def batch_in_epoch(self) -> int:
+        return self.progress.batch_in_epoch
+
+    # -- resume --------------------------------------------------------------
+
+    def save_state(self) -> None:
+        rngs = [rng_state()]
+        if self.world > 1:
+            rngs = [None] * self.world
+            dist.all_gather_object(rngs, rng_state())
+        if self.is_main:
+            self.run.save_state({
+                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "rng": rngs, "progress": asdict(self.progress),
+                "train_config": asdict(self.cfg), "model_config": self.model.config.to_dict(),
+            })
+
+    def load_state(self) -> bool:
+        """Resume exactly from RUN_DIR/state.pt, else continue from the export; False if neither exists."""
+        state = self.run.load_state(self.device)
+        if state is None:
+            if self.continue_from_export():
+                return True
+            log.info("no resume state at %s; starting fresh", self.run.state_path)
+            return False
+        if state["model_config"] != self.model.config.to_dict():
+            raise ValueError(f"{self.run.state_path}: saved model config differs from this run's; use another --run-dir")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.progress.update(state["progress"])
+        rngs = state["rng"]
+        set_rng_state(rngs[self.rank] if len(rngs) == self.world else rngs[0])
+        log.info("resumed from %s at step %d (epoch %d, batch %d)", self.run.state_path, self.step, self.epoch,
+                 self.batch_in_epoch)
+        return True
+
+    def continue_from_export(self) -> bool:
+        """Continue from the exported model in --output when the run directory is gone (a new
+        machine: state.pt is too big to commit, the export is committed). Not an exact resume:
+        the weights are the export's (maybe an average, maybe float16) and Adam starts afresh,
+        so the lr warms up again over REWARM_STEPS; the schedule, data order and step count
+        carry on from the export's recorded progress."""
+        out = Path(self.cfg.output) if self.cfg.output else None
+        if out is None or not (out / "training.json").is_file():
+            return False
+        saved = json.loads((out / "training.json").read_text(encoding="utf-8")).get("progress")
+        if not saved or read_config(out) != self.model.config:
+            raise ValueError(f"{out} is not a continuable export of this run (no progress, or another model config)")
+        load_weights_into(self.model, read_weights(out, str(self.device)), out)  # float16 is cast to float32
+        self.progress.update({k: saved[k] for k in ("step", "epoch", "batch_in_epoch", "best_score", "train_seconds")})
+        self.progress.rewarm_from = self.step
+        self.scheduler.last_epoch = self.step  # the next step's lr is the schedule's at this step
+        for group, base, factor in zip(self.optimizer.param_groups, self.scheduler.base_lrs, self.scheduler.lr_lambdas):
+            group["lr"] = base * factor(self.step)
+        if self.is_main and (out / "train_log.jsonl").is_file() and not self.run.log_path.is_file():
+            shutil.copyfile(out / "train_log.jsonl", self.run.log_path)
+        log.warning("no resume state at %s: continuing from the export in %s at step %d with a fresh optimizer "
+                    "(lr warms up again over %d steps)", self.run.state_path, out, self.step, REWARM_STEPS)
+        return True
+
+    # -- training ------------------------------------------------------------
+
+    def loss_on(self, batch: Batch) -> torch.Tensor:
+        """Summed label-smoothed cross-entropy of one batch (the caller divides by the token count)."""
+        model = self.ddp or self.model
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            logits = model(batch.src, batch.tgt_in)
+        return F.cross_entropy(
+            logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=self.model.config.pad_id,
+            label_smoothing=self.cfg.label_smoothing, reduction="sum",
+        )
+
+    def out_of_budget(self) -> bool:
+        cfg, p = self.cfg, self.progress
+        return bool((cfg.max_steps and p.step >= cfg.max_steps)
+                    or (cfg.max_minutes and p.train_seconds >= cfg.max_minutes * 60)
+                    or (cfg.val_every and cfg.patience and p.bad_epochs >= cfg.patience)
+                    or self.stop_requested)
+
+    def optimizer_step(self, batches: list[list[int]]) -> int:
+        """One optimizer step over `accum_steps` batches of the epoch; returns the target tokens seen."""
+        p, t, tokens = self.progress, self.tokenizer, 0
+        self.optimizer.zero_grad(set_to_none=True)
+        for _ in range(self.cfg.accum_steps):
+            batch = self.data.train_set.make_batch(batches[p.batch_in_epoch], t.pad_id, t.bos_id, t.eos_id)
+            batch = batch.to(self.device)
+            loss = self.loss_on(batch)
+            (loss / (batch.n_tokens * self.cfg.accum_steps)).backward()
+            p.epoch_loss += loss.item()
+            p.epoch_tokens += batch.n_tokens
+            tokens += batch.n_tokens
+            p.batch_in_epoch += 1
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        p.step += 1
+        return tokens
+
+    def _status(self, tokens: int, seconds: float) -> dict[str, str]:
+        mean = self.progress.epoch_loss / max(self.progress.epoch_tokens, 1)
+        return dict(loss=f"{mean:.3f}", ppl=f"{math.exp(min(mean, 50)):.1f}",
+                    tok_s=f"{tokens * self.world / seconds:.0f}", lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
+
+    def train_epoch(self) -> bool:
+        """Train to the end of the epoch; False if a step or time budget stopped it first."""
+        cfg, p = self.cfg, self.progress
+        batches = self.data.epoch_batches(p.epoch)
+        self.epoch_length = len(batches)
+        (self.ddp or self.model).train()
+        bar = tqdm(total=len(batches), initial=p.batch_in_epoch, desc=f"epoch {p.epoch + 1}",
+                   disable=not (cfg.progress and self.is_main), dynamic_ncols=True, mininterval=2.0)
+        t_last, tokens_since = time.time(), 0
+        while p.batch_in_epoch < len(batches):
+            if self.out_of_budget():
+                bar.close()
+                return False
+            t0 = time.time()
+            tokens_since += self.optimizer_step(batches)
+            p.train_seconds += time.time() - t0
+            bar.update(cfg.accum_steps)
+            if time.time() - t_last > (2.0 if bar.disable is False else 120.0):
+                status = self._status(tokens_since, time.time() - t_last)
+                bar.set_postfix(**status)
+                if bar.disable and self.is_main:  # no progress bar (a log file): a line every two minutes
+                    log.info("step %d: %s", p.step, " ".join(f"{k}={v}" for k, v in status.items()))
+                t_last, tokens_since = time.time(), 0
+            if cfg.val_every and p.step % cfg.val_every == 0:
+                self.checkpoint(f"step_{p.step:06d}")
+                (self.ddp or self.model).train()
+            if p.step % cfg.save_every == 0 or (cfg.val_every and p.step % cfg.val_every == 0):
+                self.save_state()
+        bar.close()
+        return True
+
+    # -- validation, snapshots and selection ---------------------------------
+
+    def checkpoint(self, snapshot: str) -> bool:
+        """Validate, log, save the weights as RUN_DIR/<snapshot>.safetensors (keeping the newest
+        few); True if validation has not improved for `patience` checkpoints."""
+        p, stop = self.progress, False
+        if self.is_main:
+            metrics = self.validate(self.model)
+            mean = p.epoch_loss / max(p.epoch_tokens, 1)
+            epoch = p.epoch + p.batch_in_epoch / max(getattr(self, "epoch_length", 0), 1)
+            record = {"epoch": round(epoch, 3) if epoch % 1 else int(epoch), "step": p.step,
+                      "train_loss": round(mean, 4), "train_ppl": round(math.exp(min(mean, 50)), 3),
+                      "lr": self.scheduler.get_last_lr()[0], "train_minutes": round(p.train_seconds / 60, 2),
+                      **metrics}
+            self.run.append_log(record)
+            log.info("%s: %s", snapshot, json.dumps(record))
+            improved = metrics["score"] > p.best_score
+            self.run.save_snapshot(snapshot, dict(self.model.state_dict()), best=improved)
+            p.best_score, p.bad_epochs = (metrics["score"], 0) if improved else (p.best_score, p.bad_epochs + 1)
+            stop = bool(self.cfg.patience and p.bad_epochs >= self.cfg.patience)
+        if self.world > 1:
+            flag = [stop, p.bad_epochs]
+            dist.broadcast_object_list(flag, src=0)
+            stop, p.bad_epochs = flag
+        p.epoch_loss, p.epoch_tokens = 0.0, 0  # the next record's training loss starts here
+        return stop
+
+    def end_epoch(self) -> bool:
+        """Checkpoint at the epoch's end (unless checkpoints go by steps); True to stop early."""
+        stop = False if self.cfg.val_every else self.checkpoint(f"epoch_{self.epoch + 1:03d}")
+        self.progress.epoch += 1
+        self.progress.batch_in_epoch = 0
+        self.save_state()
+        return stop
+
+    def request_stop(self, signum: int, frame: object = None) -> None:
+        """Signal handler: finish the current step, save, and export, instead of dying mid-step."""
+        log.warning("signal %d: stopping after this step (state and weights are saved; export follows)", signum)
+        self.stop_requested = True
+
+    def fit(self) -> None:
+        while self.epoch < self.cfg.max_epochs:
+            if not self.train_epoch():
+                log.info("budget reached at step %d", self.step)
+                self.save_state()
+                if self.is_main:
+                    self.run.save_last(self.step, self.model.state_dict())
+                return
+            if self.end_epoch():
+                log.info("early stopping after epoch %d", self.epoch)
+                return
+
+    def export(self) -> dict:
+        """Choose the final model on validation and write it to --output (`export.export_run`)."""
+        return export_run(self.run, self.cfg, self.model, self.tokenizer, self.validate, self.progress, self.world)
