@@ -10,13 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from transformer.training import train
+from transformer.tokenizer import unshout
+from transformer.training import resume, train
 from transformer.training import trainer as trainer_module
 from transformer.training.corpora import (
-    SOURCE_VARIANTS, CorpusSpec, SourceNoise, mixture_indices, parse_corpora, source_variants, strip_final_punctuation,
+    SOURCE_VARIANTS,
+    CorpusSpec,
+    SourceNoise,
+    mixture_indices,
+    parse_corpora,
+    source_variants,
+    strip_final_punctuation,
 )
 from transformer.training.data import DataError, corpus_env_var, resolve_data_dir
-from transformer.tokenizer import unshout
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -193,7 +199,7 @@ def test_continues_from_the_export_when_the_run_directory_is_gone(tmp_path):
     state = trainer.model.state_dict()
     assert all(torch.equal(state[k], v) for k, v in exported.items())
     assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(
-        3e-3 * trainer_module.lr_factor(7, cfg, 9) / trainer_module.REWARM_STEPS)  # warming up again
+        3e-3 * trainer_module.lr_factor(7, cfg, 9) / resume.REWARM_STEPS)  # warming up again
     trainer.fit()
     assert trainer.step == 9
     records = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]

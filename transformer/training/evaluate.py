@@ -18,12 +18,13 @@ from pathlib import Path
 import sacrebleu
 import torch
 
-from .corpora import CorpusSpec, strip_final_punctuation
-from .data import read_lines, toy_pairs
 from transformer.decoding import MAX_BEAM_SIZE, translate_ids
 from transformer.model import Transformer
-from .model_card import write_card
 from transformer.tokenizer import TextTokenizer, unshout
+
+from .corpora import CorpusSpec, strip_final_punctuation
+from .data import read_lines, toy_pairs
+from .model_card import write_card
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,13 @@ from pathlib import Path
 from transformer.tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
 
 from .config import TrainConfig
-from .corpora import CorpusSpec, SourceNoise, mixture_indices, parse_corpora, source_variants
+from .corpora import (
+    CorpusSpec,
+    SourceNoise,
+    mixture_indices,
+    parse_corpora,
+    source_variants,
+)
 from .data import TOY_TASKS, PairDataset, token_batches, toy_pairs
 
 

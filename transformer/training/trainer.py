@@ -10,10 +10,8 @@ import logging
 import math
 import os
 import random
-import shutil
 import time
 from dataclasses import asdict, fields
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -21,19 +19,18 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from transformer.config import ModelConfig
-from transformer.hub import load_weights_into, read_config, read_weights
 from transformer.model import Transformer
 
+from . import resume
 from .config import TrainConfig
 from .data import Batch
 from .export import export_run
 from .run_data import RunData
-from .state import Progress, RunDirectory, rng_state, set_rng_state
+from .state import Progress, RunDirectory
 from .validation import Validator
 
 log = logging.getLogger(__name__)
 
-REWARM_STEPS = 100  # lr warm-up of a continuation from an export, while the fresh Adam moments settle
 
 
 def lr_factor(step: int, cfg: TrainConfig, total_steps: int) -> float:
@@ -103,7 +100,7 @@ class Trainer:
 
         def factor(s: int) -> float:
             rewarm = self.progress.rewarm_from
-            return lr_factor(s + 1, cfg, total) * (min(1.0, (s + 1 - rewarm) / REWARM_STEPS) if rewarm else 1.0)
+            return lr_factor(s + 1, cfg, total) * (min(1.0, (s + 1 - rewarm) / resume.REWARM_STEPS) if rewarm else 1.0)
 
         return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
@@ -123,63 +120,19 @@ class Trainer:
     def batch_in_epoch(self) -> int:
         return self.progress.batch_in_epoch
 
-    # -- resume --------------------------------------------------------------
+    # -- resume (resume.py) ----------------------------------------------------
 
     def save_state(self) -> None:
-        rngs = [rng_state()]
-        if self.world > 1:
-            rngs = [None] * self.world
-            dist.all_gather_object(rngs, rng_state())
-        if self.is_main:
-            self.run.save_state({
-                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "rng": rngs, "progress": asdict(self.progress),
-                "train_config": asdict(self.cfg), "model_config": self.model.config.to_dict(),
-            })
+        resume.save_state(self.run, self.parts(), asdict(self.cfg), self.world, self.is_main)
 
     def load_state(self) -> bool:
         """Resume exactly from RUN_DIR/state.pt, else continue from the export; False if neither exists."""
-        state = self.run.load_state(self.device)
-        if state is None:
-            if self.continue_from_export():
-                return True
-            log.info("no resume state at %s; starting fresh", self.run.state_path)
-            return False
-        if state["model_config"] != self.model.config.to_dict():
-            raise ValueError(f"{self.run.state_path}: saved model config differs from this run's; use another --run-dir")
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.progress.update(state["progress"])
-        rngs = state["rng"]
-        set_rng_state(rngs[self.rank] if len(rngs) == self.world else rngs[0])
-        log.info("resumed from %s at step %d (epoch %d, batch %d)", self.run.state_path, self.step, self.epoch,
-                 self.batch_in_epoch)
-        return True
+        if resume.load_state(self.run, self.parts(), self.device, self.rank, self.world):
+            return True
+        return resume.continue_from_export(self.run, self.parts(), self.cfg.output, self.device, self.is_main)
 
-    def continue_from_export(self) -> bool:
-        """Continue from the exported model in --output when the run directory is gone (a new
-        machine: state.pt is too big to commit, the export is committed). Not an exact resume:
-        the weights are the export's (maybe an average, maybe float16) and Adam starts afresh,
-        so the lr warms up again over REWARM_STEPS; the schedule, data order and step count
-        carry on from the export's recorded progress."""
-        out = Path(self.cfg.output) if self.cfg.output else None
-        if out is None or not (out / "training.json").is_file():
-            return False
-        saved = json.loads((out / "training.json").read_text(encoding="utf-8")).get("progress")
-        if not saved or read_config(out) != self.model.config:
-            raise ValueError(f"{out} is not a continuable export of this run (no progress, or another model config)")
-        load_weights_into(self.model, read_weights(out, str(self.device)), out)  # float16 is cast to float32
-        self.progress.update({k: saved[k] for k in ("step", "epoch", "batch_in_epoch", "best_score", "train_seconds")})
-        self.progress.rewarm_from = self.step
-        self.scheduler.last_epoch = self.step  # the next step's lr is the schedule's at this step
-        for group, base, factor in zip(self.optimizer.param_groups, self.scheduler.base_lrs, self.scheduler.lr_lambdas):
-            group["lr"] = base * factor(self.step)
-        if self.is_main and (out / "train_log.jsonl").is_file() and not self.run.log_path.is_file():
-            shutil.copyfile(out / "train_log.jsonl", self.run.log_path)
-        log.warning("no resume state at %s: continuing from the export in %s at step %d with a fresh optimizer "
-                    "(lr warms up again over %d steps)", self.run.state_path, out, self.step, REWARM_STEPS)
-        return True
+    def parts(self) -> resume.TrainingParts:
+        return resume.TrainingParts(self.model, self.optimizer, self.scheduler, self.progress)
 
     # -- training ------------------------------------------------------------
 

@@ -12,7 +12,12 @@ from transformer.model import Transformer
 from transformer.tokenizer import TextTokenizer
 
 from .data import PairDataset
-from .evaluate import score_translations, sequence_accuracy, teacher_forced_loss, translate_ids
+from .evaluate import (
+    score_translations,
+    sequence_accuracy,
+    teacher_forced_loss,
+    translate_ids,
+)
 
 
 class Validator:
