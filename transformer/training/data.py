@@ -9,7 +9,7 @@ With internet access, the same files can be fetched once, e.g.
 
     huggingface-cli download bentrevett/multi30k --repo-type dataset --local-dir data/multi30k
 
-(that repo stores JSON lines; `python -m transformer.data --from-jsonl DIR --out DIR`
+(that repo stores JSON lines; `python -m transformer.training.data --from-jsonl DIR --out DIR`
 converts them into this layout). Nothing here downloads at import or run time.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Write a checkpoint's model card (README.md) from the files beside it.
 
-    python -m transformer.model_card checkpoints/multi30k-en-de
+    python -m transformer.training.model_card checkpoints/multi30k-en-de
 
 Reads `config.json`, `training.json` (written by `train` on export),
 `metrics.json` (results recorded by `evaluate --record`) and
