@@ -13,6 +13,8 @@ class TrainConfig:
     data_dir: str | None = None  # the directory of the only corpus
     src_lowercase_prob: float = 0.0  # chance a training source is lowercased (the target never is)
     src_no_punct_prob: float = 0.0  # chance a training source loses its final punctuation
+    name_swap_copies: int = 0  # entity-swapped copies of each pair sharing a name (augment.py); 0: none
+    number_swap_copies: int = 0  # entity-swapped copies of each pair sharing a number or clock time
     src_lang: str = "en"
     tgt_lang: str = "de"
     vocab_size: int = 8000
@@ -32,6 +34,7 @@ class TrainConfig:
     norm_first: bool = True
     tie_embeddings: bool = True
     max_len: int = 256
+    init_from: str = ""  # start from this checkpoint's weights and tokenizer (fine-tuning); "": from scratch
     # optimisation
     max_tokens: int = 4096  # padded target/source tokens per batch, per process
     accum_steps: int = 1
@@ -71,6 +74,14 @@ PRESETS: dict[str, dict] = {
         max_tokens=4096, accum_steps=2, lr=1.5e-3, warmup_steps=500, schedule="cosine", max_steps=2400,
         max_epochs=100, max_minutes=330, val_every=250, patience=0, bf16=False,
         run_dir="runs/en-de", output="checkpoints/en-de", keep_last=5, average_last=4,
+    ),
+    "en-de-names": dict(  # en-de fine-tuned to copy names and numbers (entity swaps, issue 18)
+        task="translation", corpora=("tatoeba-en-de", "multi30k:2"), vocab_size=16000, init_from="checkpoints/en-de",
+        src_lowercase_prob=0.2, src_no_punct_prob=0.2, name_swap_copies=1, number_swap_copies=8,
+        d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
+        max_tokens=4096, accum_steps=2, lr=5e-4, warmup_steps=100, schedule="cosine", max_steps=900,
+        max_epochs=100, max_minutes=120, val_every=150, patience=0, bf16=False,
+        run_dir="runs/en-de-names", output="checkpoints/en-de-names", keep_last=4, average_last=3,
     ),
     "multi30k-en-de": dict(
         task="multi30k", vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4, n_decoder_layers=4, d_ff=1024,

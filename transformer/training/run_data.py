@@ -7,6 +7,7 @@ from pathlib import Path
 
 from transformer.tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
 
+from .augment import entity_swapped_pairs
 from .config import TrainConfig
 from .corpora import (
     CorpusSpec,
@@ -48,6 +49,8 @@ class RunData:
         """The run's tokenizer: RUN_DIR/tokenizer.json, else the export's (a continuation), else a new one."""
         cfg = self.cfg
         path = run_dir / "tokenizer.json"
+        if cfg.init_from and is_main and not path.is_file():
+            shutil.copyfile(Path(cfg.init_from) / "tokenizer.json", path)  # fine-tuning keeps the vocabulary
         exported = Path(cfg.output) / "tokenizer.json" if cfg.output else None
         if resume and not path.is_file() and exported and exported.is_file() and is_main:
             shutil.copyfile(exported, path)  # continuing from an export: keep its vocabulary
@@ -83,6 +86,10 @@ class RunData:
             va_src, va_tgt = corpus.load("val", cfg.src_lang, cfg.tgt_lang)
             val_sets[corpus.name] = PairDataset(list(zip(enc(va_src), enc(va_tgt))), cfg.max_len)
             val_refs[corpus.name] = va_tgt
+        if cfg.name_swap_copies or cfg.number_swap_copies:  # one more block, drawn with weight 1
+            swapped = entity_swapped_pairs(sources, targets, cfg.name_swap_copies, cfg.number_swap_copies, cfg.seed)
+            sources, targets = sources + swapped[0], targets + swapped[1]
+            sizes.append(len(swapped[0]))
         target_ids = enc(targets)
         if self.noise.active:
             forms = list(zip(*(source_variants(text) for text in sources)))  # one tuple per variant
@@ -97,6 +104,7 @@ class RunData:
         if len(self.corpus_sizes) == 1 and not self.noise.active:
             return list(range(n))
         weights = [c.weight for c in self.corpora] or [1.0]
+        weights += [1.0] * (len(self.corpus_sizes) - len(weights))  # the entity-swap block
         picks = mixture_indices(self.corpus_sizes, weights, self.cfg.seed, epoch)
         if self.noise.active:
             variants = self.noise.variants(len(picks), self.cfg.seed, epoch)

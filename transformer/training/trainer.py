@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from transformer.config import ModelConfig
+from transformer.hub import load_weights_into, read_weights
 from transformer.model import Transformer
 
 from . import resume
@@ -82,6 +83,8 @@ class Trainer:
         self.autocast = cfg.bf16 or self.device.type == "cuda"
         self.validate = Validator(self.tokenizer, self.data.val_sets, self.data.val_refs, self.device,
                                   cfg.max_tokens, cfg.val_batch_size, self.autocast)
+        if cfg.init_from:  # fine-tuning: the starting weights; a resume state replaces them later
+            load_weights_into(self.model, read_weights(Path(cfg.init_from), str(self.device)), Path(cfg.init_from))
         self.progress = Progress()  # restored by --resume
         self.steps_per_epoch = len(self.data.epoch_batches(0)) // cfg.accum_steps
         self.optimizer, self.scheduler = self._optimizer()
