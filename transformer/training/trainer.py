@@ -12,6 +12,7 @@ import os
 import random
 import time
 from dataclasses import asdict, fields
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
