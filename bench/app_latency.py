@@ -62,9 +62,9 @@ def main() -> None:
     def full_request() -> tuple[dict[str, float], int, object]:
         times = {}
         t0 = time.perf_counter()
-        _, _, _, result = app.on_translate(text, "beam", args.beam, model, app.DEFAULT_LENGTH_PENALTY)
+        result = app.on_translate(text, "beam", args.beam, model, logic.DEFAULT_LENGTH_PENALTY)[app.PAGE.states.result]
         t1 = time.perf_counter()
-        payload, _ = app.show_result(result)
+        payload = app.show_result(result)[app.PAGE.attention.view]
         t2 = time.perf_counter()
         size = len(json.dumps(payload))
         t3 = time.perf_counter()

@@ -9,6 +9,7 @@ import importlib
 import json
 import os
 import sys
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +56,11 @@ def app():
 def client():
     server = shared_app(ENV)
     return Client(server.url, verbose=False)
+
+
+def values(app, out: dict, *paths: str) -> list:
+    """A handler's `{component: value}` answer, read by the components' names in `app.PAGE` ("states.result")."""
+    return [out[attrgetter(path)(app.PAGE)] for path in paths]
 
 
 def fake_result(app):
@@ -169,7 +175,7 @@ def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
 
 def test_show_result_sends_the_payload_and_candidate_selector(app):
     result = fake_result(app)
-    payload, dropdown = app.show_result(result)
+    payload, dropdown = values(app, app.show_result(result), "attention.view", "results.candidate")
     assert payload["model"] == "fake" and payload["candidate"] == 0 and payload["n_layers"] == 2
     assert dropdown.value == 0 and dropdown.interactive is False  # one candidate only
     back = decode_attention(payload)
@@ -179,28 +185,31 @@ def test_show_result_sends_the_payload_and_candidate_selector(app):
     assert EVIL in payload["tokens"]["src"]["raw"]
     assert not [s for s in payload["tokens"]["src"]["label"] if "<" in s]
     assert "onerror" in raw
-    empty, dropdown = app.show_result(None)
+    empty, dropdown = values(app, app.show_result(None), "attention.view", "results.candidate")
     assert empty is None and dropdown.interactive is False
 
 
 def test_candidate_change_sends_that_candidates_attention(app):
     tr = app.DEFAULT_TRANSLATOR
     result, _ = logic.run_translation(tr, app.DEFAULT_MODEL, "h e l l o", "beam", 3)
-    result_out, payload, dropdown = app.on_candidate(result, 2)
+    shown = ("states.result", "attention.view", "results.candidate")
+    result_out, payload, dropdown = values(app, app.on_candidate(result, 2), *shown)
     assert result_out.candidate == 2 and payload["candidate"] == 2 and dropdown.value == 2
     assert payload["tokens"]["tgt_out"]["raw"] == result.translation.candidates[2].tokens
     with pytest.raises(gr.Error):
         app.on_candidate(result, 7)
-    assert app.on_candidate(None, 1)[:2] == (None, None)
+    assert values(app, app.on_candidate(None, 1), *shown[:2]) == [None, None]
 
 
 def test_model_change_updates_examples_and_clears_result(app):
     label = app.DEFAULT_MODEL
     out = app.on_model_change(label)
-    state, result, translation, notice = out[:4]
+    state, result, translation, notice, examples, payload = values(
+        app, out, "states.model", "states.result", "results.translation", "results.notice", "controls.examples",
+        "attention.view")
     assert state == label and result is None and translation == "" and label in notice
-    assert [s[0] for s in out[5].raw_samples] == logic.EXAMPLES_TOY  # a toy model gets letter examples
-    assert out[8] is None  # the page's payload: views cleared
+    assert [s[0] for s in examples.raw_samples] == logic.EXAMPLES_TOY  # a toy model gets letter examples
+    assert payload is None  # the page's payload: views cleared
     with pytest.raises(gr.Error, match="Unknown model"):
         app.on_model_change("no-such-model")
 
@@ -350,7 +359,7 @@ def test_main_path_records_no_search(app, monkeypatch):
     calls = []
     original = tr.translate
     monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
-    *_, result = app.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)
+    result = app.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
     assert [k.get("record_search", False) for k in calls] == [False]
     assert result.translation.search is None and result.search is None
     assert app.on_tree_refresh(result, "attention", "")[0] is None  # the tree tab is closed: nothing recorded
@@ -361,7 +370,7 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     from transformer.explorer import search_viz
 
     tr = app.DEFAULT_TRANSLATOR
-    *_, result = app.on_translate("h e l l o", "beam", 4, app.DEFAULT_MODEL, 0.6)
+    result = app.on_translate("h e l l o", "beam", 4, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
     calls = []
     original = tr.translate
     monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
@@ -393,7 +402,7 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
 
 
 def test_tree_of_a_greedy_translation_has_no_second_search(app):
-    *_, result = app.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)
+    result = app.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
     value, result = app.on_tree_open(result, "")
     assert result.search.greedy is None and result.search.trace.method == "greedy"
     assert [n.token_id for n in result.search.trace.best_path()] == result.translation.candidates[0].ids
@@ -440,18 +449,23 @@ def test_restore_from_a_link_validates_and_notes(app):
 
     request = SimpleNamespace(query_params={"text": "a b c", "beam": "999", "tab": "tree", "layer": "2",
                                             "head": "9", "model": "nope", "compare": EVIL, "lp": "nan"})
+    linked = ("controls.src", "compare.src", "controls.method", "controls.beam", "controls.lp", "states.lp",
+              "controls.present", "tabs")  # what a link may set
     out = app.on_restore(app.DEFAULT_MODEL, request)
-    model_dd, model, text, compare, method, beam, lp, lp_state, present, tabs, tab, note, restored = out[:13]
+    text, compare, beam, lp, tabs = values(app, out, "controls.src", "compare.src", "controls.beam", "controls.lp",
+                                           "tabs")
+    model, tab, note, restored = values(app, out, "states.model", "states.tab", "results.note", "states.restore")
     assert (model, text, compare, beam.value, lp, tab) == (app.DEFAULT_MODEL, "a b c", "", 5, 0.6, "tree")
     assert tabs.selected == "tree" and note.visible
     for word in ("beam", "head", "model", "compare", "lp"):
         assert f"{word} " in note.value
     assert json.loads(restored)["view"]["layer"] == 1
     out = app.on_restore(app.DEFAULT_MODEL, SimpleNamespace(query_params={}))
-    assert out[11].visible is False  # a plain page: no note
-    assert all(out[i] == gr.skip() for i in (2, 3, 4, 5, 6, 9))  # nothing typed is overwritten
-    assert app.on_restore_translate("x", "beam", 5, app.DEFAULT_MODEL, 0.6, out[12]) == (gr.skip(),) * 6  # no link text
-    assert app.on_restore_translate("", "beam", 5, app.DEFAULT_MODEL, 0.6, restored) == (gr.skip(),) * 6  # no error
+    note, plain = values(app, out, "results.note", "states.restore")
+    assert note.visible is False  # a plain page: no note
+    assert not {attrgetter(path)(app.PAGE) for path in linked} & out.keys()  # nothing typed is overwritten
+    assert app.on_restore_translate("x", "beam", 5, app.DEFAULT_MODEL, 0.6, plain) == gr.skip()  # no link text
+    assert app.on_restore_translate("", "beam", 5, app.DEFAULT_MODEL, 0.6, restored) == gr.skip()  # no error
 
 
 def test_examples_follow_what_the_model_was_trained_on(app, tmp_path):

@@ -184,6 +184,11 @@ class Result:
         return self.attentions[self.candidate]
 
 
+def user_error(message: str, title: str = "Error") -> gr.Error:
+    """An error the page shows to the user as it is (a plain message, no traceback); raise it."""
+    return gr.Error(message, title=title, print_exception=False)
+
+
 def check_options(method: Any, beam_size: Any) -> int:
     """The beam width as an int, or gr.Error with what is allowed."""
     if method not in ("greedy", "beam"):

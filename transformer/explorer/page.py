@@ -3,7 +3,8 @@
 `app.py` puts these into one `gr.HTML` component: the skeleton is static (so a new payload never
 re-renders it), `static/explorer.js` draws the views into it from the payload of
 `transformer.explorer.payload.attention_payload`, and plotly.js comes from the installed `plotly` package,
-served by the app itself (never a CDN: nothing leaves the machine).
+served by the app itself (never a CDN: nothing leaves the machine). The `JS_*` functions at the end are
+what the app's events run in the browser (`js=`), with share.js in scope.
 """
 from __future__ import annotations
 
@@ -147,3 +148,27 @@ def share_js() -> str:
 def js_function(body: str, params: str = "") -> str:
     """A gradio `js=` event function with share.js in scope: `(params) => { share.js; body }`."""
     return f"({params}) => {{\n{share_js()}\n{body}\n}}"
+
+
+# ----------------------------------------------------------------------------- the app's `js=` event functions
+
+# the presentation-mode checkbox acts in the browser only (a class on <body>); ?present=1 sets the checkbox
+JS_PRESENT = "(on) => { document.body.classList.toggle('present', Boolean(on)); }"
+# the shared view (static/share.js, `attentionView()`): its state as JSON, for the tree and compare handlers
+JS_VIEW = js_function("return attentionView()[0].viewJson();")
+# a shared link's validated view (from the app's on_restore) into the page; then the address bar follows the view
+JS_RESTORE = js_function("""
+  const r = JSON.parse(restored || '{}');
+  const [view] = attentionView();
+  view.restore(r.view);
+  Object.assign(view.share.known, r.known || {});
+  view.share.tab = r.tab || 'attention';
+  view.share.ready = true;
+  view.share.sync();
+  return view.viewJson();""", "restored")
+JS_COPY_LINK = js_function("return attentionView()[0].share.copy();")
+
+
+def js_enter_tab(tab: str) -> str:
+    """A tab of the app shows: the URL says so, and the tree and compare handlers get the view state."""
+    return js_function(f"const [view] = attentionView(); view.share.enterTab({tab!r}); return view.viewJson();")

@@ -1,0 +1,234 @@
+"""What the explorer app's events compute, as plain values; `app.py` puts them into its components.
+
+`Explorer` holds the model registry (the default model loaded at start-up) and answers the events:
+a translation, another candidate, a model switch, the beam-search tree and the compare view of a
+result, and the view a shared link restores. The handlers whose outputs are plain values (a panel's
+value and a gr.State's) are methods here (`on_*`); the app wraps the others, which update components.
+No gradio here: errors meant for the user are `logic.user_error`s.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+
+from transformer.translator import Translator
+
+from .logic import (
+    DEFAULT_BEAM, ENV_CHECKPOINT, UI_MAX_BEAM, ModelRegistry, Result, ViewState, examples_for, export_npz, is_toy,
+    run_translation, select_candidate, training_progress, training_view, user_error,
+)
+from .search_views import CompareSession, compare_value, record_search, tree_value
+
+log = logging.getLogger(__name__)
+
+
+def torch_threads() -> int:
+    """All cores (the brief: `torch.set_num_threads(os.cpu_count())`); `TRANSFORMER_THREADS` overrides."""
+    value = os.environ.get("TRANSFORMER_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
+
+
+def view_data(view_json: str | None) -> dict[str, Any]:
+    """The page's view state (kind, layer, head, rows) sent as JSON by the browser; {} when unreadable."""
+    try:
+        data = json.loads(view_json or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def event_data(evt: Any) -> dict[str, Any]:
+    """What a panel's 'pick' event carries (a gradio EventData's data); {} when it is not a dict."""
+    data = getattr(evt, "_data", None)
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass
+class ModelInfo:
+    """What the page shows about a model: a note for the user, its examples and its training tab."""
+
+    notice: str
+    examples: list[str]
+    figure: go.Figure
+    metrics: pd.DataFrame
+
+
+@dataclass
+class Restored:
+    """A page load: the models on offer, the view to show (a shared link's, validated) and what the
+    link carried (`given`); `client` is the JSON the page restores its own view from."""
+
+    labels: list[str]
+    view: ViewState
+    note: str
+    client: str
+    params: Mapping[str, Any]
+    model: ModelInfo
+
+    def given(self, *keys: str) -> bool:
+        """Whether the link sets one of these parameters (the rest stays as the user may have set it)."""
+        return any(k in self.params for k in keys)
+
+
+class Explorer:
+    """The app's server side over a model registry; the default model is loaded once, at start-up.
+
+    A broken auto-discovered default checkpoint does not take the app down (`startup_error` says why),
+    unless `strict` (the user named the checkpoint). Exports (.npz) go to `export_dir`."""
+
+    def __init__(self, registry: ModelRegistry, export_dir: Path, strict: bool = False):
+        self.registry, self.export_dir = registry, Path(export_dir)
+        self.default_model = registry.default()
+        self.default_translator: Translator | None = None
+        self.startup_error = ""
+        try:
+            self.default_translator = registry.get(self.default_model) if self.default_model else None
+        except Exception as err:
+            if strict:
+                raise
+            log.exception("could not load %s", self.default_model)
+            self.startup_error = f"Could not load {self.default_model}: {err}"
+
+    @classmethod
+    def start(cls, checkpoint_dir: Path) -> Explorer:
+        """The app's explorer: the checkpoints under `checkpoint_dir` (and $TRANSFORMER_CHECKPOINT first, if
+        set), exports in a temporary directory of this process, torch on every core (`torch_threads`)."""
+        torch.set_num_threads(torch_threads())
+        override = os.environ.get(ENV_CHECKPOINT)
+        export_dir = Path(tempfile.gettempdir()) / f"attention-explorer-{os.getpid()}"
+        return cls(ModelRegistry(checkpoint_dir, override), export_dir, strict=bool(override))
+
+    def translator(self, label: str | None) -> Translator:
+        try:
+            return self.registry.get(label)
+        except Exception as err:
+            raise user_error(str(err), "Model unavailable") from None
+
+    def translate(self, text: Any, method: Any, beam_size: Any, model: str | None,
+                  length_penalty: float) -> tuple[Result, str]:
+        """Validate and translate with attention: (Result, notice text for the user)."""
+        return run_translation(self.translator(model), model, text, method, beam_size, length_penalty)
+
+    def select(self, result: Result, index: Any) -> Result:
+        """Another n-best candidate of `result` (its attention: one teacher-forced pass, cached)."""
+        return select_candidate(self.translator(result.model), result, index)
+
+    def export(self, result: Result | None) -> Path | None:
+        """The current candidate's attention as an .npz file to download (None without a result)."""
+        return None if result is None else export_npz(result, self.export_dir)
+
+    def model_info(self, label: str | None, tr: Translator | None = None) -> ModelInfo:
+        """Examples and training tab of a model (`tr`: the model if loaded; no notice without it)."""
+        directory = self.registry.directory(label)
+        figure, metrics = training_view(label, directory)
+        return ModelInfo("", examples_for(tr, directory), figure, metrics)
+
+    def switch(self, label: str) -> ModelInfo:
+        """Another model chosen: load it (cached) and say what it expects and whether it is finished."""
+        tr = self.translator(label)
+        info = self.model_info(label, tr)
+        expects = "toy task: type space-separated letters" if is_toy(tr) else "English"
+        info.notice = f"Model {label} is ready ({expects})."
+        progress = training_progress(self.registry.directory(label))
+        if progress:
+            info.notice += (f" It is still in training (step {progress[0]} of {progress[1]}): expect rough "
+                            "translations; the Training tab shows how far it has come.")
+        return info
+
+    # ------------------------------------------------------------------------- the tree and compare tabs
+    # These are the app's handlers as they are: their outputs are a panel's value and a gr.State's.
+
+    def on_tree_open(self, result: Result | None, view_json: str) -> tuple[dict[str, Any] | None, Result | None]:
+        """The tree tab shows `result`: record its search the first time (cached on the result), then draw it."""
+        if result is None:
+            return None, result
+        tr = self.translator(result.model)
+        if result.search is None:
+            t = result.translation
+            try:
+                result.search = record_search(tr, result.source, t.method, t.beam_size, result.length_penalty)
+            except ValueError as err:
+                raise user_error(str(err), "Cannot draw the search") from None
+        return tree_value(tr, result.search, None, view_data(view_json)), result
+
+    def on_tree_refresh(self, result: Result | None, tab: str, view_json: str):
+        """After a translation: the tree follows it while its tab is open; otherwise the stale tree goes."""
+        return self.on_tree_open(result, view_json) if tab == "tree" else (None, result)
+
+    def tree_pick(self, result: Result | None, evt: Any) -> dict[str, Any] | None:
+        """A node (or layer / head) chosen in the tree panel (`evt`: its pick event): that node's prefix and
+        cross-attention."""
+        data = event_data(evt)
+        if result is None or result.search is None:
+            return None
+        with_tree = data.get("tree_rev") != result.search.rev  # else the page has the tree already
+        return tree_value(self.translator(result.model), result.search, data.get("node"), data, with_tree)
+
+    def on_compare(self, text: Any, other: Any, method: Any, beam: Any, model: str | None, length_penalty: float,
+                   view_json: str) -> tuple[dict[str, Any], CompareSession]:
+        """Translate both sentences with the current settings and put their attention side by side."""
+        left, _ = self.translate(text, method, beam, model, length_penalty)
+        right, _ = self.translate(other, method, beam, model, length_penalty)
+        session = CompareSession("sentences", (left.source, right.source), (left.source, right.source),
+                                 (left.translation.text, right.translation.text), (left.attention, right.attention))
+        return compare_value(session, view_data(view_json)), session
+
+    def on_greedy_vs_beam(self, text: Any, beam: Any, model: str | None, length_penalty: float,
+                          view_json: str) -> tuple[dict[str, Any], CompareSession]:
+        """The same sentence decoded greedily and with beam search (the slider's width, or the default if 1)."""
+        width = int(beam) if isinstance(beam, (int, float)) and 1 < beam <= UI_MAX_BEAM else DEFAULT_BEAM
+        greedy, _ = self.translate(text, "greedy", 1, model, length_penalty)
+        beamed, _ = self.translate(text, "beam", width, model, length_penalty)
+        session = CompareSession("methods", ("greedy", f"beam {width}"), (greedy.source, beamed.source),
+                                 (greedy.translation.text, beamed.translation.text),
+                                 (greedy.attention, beamed.attention))
+        return compare_value(session, view_data(view_json)), session
+
+    @staticmethod
+    def compare_pick(session: CompareSession | None, evt: Any) -> dict[str, Any] | None:
+        """Another kind, layer or head in the compare panel (`evt`: its pick event): figures of the kept
+        translations."""
+        return None if session is None else compare_value(session, event_data(evt))
+
+    def on_restore_compare(self, text: str, other: str, method: str, beam: float, model: str | None,
+                           length_penalty: float, tab: str, view_json: str):
+        """A link to the compare tab: compare its two sentences, or greedy and beam when it has only one."""
+        if tab != "compare" or not (text or "").strip():
+            return None, None
+        if (other or "").strip():
+            return self.on_compare(text, other, method, beam, model, length_penalty, view_json)
+        return self.on_greedy_vs_beam(text, beam, model, length_penalty, view_json)
+
+    # ------------------------------------------------------------------------- a shared link
+
+    def limits(self, label: str) -> tuple[int, int] | None:
+        """(layers, heads) of a model, for validating a link's layer and head (None if it cannot be loaded)."""
+        try:
+            cfg = self.registry.get(label).model.config
+        except Exception:
+            return None
+        return max(cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads
+
+    def restore(self, model: str | None, params: Mapping[str, Any]) -> Restored:
+        """Page load: the checkpoints present now, and the view of a link's query `params` (validated)."""
+        labels = self.registry.labels()
+        if model and model not in labels:
+            labels = [model] + labels
+        view, notes = ViewState.from_query(params, labels, limits=self.limits, default_model=model)
+        try:
+            tr = self.registry.get(view.model) if view.model else None
+        except Exception:  # the model's own error shows when it translates
+            tr = None
+        client = json.dumps({"view": view.client(), "tab": view.tab, "translate": bool(view.text.strip()),
+                             "known": {"lp": f"{view.length_penalty:g}", "compare": view.compare}})
+        return Restored(labels, view, ViewState.notes_text(notes), client, params, self.model_info(view.model, tr))
