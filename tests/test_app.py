@@ -146,11 +146,12 @@ def test_run_translation_empty_and_truncated(app):
     assert f"first {logic.MAX_INPUT_CHARS} characters" in notice and len(result.source) == logic.MAX_INPUT_CHARS
 
 
-def test_run_translation_reads_all_caps_in_lower_case_and_says_so(app):
-    tr = app.DEFAULT_TRANSLATOR
+def test_run_translation_says_how_it_read_all_caps_input(app):
+    tr = app.DEFAULT_TRANSLATOR  # a toy model: no truecase model, so ALL-CAPS input is read in lower case
+    assert tr.truecaser is None
     shouted, notice = logic.run_translation(tr, "m", "THE DOG IS SLEEPING.", "greedy", 1)
     quiet, quiet_notice = logic.run_translation(tr, "m", "the dog is sleeping.", "greedy", 1)
-    assert "ALL-CAPS" in notice and "ALL-CAPS" not in quiet_notice
+    assert "Read as “the dog is sleeping.”" in notice and "Read as" not in quiet_notice
     assert shouted.translation.text == quiet.translation.text
     assert shouted.translation.src_tokens == quiet.translation.src_tokens
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.tokenizer import unshout
+from transformer.casing import unshout
 from transformer.training import resume, train
 from transformer.training import trainer as trainer_module
 from transformer.training.corpora import (

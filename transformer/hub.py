@@ -18,6 +18,7 @@ from huggingface_hub import PyTorchModelHubMixin, snapshot_download
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_model
 
+from .casing import TRUECASE_FILE, Truecaser, load_truecaser
 from .config import ModelConfig
 from .model import Transformer
 from .tokenizer import TextTokenizer
@@ -48,12 +49,15 @@ class PretrainedTransformer(
     def __init__(self, config: ModelConfig):
         super().__init__(config)
         self.tokenizer: TextTokenizer | None = None
+        self.truecaser: Truecaser | None = None  # how typed input is recased (casing.py); None: unshout only
 
     def _save_pretrained(self, save_directory: Path) -> None:
         # Shared (tied) tensors are stored once; safetensors' save_model handles that.
         save_model(self, str(save_directory / WEIGHTS_FILE), metadata={"format": "pt"})
         if self.tokenizer is not None:
             self.tokenizer.save(save_directory / TOKENIZER_FILE)
+        if self.truecaser is not None:
+            self.truecaser.save(save_directory / TRUECASE_FILE)
 
     @classmethod
     def from_pretrained(
@@ -148,6 +152,10 @@ def load_checkpoint(directory: str | os.PathLike, device: str = "cpu") -> Pretra
         model.tokenizer = TextTokenizer.from_file(tok_path)
     except ValueError as err:
         raise CheckpointError(str(err)) from None
+    try:
+        model.truecaser = load_truecaser(directory)
+    except (ValueError, IndexError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{directory / TRUECASE_FILE}: not a Moses truecase model ({err})") from None
     if model.tokenizer.vocab_size > config.src_vocab_size:
         raise CheckpointError(
             f"{tok_path}: {model.tokenizer.vocab_size} tokens, more than the model's vocabulary ({config.src_vocab_size})"
@@ -160,14 +168,17 @@ def save_checkpoint(
     tokenizer: TextTokenizer,
     directory: str | os.PathLike,
     half_precision: bool = False,
+    truecaser: Truecaser | None = None,
 ) -> Path:
-    """Write config.json, model.safetensors (optionally float16) and tokenizer.json into `directory`."""
+    """Write config.json, model.safetensors (optionally float16), tokenizer.json and, when given, the
+    truecase model into `directory`."""
     directory = Path(directory)
     pretrained = PretrainedTransformer(model.config)
     pretrained.load_state_dict(model.state_dict())
     if half_precision:
         pretrained.half()
     pretrained.tokenizer = tokenizer
+    pretrained.truecaser = truecaser
     pretrained.save_pretrained(directory, config=model.config)
     return directory
 

@@ -17,16 +17,6 @@ SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>")  # ids 0, 1, 2, 3, recorde
 PAD, UNK, BOS, EOS = SPECIAL_TOKENS
 
 
-def unshout(text: str) -> str:
-    """ALL-CAPS text in lower case ("DID PAULINE CALL?" -> "did pauline call?"); other text unchanged.
-
-    Capitals carry little meaning in a shouted sentence, but split every word into rare pieces
-    the model has hardly seen; lower case is a form it is trained on (`corpora.SourceNoise`).
-    """
-    cased = [c for c in text if c.lower() != c.upper()]
-    return text.lower() if len(cased) >= 2 and all(c.isupper() for c in cased) else text
-
-
 def _blank_tokenizer() -> Tokenizer:
     tok = Tokenizer(models.BPE(unk_token=UNK))
     tok.normalizer = normalizers.Sequence(

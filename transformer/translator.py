@@ -33,10 +33,11 @@ from .decoding import (
     strip_specials,
     translate_ids,
 )
+from .casing import Truecaser, prepare_source
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
 from .model import causal_mask
 from .search_trace import SearchTrace
-from .tokenizer import TextTokenizer, unshout
+from .tokenizer import TextTokenizer
 
 METHODS = ("greedy", "beam")
 
@@ -94,6 +95,7 @@ class Translation:
     src_ids: list[int]  # model input, <eos> included
     attention: Attention | None = None
     search: SearchTrace | None = None  # only with translate(..., record_search=True)
+    model_input: str = ""  # the text as the model read it (`Translator.prepare`: recased when typed in one case)
 
     @property
     def steps(self) -> list[StepRecord]:
@@ -114,9 +116,12 @@ def _check_options(method: str, beam_size: int, length_penalty: float, max_len: 
 class Translator:
     """A loaded checkpoint (model + tokenizer) with translate / attention methods."""
 
-    def __init__(self, model: PretrainedTransformer, tokenizer: TextTokenizer, name: str = ""):
+    def __init__(self, model: PretrainedTransformer, tokenizer: TextTokenizer, name: str = "",
+                 truecaser: Truecaser | None = None, prepare_input: bool = True):
         self.model = model.eval()
         self.tokenizer = tokenizer
+        self.truecaser = truecaser if truecaser is not None else getattr(model, "truecaser", None)
+        self.prepare_input = prepare_input  # False: the text goes to the tokenizer as typed (measurements)
         self.name = name
         self.device = next(model.parameters()).device
 
@@ -124,16 +129,23 @@ class Translator:
     def max_source_tokens(self) -> int:
         return self.model.config.max_len - 1  # room for <eos>
 
-    def _source_ids(self, text: str) -> tuple[list[int], bool]:
+    def prepare(self, text: str) -> str:
+        """The one input path of `translate`, `translate_batch`, evaluation, the CLI and the app:
+        text typed all in lower or all in upper case is recased (`casing.prepare_source`)."""
+        return prepare_source(text, self.truecaser) if self.prepare_input else text
+
+    def _source_ids(self, text: str) -> tuple[list[int], bool, str]:
+        """(model input ids with <eos>, whether they were cut to fit, the prepared text)."""
         if not isinstance(text, str):
             raise ValueError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
             raise ValueError("text is empty: type a sentence to translate")
-        ids = self.tokenizer.encode(unshout(text))
+        prepared = self.prepare(text)
+        ids = self.tokenizer.encode(prepared)
         if not ids:
             raise ValueError("text has nothing to translate after normalisation")
         truncated = len(ids) > self.max_source_tokens
-        return ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated
+        return ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated, prepared
 
     def _candidate(self, hyp: Hypothesis) -> Candidate:
         text = self.tokenizer.decode(strip_specials(hyp.tokens, self.model))
@@ -157,7 +169,7 @@ class Translator:
         (token texts filled in); the translation itself is the same either way.
         """
         _check_options(method, beam_size, length_penalty, max_len)
-        src_ids, truncated = self._source_ids(text)
+        src_ids, truncated, prepared = self._source_ids(text)
         src = torch.tensor([src_ids], device=self.device)
         if max_len is not None:
             max_len = min(max_len, self.model.config.max_len)
@@ -179,7 +191,7 @@ class Translator:
         result = Translation(
             text=best.text, src_tokens=self.tokenizer.ids_to_tokens(src_ids), tgt_tokens=best.tokens,
             score=best.score, log_prob=best.log_prob, truncated=truncated, candidates=candidates,
-            method=method, beam_size=beam_size, src_ids=src_ids, search=trace,
+            method=method, beam_size=beam_size, src_ids=src_ids, search=trace, model_input=prepared,
         )
         if return_attention:
             result.attention = self._capture(result.src_ids, result.candidates[0].ids, top_k, encoded)
@@ -244,9 +256,10 @@ class Translator:
         self, texts: list[str], method: str = "beam", beam_size: int = 5, length_penalty: float = 0.6,
         batch_size: int = 64,
     ) -> list[str]:
-        """Texts only, decoded in length-sorted batches. Empty inputs give empty outputs."""
+        """Texts only, decoded in length-sorted batches; each text is prepared as `translate` prepares it
+        (`prepare`), so `translate_batch(xs)[i] == translate(xs[i]).text`. Empty inputs give empty outputs."""
         _check_options(method, beam_size, length_penalty, None)
-        sources = [self.tokenizer.encode(t)[: self.max_source_tokens] if t.strip() else [] for t in texts]
+        sources = [self.tokenizer.encode(self.prepare(t))[: self.max_source_tokens] if t.strip() else [] for t in texts]
         keep = [i for i, s in enumerate(sources) if s]
         outputs = translate_ids(self.model, [sources[i] for i in keep], method, beam_size, length_penalty, batch_size)
         texts_out = [""] * len(texts)
@@ -259,4 +272,4 @@ def load_pretrained(name_or_path: str | os.PathLike, device: str = "cpu", **down
     """A local checkpoint directory or a Hugging Face Hub repo id -> `Translator`."""
     directory = resolve_checkpoint(name_or_path, **download_kwargs)
     model = load_checkpoint(directory, device=device)
-    return Translator(model, model.tokenizer, name=str(name_or_path))
+    return Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser)

@@ -25,15 +25,21 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import viz
 from transformer.hub import resolve_checkpoint, training_progress
+from transformer.translator import Attention, Translation, Translator, load_pretrained
+
+from . import viz
 from .payload import attention_payload
 from .share import (  # noqa: F401  (re-exported: the app's limits and the view state live in share.py)
-    DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS, MEAN_HEADS, ROWS_INPUT, ROWS_PREDICTED, UI_MAX_BEAM,
+    DEFAULT_BEAM,
+    DEFAULT_LENGTH_PENALTY,
+    MAX_INPUT_CHARS,
+    MEAN_HEADS,
+    ROWS_INPUT,
+    ROWS_PREDICTED,
+    UI_MAX_BEAM,
     ViewState,
 )
-from transformer.tokenizer import unshout
-from transformer.translator import Attention, Translation, Translator, load_pretrained
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +224,9 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
                                    return_attention=True)
     except ValueError as err:
         raise gr.Error(str(err), title="Cannot translate this input", print_exception=False) from None
-    if unshout(text) != text:
-        notices.append("ALL-CAPS input is read in lower case (the model has hardly seen shouted words).")
+    if translation.model_input != text:
+        notices.append(f"Read as “{translation.model_input}”: text typed all in capitals or all in lower case is "
+                       "recased the way the training sentences are written, so that names keep their capitals.")
     if translation.truncated:
         notices.append(f"The input is longer than this model's limit of {tr.max_source_tokens} tokens: "
                        f"only the first {tr.max_source_tokens} tokens were translated.")

@@ -20,7 +20,8 @@ import torch
 
 from transformer.decoding import MAX_BEAM_SIZE, translate_ids
 from transformer.model import Transformer
-from transformer.tokenizer import TextTokenizer, unshout
+from transformer.tokenizer import TextTokenizer
+from transformer.translator import Translator
 
 from .corpora import CorpusSpec, strip_final_punctuation
 from .data import read_lines, toy_pairs
@@ -37,13 +38,12 @@ SOURCE_FORMS = {  # how people type: the robustness checks rewrite the sources, 
 }
 
 
-def translate_texts(
-    model: Transformer, tokenizer: TextTokenizer, texts: list[str], keep_case: bool = False, **kwargs
-) -> list[str]:
-    """Sources as the app prepares them (`unshout`, unless `keep_case`), translated in batches."""
-    texts = texts if keep_case else [unshout(t) for t in texts]
-    outputs = translate_ids(model, tokenizer.encode_batch(texts), **kwargs)
-    return tokenizer.decode_batch(outputs)
+def translate_texts(translator: Translator, texts: list[str], keep_case: bool = False, **kwargs) -> list[str]:
+    """Sources prepared as the app prepares them (`Translator.prepare`, unless `keep_case`), translated in
+    batches (`Translator.translate_batch`)."""
+    if keep_case:  # the model as it is, on the text as it is
+        translator = Translator(translator.model, translator.tokenizer, translator.name, prepare_input=False)
+    return translator.translate_batch(texts, **kwargs)
 
 
 def score_translations(hypotheses: list[str], references: list[str]) -> dict:
@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> dict:
         if args.limit:
             sources, references = sources[: args.limit], references[: args.limit]
         sources = [SOURCE_FORMS[args.source_form](s) for s in sources]
-        hypotheses = translate_texts(model, model.tokenizer, sources, keep_case=args.keep_case, **settings)
+        hypotheses = translate_texts(Translator(model, model.tokenizer, str(args.checkpoint)), sources,
+                                     keep_case=args.keep_case, **settings)
         result = {**score_translations(hypotheses, references), **settings, "split": args.split or args.src_file}
         if args.split:
             result["corpus"] = args.corpus

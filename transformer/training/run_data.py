@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from transformer.casing import Truecaser
 from transformer.tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
 
 from .augment import entity_swapped_pairs
@@ -35,6 +36,11 @@ def run_corpora(cfg: TrainConfig) -> list[CorpusSpec]:
     return corpora
 
 
+def train_truecaser(corpora: list[CorpusSpec], lang: str) -> Truecaser:
+    """The casing of every source-language word in the training sentences (exported with the model)."""
+    return Truecaser.train([line for c in corpora for line in c.load("train", lang, lang)[0]], lang)
+
+
 class RunData:
     """Everything a run reads: built once per process, deterministic given the config."""
 
@@ -44,6 +50,7 @@ class RunData:
         self.corpora = run_corpora(cfg)
         self.tokenizer = self._tokenizer(run_dir, resume, is_main)
         self.train_set, self.corpus_sizes, self.val_sets, self.val_refs = self._pairs()
+        self.truecaser = train_truecaser(self.corpora, cfg.src_lang) if self.corpora else None
 
     def _tokenizer(self, run_dir: Path, resume: bool, is_main: bool) -> TextTokenizer:
         """The run's tokenizer: RUN_DIR/tokenizer.json, else the export's (a continuation), else a new one."""

@@ -266,4 +266,5 @@ class Trainer:
 
     def export(self) -> dict:
         """Choose the final model on validation and write it to --output (`export.export_run`)."""
-        return export_run(self.run, self.cfg, self.model, self.tokenizer, self.validate, self.progress, self.world)
+        return export_run(self.run, self.cfg, self.model, self.tokenizer, self.validate, self.progress, self.world,
+                          truecaser=self.data.truecaser)
