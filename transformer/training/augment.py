@@ -64,7 +64,8 @@ def shared_entities(src: str, tgt: str) -> list[tuple[str, str]]:
 
 
 def _replace(text: str, old: str, new: str, digits: bool) -> str:
-    pattern = rf"(?<!\d){re.escape(old)}(?!\d)" if digits else rf"\b{re.escape(old)}\b"
+    # a name also inside German's genitive ("Toms Auto"), keeping the s
+    pattern = rf"(?<!\d){re.escape(old)}(?!\d)" if digits else rf"\b{re.escape(old)}(?=s?\b)"
     return re.sub(pattern, lambda _: new, text)
 
 

@@ -13,6 +13,7 @@ class TrainConfig:
     data_dir: str | None = None  # the directory of the only corpus
     src_lowercase_prob: float = 0.0  # chance a training source is lowercased (the target never is)
     src_no_punct_prob: float = 0.0  # chance a training source loses its final punctuation
+    rare_holdout: str = ""  # hold this corpus's rare-word split (rare_split.py) out of train; select on it too
     name_swap_copies: int = 0  # entity-swapped copies of each pair sharing a name (augment.py); 0: none
     number_swap_copies: int = 0  # entity-swapped copies of each pair sharing a number or clock time
     src_lang: str = "en"

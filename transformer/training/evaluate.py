@@ -20,7 +20,6 @@ import torch
 
 from transformer.decoding import MAX_BEAM_SIZE, translate_ids
 from transformer.model import Transformer
-from transformer.tokenizer import TextTokenizer
 from transformer.translator import Translator
 
 from .corpora import CorpusSpec, strip_final_punctuation
@@ -86,7 +85,9 @@ def sequence_accuracy(model: Transformer, pairs: list[tuple[list[int], list[int]
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from transformer.hub import load_checkpoint  # local import keeps `evaluate` importable from hub-free code
+    from transformer.hub import (
+        load_checkpoint,  # local import keeps `evaluate` importable from hub-free code
+    )
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", required=True, help="checkpoint directory or Hub repo id")

@@ -18,6 +18,7 @@ from .corpora import (
     source_variants,
 )
 from .data import TOY_TASKS, PairDataset, token_batches, toy_pairs
+from .rare_split import RARE_SPLIT, split_rare
 
 
 def run_corpora(cfg: TrainConfig) -> list[CorpusSpec]:
@@ -36,11 +37,6 @@ def run_corpora(cfg: TrainConfig) -> list[CorpusSpec]:
     return corpora
 
 
-def train_truecaser(corpora: list[CorpusSpec], lang: str) -> Truecaser:
-    """The casing of every source-language word in the training sentences (exported with the model)."""
-    return Truecaser.train([line for c in corpora for line in c.load("train", lang, lang)[0]], lang)
-
-
 class RunData:
     """Everything a run reads: built once per process, deterministic given the config."""
 
@@ -50,7 +46,7 @@ class RunData:
         self.corpora = run_corpora(cfg)
         self.tokenizer = self._tokenizer(run_dir, resume, is_main)
         self.train_set, self.corpus_sizes, self.val_sets, self.val_refs = self._pairs()
-        self.truecaser = train_truecaser(self.corpora, cfg.src_lang) if self.corpora else None
+        self.truecaser = Truecaser.train(self.train_sources, cfg.src_lang) if self.corpora else None
 
     def _tokenizer(self, run_dir: Path, resume: bool, is_main: bool) -> TextTokenizer:
         """The run's tokenizer: RUN_DIR/tokenizer.json, else the export's (a continuation), else a new one."""
@@ -64,13 +60,25 @@ class RunData:
         if path.is_file():
             return TextTokenizer.from_file(path)
         if self.corpora:  # one joint vocabulary over both languages of every corpus
-            texts = [line for c in self.corpora for side in c.load("train", cfg.src_lang, cfg.tgt_lang) for line in side]
+            texts = [line for c in self.corpora for side in self.train_pairs(c) for line in side]
             tok = TextTokenizer(train_tokenizer(texts, cfg.vocab_size))
         else:
             tok = TextTokenizer(toy_tokenizer(cfg.toy_symbols))
         if is_main:
             tok.save(path)
         return tok
+
+    def train_pairs(self, corpus: CorpusSpec) -> tuple[list[str], list[str]]:
+        """A corpus's training pairs, without its rare-word split when that is held out."""
+        src, tgt = corpus.load("train", self.cfg.src_lang, self.cfg.tgt_lang)
+        return split_rare(src, tgt)[0] if corpus.name == self.cfg.rare_holdout else (src, tgt)
+
+    def val_splits(self, corpus: CorpusSpec) -> dict[str, tuple[list[str], list[str]]]:
+        """The selection splits of a corpus: val, and the rare-word split when it is held out."""
+        splits = {corpus.name: corpus.load("val", self.cfg.src_lang, self.cfg.tgt_lang)}
+        if corpus.name == self.cfg.rare_holdout:
+            splits[f"{corpus.name}-{RARE_SPLIT}"] = corpus.load(RARE_SPLIT, self.cfg.src_lang, self.cfg.tgt_lang)
+        return splits
 
     def _pairs(self) -> tuple[PairDataset, list[int], dict[str, PairDataset], dict[str, list[str]]]:
         """Training pairs (corpora concatenated), each corpus's size, and validation pairs and
@@ -86,13 +94,14 @@ class RunData:
         sources, targets, sizes = [], [], []
         val_sets, val_refs = {}, {}
         for corpus in self.corpora:
-            src, tgt = corpus.load("train", cfg.src_lang, cfg.tgt_lang)
+            src, tgt = self.train_pairs(corpus)
             sources += src
             targets += tgt
             sizes.append(len(src))
-            va_src, va_tgt = corpus.load("val", cfg.src_lang, cfg.tgt_lang)
-            val_sets[corpus.name] = PairDataset(list(zip(enc(va_src), enc(va_tgt))), cfg.max_len)
-            val_refs[corpus.name] = va_tgt
+            for name, (va_src, va_tgt) in self.val_splits(corpus).items():
+                val_sets[name] = PairDataset(list(zip(enc(va_src), enc(va_tgt))), cfg.max_len)
+                val_refs[name] = va_tgt
+        self.train_sources = sources[:]  # the English the truecaser learns from (no augmented pairs)
         if cfg.name_swap_copies or cfg.number_swap_copies:  # one more block, drawn with weight 1
             swapped = entity_swapped_pairs(sources, targets, cfg.name_swap_copies, cfg.number_swap_copies, cfg.seed)
             sources, targets = sources + swapped[0], targets + swapped[1]

@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from transformer.casing import TRUECASE_FILE
+from transformer.casing import TRUECASE_FILE, Truecaser
 
 from .corpora import parse_corpora
-from .run_data import train_truecaser
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -21,7 +20,7 @@ def main(argv: list[str] | None = None) -> Path:
     args = p.parse_args(argv)
     corpora = parse_corpora(args.corpus or ["tatoeba-en-de", "multi30k"])
     out = args.checkpoint / TRUECASE_FILE
-    train_truecaser(corpora, args.lang).save(out)
+    Truecaser.train([line for c in corpora for line in c.load("train", args.lang, args.lang)[0]], args.lang).save(out)
     print(f"wrote {out}")
     return out
 

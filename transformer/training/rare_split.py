@@ -1,0 +1,47 @@
+"""A harder selection split: training pairs whose English holds a rare word, held out of training.
+
+`tatoeba-en-de/test` flatters a model because near-duplicates of its sentences are in train. This
+split is built from train itself: pairs whose English has a word seen at most `max_count` times in
+the corpus's English train (so at most once more in what is left), sampled with a fixed seed. Every
+pair whose normalised English equals a held-out one is removed from train too, so the split is
+disjoint from train. `CorpusSpec.load("rare")` gives the split and `rare_holdout` (TrainConfig)
+trains without it; the construction depends only on the train files, so evaluation rebuilds it.
+"""
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+RARE_SPLIT = "rare"
+RARE_SIZE = 1000  # pairs in the split
+RARE_MAX_COUNT = 2  # a word seen this often or less in the English train is rare
+RARE_SEED = 18
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def normalise(text: str) -> str:
+    """What counts as the same English sentence: case, punctuation and spacing ignored."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def rare_indices(sources: Sequence[str], size: int = RARE_SIZE, max_count: int = RARE_MAX_COUNT,
+                 seed: int = RARE_SEED) -> list[int]:
+    """Indices (ascending) of the held-out pairs: a seeded sample of those with a rare English word."""
+    counts = Counter(w for s in sources for w in set(_WORD.findall(s.lower())))
+    candidates = [i for i, s in enumerate(sources) if any(counts[w] <= max_count for w in _WORD.findall(s.lower()))]
+    picked = random.Random(seed).sample(candidates, min(size, len(candidates)))
+    return sorted(picked)
+
+
+def split_rare(sources: Sequence[str], targets: Sequence[str], size: int = RARE_SIZE
+               ) -> tuple[tuple[list[str], list[str]], tuple[list[str], list[str]]]:
+    """((train sources, train targets) without the split and its duplicates, (split sources, split targets))."""
+    held = rare_indices(sources, size)
+    held_set = set(held)
+    held_english = {normalise(sources[i]) for i in held}
+    keep = [i for i in range(len(sources)) if i not in held_set and normalise(sources[i]) not in held_english]
+    return ([sources[i] for i in keep], [targets[i] for i in keep]), ([sources[i] for i in held],
+                                                                        [targets[i] for i in held])
