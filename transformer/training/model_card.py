@@ -12,6 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
+from transformer.casing import TRUECASE_FILE
 from transformer.hub import training_progress
 
 from .corpora import ATTRIBUTION, CorpusSpec, corpus_test_split
@@ -52,6 +53,33 @@ def _metrics_table(metrics: dict) -> list[str]:
     return rows
 
 
+def _corpus_lines(cfg: dict, corpora: list[CorpusSpec], truecased: bool) -> list[str]:
+    """What a translation model was trained on, how, and how its input is prepared."""
+    mix = ", ".join(f"{c.name} (weight {c.weight:g})" for c in corpora)
+    tests = ", ".join(f"{c.name} {corpus_test_split(c.name)}" for c in corpora)
+    how = (f"fine-tuned from `{cfg['init_from']}` on" if cfg.get("init_from") else "trained from scratch for")
+    lines = [f"An encoder–decoder Transformer {how} English→German on the train splits of {mix}; model "
+             f"selection on their val splits; {tests} used only for the report.", ""]
+    if cfg.get("rare_holdout"):
+        lines += [f"The rare-word split of {cfg['rare_holdout']} (1000 train pairs whose English holds a word seen "
+                  "at most twice, and their duplicates) is held out of training and used for selection too.", ""]
+    if cfg.get("name_swap_copies") or cfg.get("number_swap_copies"):
+        lines += [f"Entity-swap augmentation: {cfg.get('name_swap_copies', 0)} copy of each pair sharing a name and "
+                  f"{cfg.get('number_swap_copies', 0)} of each pair sharing a number or clock time, with that "
+                  "entity replaced on both sides by another (real names from many languages, made-up names, "
+                  "random numbers), so that the model learns to copy names and numbers.", ""]
+    noise = [f"{100 * cfg[k]:g} % {what}" for k, what in (("src_lowercase_prob", "lowercased"),
+                                                         ("src_no_punct_prob", "without final punctuation"))
+             if cfg.get(k)]
+    if noise:
+        lines += [f"Training sources (never targets) are rewritten at random: {', '.join(noise)}.", ""]
+    lines += ["Input typed all in capitals or all in lower case is truecased before tokenising (`truecase.en`, "
+              "a Moses truecaser learned from the training English)." if truecased else
+              "ALL-CAPS input is lowercased before tokenising.", ""]
+    lines += [ATTRIBUTION[c.name] for c in corpora if c.name in ATTRIBUTION]
+    return lines + ([""] if any(c.name in ATTRIBUTION for c in corpora) else [])
+
+
 def render_card(directory: Path) -> str:
     config = _read_json(directory / "config.json")
     training = _read_json(directory / "training.json")
@@ -64,18 +92,7 @@ def render_card(directory: Path) -> str:
         lines += ["An encoder–decoder Transformer trained from scratch for English→German on Multi30k task 1 "
                   "(train split; model selection on val; test_2016_flickr used only for the report).", ""]
     elif corpora:
-        mix = ", ".join(f"{c.name} (weight {c.weight:g})" for c in corpora)
-        tests = ", ".join(f"{c.name} {corpus_test_split(c.name)}" for c in corpora)
-        lines += [f"An encoder–decoder Transformer trained from scratch for English→German on the train splits of "
-                  f"{mix}; model selection on their val splits; {tests} used only for the report.", ""]
-        noise = [f"{100 * cfg[k]:g} % {what}" for k, what in (("src_lowercase_prob", "lowercased"),
-                                                             ("src_no_punct_prob", "without final punctuation"))
-                 if cfg.get(k)]
-        if noise:
-            lines += [f"Training sources (never targets) are rewritten at random: {', '.join(noise)}. "
-                      "ALL-CAPS input is lowercased before tokenising.", ""]
-        lines += [ATTRIBUTION[c.name] for c in corpora if c.name in ATTRIBUTION]
-        lines += [""] if any(c.name in ATTRIBUTION for c in corpora) else []
+        lines += _corpus_lines(cfg, corpora, truecased=(directory / TRUECASE_FILE).is_file())
     else:
         lines += [f"A toy model for the `{cfg.get('task')}` task (random letter sequences generated in code), "
                   "used in class to show clean attention patterns.", ""]
