@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere without installing
-from transformer import viz  # noqa: E402
+from transformer.explorer import viz  # noqa: E402
 
 L, H, T = 6, 8, 40
 
