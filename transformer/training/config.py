@@ -80,8 +80,8 @@ PRESETS: dict[str, dict] = {
         task="translation", corpora=("tatoeba-en-de", "multi30k:2"), vocab_size=16000, init_from="checkpoints/en-de",
         src_lowercase_prob=0.2, src_no_punct_prob=0.2, name_swap_copies=1, number_swap_copies=8,
         d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
-        max_tokens=4096, accum_steps=2, lr=5e-4, warmup_steps=100, schedule="cosine", max_steps=600,
-        max_epochs=100, max_minutes=120, val_every=150, patience=0, bf16=False,
+        max_tokens=4096, accum_steps=2, lr=5e-4, warmup_steps=100, schedule="cosine", max_steps=300,
+        max_epochs=100, max_minutes=120, val_every=100, patience=0, bf16=False,
         run_dir="runs/en-de-names", output="checkpoints/en-de-names", keep_last=4, average_last=3,
     ),
     "multi30k-en-de": dict(
