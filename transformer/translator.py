@@ -118,7 +118,7 @@ class Translation:
         return self.attention.steps if self.attention is not None else []
 
 
-def _check_options(method: str, beam_size: int, length_penalty: float, max_len: int | None) -> None:
+def check_options(method: str, beam_size: int, length_penalty: float, max_len: int | None) -> None:
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= MAX_BEAM_SIZE:
@@ -188,7 +188,7 @@ class Translator:
         `record_search=True` also returns the search tree in `Translation.search`
         (token texts filled in); the translation itself is the same either way.
         """
-        _check_options(method, beam_size, length_penalty, max_len)
+        check_options(method, beam_size, length_penalty, max_len)
         return self.translate_sources([self.source(text)], method, beam_size, length_penalty, max_len,
                                       return_attention, top_k, record_search)[0]
 
@@ -207,7 +207,7 @@ class Translator:
         """Several prepared sources (`source`) with the same options, decoded as one padded batch: one
         encoder pass, one search, one attention pass. Each result is what `translate` gives that source
         alone (the same n-best; scores and attention equal up to float rounding, padding never in a map)."""
-        _check_options(method, beam_size, length_penalty, max_len)
+        check_options(method, beam_size, length_penalty, max_len)
         if not sources:
             return []
         src = pad_sequences([s.ids for s in sources], self.model.config.pad_id).to(self.device)
@@ -306,7 +306,7 @@ class Translator:
     ) -> list[str]:
         """Texts only, decoded in length-sorted batches; each text is prepared as `translate` prepares it
         (`prepare`), so `translate_batch(xs)[i] == translate(xs[i]).text`. Empty inputs give empty outputs."""
-        _check_options(method, beam_size, length_penalty, None)
+        check_options(method, beam_size, length_penalty, None)
         sources = [self.tokenizer.encode(self.prepare(t))[: self.max_source_tokens] if t.strip() else [] for t in texts]
         keep = [i for i, s in enumerate(sources) if s]
         outputs = translate_ids(self.search_model, [sources[i] for i in keep], method, beam_size, length_penalty,
