@@ -56,7 +56,8 @@ def int8_search_model(model: Transformer, quantize=quantize_linear_int8) -> Tran
     if next(model.parameters()).device.type != "cpu":
         raise ValueError("int8 decoding runs on the CPU; load the model with device='cpu'")
     if not int8_available():
-        raise RuntimeError(f"this torch build has no quantised CPU engine ({torch.backends.quantized.supported_engines})")
+        engines = torch.backends.quantized.supported_engines
+        raise RuntimeError(f"this torch build has no quantised CPU engine (it has {engines})")
     search = Transformer.__new__(Transformer)  # no fresh weights: every part is either shared or quantised
     nn.Module.__init__(search)
     search.config = model.config
