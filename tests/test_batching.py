@@ -164,3 +164,26 @@ def test_chunks_are_length_sorted_and_bounded(tr):
         assert flat == sorted(flat)
     finally:
         batcher.close()
+
+
+def test_in_a_burst_the_next_batch_waits_for_the_users_of_the_last_one(tr):
+    def two_presses(batcher: Batcher) -> list[int]:
+        first = batcher.submit(tr, "Dogs bark.", "greedy", 1)
+        time.sleep(0.1)  # the second user comes back a little later
+        second = batcher.submit(tr, "Cats sleep.", "greedy", 1)
+        first.result(60), second.result(60)
+        return batcher.stats.sizes
+
+    quiet = Batcher(burst_min=2, settle_s=0.5, burst_window_s=2.0)  # a lone request waits 10 ms, no more
+    burst = Batcher(burst_min=2, settle_s=0.5, burst_window_s=2.0)
+    try:
+        assert two_presses(quiet) == [1, 1]
+        release, holder = hold(burst)  # a batch of three: a burst is on
+        futures = [burst.submit(tr, text, "greedy", 1) for text, *_ in REQUESTS[:3]]
+        release.set()
+        holder.join()
+        [f.result(60) for f in futures]
+        assert two_presses(burst) == [3, 2]  # the two presses 100 ms apart share a batch
+    finally:
+        quiet.close()
+        burst.close()

@@ -12,10 +12,14 @@ This is what model servers call a dynamic batcher (Triton's dynamic batcher, Tor
 `batch=True` mode would hand every item of a batch the first user's session state.
 
 How a batch forms. One worker thread runs all the model work, so two passes never compete for the
-cores. It takes the oldest waiting request; if that request is a translation that has waited less than
-`window_s`, it waits for company until then (or until `max_batch` are waiting); then it takes every
-waiting request, up to `max_batch`. While it decodes, new requests queue and form the next batch: under
-load batches grow by themselves with no added wait; a lone request waits `window_s` at most.
+cores. It takes the oldest waiting request; if that request is a translation, it waits for company
+until `window_s` after its arrival, then takes every waiting request, up to `max_batch`. While it
+decodes, new requests queue and form the next batch, so under load batches grow by themselves; a lone
+request waits `window_s` (10 ms) at most. During a burst (the last batch, less than `burst_gap_s` ago,
+held at least `burst_min` translations) its users are about to come back: the next batch waits for as
+many, as long as they keep arriving (no gap over `settle_s`, 100 ms) and at most `burst_window_s` (0.5 s)
+after its first request, rather than decoding the first few alone while the others arrive (on 2 cores,
+their arrival and the last batch's answers slow such a small batch to about the time of a full one).
 
 Grouping. Translations with the same translator, method, beam width, length penalty and top-k are one
 group; each group is decoded in length-sorted chunks of at most `max_batch` sentences and
@@ -47,6 +51,10 @@ T = TypeVar("T")
 
 MAX_BATCH = 32  # sentences decoded together: a classroom; beam 5 makes it 160 rows per decoder step
 WINDOW_S = 0.01  # how long a lone request waits for company (~5 % of one beam-5 press in the app)
+BURST_WINDOW_S = 0.5  # during a burst, how long the first request of a batch may wait for the others
+SETTLE_S = 0.1  # ... as long as they keep coming: a gap this long between two arrivals ends the wait
+BURST_MIN = 4  # a batch this big starts (or continues) a burst
+BURST_GAP_S = 1.0  # a burst is over when no batch was decoded for this long
 MAX_WAITING = 64  # requests queued beyond this get BatcherBusy (the app's Gradio queue holds 64 too)
 MAX_BATCH_TOKENS = 4096  # padded source tokens per chunk (32 sentences of 128 tokens)
 
@@ -91,11 +99,16 @@ class Batcher:
     """A queue of translation requests and one worker thread that decodes them in batches (module doc)."""
 
     def __init__(self, max_batch: int = MAX_BATCH, window_s: float = WINDOW_S, max_waiting: int = MAX_WAITING,
-                 max_batch_tokens: int = MAX_BATCH_TOKENS, name: str = "translation-batcher"):
-        if max_batch < 1 or max_waiting < 1 or window_s < 0 or max_batch_tokens < 1:
-            raise ValueError("max_batch, max_waiting and max_batch_tokens must be positive, window_s >= 0")
+                 max_batch_tokens: int = MAX_BATCH_TOKENS, burst_window_s: float = BURST_WINDOW_S,
+                 burst_min: int = BURST_MIN, burst_gap_s: float = BURST_GAP_S, settle_s: float = SETTLE_S,
+                 name: str = "translation-batcher"):
+        if max_batch < 1 or max_waiting < 1 or window_s < 0 or max_batch_tokens < 1 or burst_window_s < 0:
+            raise ValueError("max_batch, max_waiting and max_batch_tokens must be positive, the windows >= 0")
         self.max_batch, self.window_s, self.max_batch_tokens = max_batch, window_s, max_batch_tokens
         self.max_waiting = max_waiting
+        self.burst_window_s, self.burst_min, self.burst_gap_s = burst_window_s, burst_min, burst_gap_s
+        self.settle_s = settle_s
+        self._last_batch = (float("-inf"), 0)  # (when it ended, its translations)
         self.stats = BatchStats()
         self._queue: queue.Queue = queue.Queue(maxsize=max_waiting)
         self._stopped = False
@@ -174,13 +187,25 @@ class Batcher:
             if stop:
                 return
 
+    def _company(self, first: _Translation | _Call) -> tuple[int, float, float]:
+        """(how many translations to wait for, until when at most, the longest gap between arrivals): none
+        for a call; in a burst, as many as the last batch held, until `burst_window_s` after `first` arrived
+        while they keep coming; otherwise until `window_s` after."""
+        if not isinstance(first, _Translation):
+            return 1, 0.0, 0.0
+        ended, size = self._last_batch
+        if size >= self.burst_min and time.monotonic() - ended < self.burst_gap_s:
+            return min(size, self.max_batch), first.arrived + self.burst_window_s, self.settle_s
+        return self.max_batch, first.arrived + self.window_s, float("inf")
+
     def _gather(self, first: _Translation | _Call) -> tuple[list, bool]:
-        """`first` and whatever else is waiting (up to `max_batch`); a lone translation waits for company
-        until `window_s` after its arrival. Also whether the stop mark came."""
+        """`first` and whatever else is waiting (up to `max_batch`), after waiting for company (`_company`).
+        Also whether the stop mark came."""
         items = [first]
-        deadline = first.arrived + self.window_s if isinstance(first, _Translation) else 0.0
+        expected, deadline, gap = self._company(first)
+        last = time.monotonic()
         while len(items) < self.max_batch:
-            remaining = deadline - time.monotonic()
+            remaining = min(deadline, last + gap) - time.monotonic() if len(items) < expected else 0.0
             try:
                 item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
             except queue.Empty:
@@ -188,6 +213,7 @@ class Batcher:
             if item is _STOP:
                 return items, True
             items.append(item)
+            last = time.monotonic()
         return items, False
 
     def _run(self, items: list[_Translation | _Call]) -> None:
@@ -196,8 +222,8 @@ class Batcher:
         for item in items:
             if item.future.set_running_or_notify_cancel():  # a cancelled request (its caller gave up) is dropped
                 rounds.setdefault(item.key if isinstance(item, _Translation) else id(item), []).append(item)
-        n = sum(isinstance(i, _Translation) for group in rounds.values() for i in group)
-        start = time.perf_counter()
+        arrivals = [i.arrived for group in rounds.values() for i in group if isinstance(i, _Translation)]
+        n, begun = len(arrivals), time.monotonic()
         for group in rounds.values():
             if isinstance(group[0], _Call):
                 self._run_call(group[0])
@@ -205,11 +231,13 @@ class Batcher:
                 for chunk in self._chunks(group):
                     self._decode(chunk)
         if n:
+            self._last_batch = (time.monotonic(), n)
             s = self.stats
             s.batches, s.translations, s.largest = s.batches + 1, s.translations + n, max(s.largest, n)
             s.sizes = (s.sizes + [n])[-100:]
-            log.debug("decoded %d translations in %d group(s) in %.0f ms", n, len(rounds),
-                      1000 * (time.perf_counter() - start))
+            log.debug("decoded %d translations in %d group(s) in %.0f ms; they arrived over %.0f ms, the first "
+                      "waited %.0f ms", n, len(rounds), 1000 * (time.monotonic() - begun),
+                      1000 * (max(arrivals) - min(arrivals)), 1000 * (begun - min(arrivals)))
 
     def _chunks(self, group: list[_Translation]) -> list[list[_Translation]]:
         """Length-sorted chunks of at most `max_batch` sentences and `max_batch_tokens` padded tokens."""
