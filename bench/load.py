@@ -4,8 +4,8 @@ Each request replays what the page does for one Translate press: the undocumente
 (beam 5; the translation and the page's attention payload in one response); `--api-only` sends the
 API's `/translate` instead.
 Phase 1: --clients concurrent clients x --requests each -> errors, p50/p95 latency, throughput.
-Phase 2: --sequential requests from one client (one press alone: its p50) -> server VmRSS (from
-/proc/<pid>/status) before/after.
+Phase 2, after a 2 s pause: --sequential requests from one client (one press alone: its p50) -> server
+VmRSS (from /proc/<pid>/status) before/after.
 
 Usage: python bench/load.py [--clients 16] [--requests 25] [--sequential 1000] [--checkpoint PATH] [--api-only]
                             [--precision int8|fp32] [--app-dir OTHER_CHECKOUT]
@@ -34,6 +34,7 @@ SENTENCES_EN = [  # my own sentences
     "My grandfather repairs old bicycles in his garage every Sunday.",
     "A woman with a green umbrella waits for the bus in the rain.",
 ]
+PAUSE_S = 2.0  # between the phases
 SENTENCES_TOY = ["q u i c k b r o w n f o x", "h e l l o", "a b c d e f g", "z y x w v u t"]
 
 
@@ -153,6 +154,7 @@ def main() -> None:
         one_request(clients[0], sentences[0], args.api_only)  # warm-up
         report["concurrent"] = concurrent_phase(clients[: args.clients], sentences, args.requests, args.api_only)
         report["rss_after_concurrent_mb"] = round(rss_kb(server.pid) / 1024, 1)
+        time.sleep(PAUSE_S)  # a press alone, not the tail of the burst (the batcher's burst mode ends after 1 s)
         report["sequential"] = sequential_phase(clients[0], sentences, args.sequential, args.api_only, server.pid)
     print(json.dumps(report))
 
