@@ -20,15 +20,12 @@ of that output.
 """
 from __future__ import annotations
 
-import logging
 import warnings
 
 import torch
 from torch import nn
 
 from .model import Transformer
-
-log = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "int8")
 ENGINES = ("x86", "fbgemm", "onednn", "qnnpack")  # torch's quantised CPU kernels, one of them is enough

@@ -21,8 +21,8 @@ import torch
 
 from transformer.decoding import MAX_BEAM_SIZE, translate_ids
 from transformer.model import Transformer
-from transformer.tokenizer import TextTokenizer
 from transformer.quantize import PRECISIONS, int8_search_model
+from transformer.tokenizer import TextTokenizer
 from transformer.translator import Translator
 
 from .corpora import CorpusSpec, strip_final_punctuation
