@@ -1,7 +1,7 @@
 """Attention explorer: translate a sentence and look at every layer and head of the Transformer's attention.
 
-    python app.py                                   # http://127.0.0.1:7860
-    GRADIO_SERVER_NAME=0.0.0.0 GRADIO_SERVER_PORT=8080 python app.py
+    python app.py                                   # http://127.0.0.1:7860; int8 decoding where torch can
+    GRADIO_SERVER_NAME=0.0.0.0 GRADIO_SERVER_PORT=8080 TRANSFORMER_PRECISION=fp32 python app.py   # float32
     TRANSFORMER_CHECKPOINT=checkpoints/toy-reverse python app.py   # or a Hugging Face Hub repo id
 
 Layout and wiring only: a builder per panel returns its components (the named tuples below); `build_demo`
@@ -151,7 +151,7 @@ def build_results() -> Results:
     with gr.Row():
         translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation",
                                  buttons=["copy"], scale=3)
-        notice = gr.Textbox(label="Notes", interactive=False, elem_id="notice", scale=2, value=STARTUP_ERROR)
+        notice = gr.Textbox(label="Notes", interactive=False, elem_id="notice", scale=2, value=EXPLORER.serving_note())
     with gr.Row(elem_id="share-row", equal_height=True):
         copy = gr.Button("Copy link to this view", elem_id="copy-link", scale=0, min_width=200)
         link = gr.Textbox(label="Link (the address bar follows the view too)", interactive=False,
@@ -225,7 +225,8 @@ def build_demo() -> tuple[gr.Blocks, Page]:
 # ----------------------------------------------------------------------------- wiring
 
 PRIVATE, QUIET = dict(api_visibility="private"), dict(api_visibility="private", show_progress="minimal")
-MODEL = dict(concurrency_limit=1, concurrency_id="model")  # one model pass at a time: torch uses every core
+MODEL = dict(concurrency_limit=1, concurrency_id="model")  # other model work: one at a time, on the batcher's thread
+TRANSLATE = dict(concurrency_limit=EXPLORER.batcher.max_batch, concurrency_id="translate")  # together: one batch
 QUIET_MODEL = {**QUIET, **MODEL}
 
 
@@ -237,12 +238,12 @@ def wire_translation(demo: gr.Blocks, p: Page) -> None:
     export = dict(fn=p.on_export, inputs=[s.result], outputs=[r.download], **QUIET)
     tree = dict(fn=xp.on_tree_refresh, inputs=[s.result, s.tab, s.view], outputs=[p.tree.view, s.result], **QUIET_MODEL)
     # /translate (3 outputs, gradio_client); the page's Translate: one response with the payload (bench/load.py)
-    c.api.click(p.on_translate, inputs, outputs[:4], api_name="translate", **MODEL,
+    c.api.click(p.on_translate, inputs, outputs[:4], api_name="translate", **TRANSLATE,
                 api_description="Translate text; returns (translation, notice, n-best table).")
     gr.on([c.translate.click, c.src.submit], p.on_translate_view, inputs, outputs, api_name="translate_view",
-          api_visibility="undocumented", **MODEL).success(**export).then(**tree)
+          api_visibility="undocumented", **TRANSLATE).success(**export).then(**tree)
     c.examples.click(lambda sample: sample[0], [c.examples], [c.src], queue=False, **PRIVATE).then(
-        p.on_translate_view, inputs, outputs, **PRIVATE, **MODEL).success(**export).then(**tree)
+        p.on_translate_view, inputs, outputs, **PRIVATE, **TRANSLATE).success(**export).then(**tree)
     r.candidate.input(p.on_candidate, [s.result, r.candidate], shown, **QUIET_MODEL).then(**export)
     r.nbest.select(p.on_nbest_select, [s.result], shown, **QUIET_MODEL).then(**export)
     c.method.input(lambda m: gr.Slider(interactive=m == "beam"), [c.method], [c.beam], queue=False, **PRIVATE)
@@ -256,7 +257,7 @@ def wire_translation(demo: gr.Blocks, p: Page) -> None:
                 r.note, s.restore] + training
     demo.load(p.on_restore, [s.model], restored, **PRIVATE, **MODEL).then(
         None, [s.restore], [s.view], js=page.JS_RESTORE, **PRIVATE).then(
-        p.on_restore_translate, inputs + [s.restore], outputs, **PRIVATE, **MODEL).success(**export).then(
+        p.on_restore_translate, inputs + [s.restore], outputs, **PRIVATE, **TRANSLATE).success(**export).then(
         **tree).then(xp.on_restore_compare, [c.src, p.compare.src, c.method, c.beam, s.model, s.lp, s.tab, s.view],
                      [p.compare.view, s.compare], **QUIET_MODEL)
 

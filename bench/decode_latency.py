@@ -21,11 +21,21 @@ machine hits every row alike and the speedups stay comparable. Prints one JSON o
 `--compare DIR` also times another checkpoint's `translate(..., return_attention=True)` in the
 same rounds and reports `ratio_vs_compare`: our p50 over its p50 (each model translates the same
 sentence into its own output, whose length is reported beside it).
-    pip install -r bench/requirements.txt   # for (b): transformers, benchmark-only
+
+int8 (issue 19): `int8_with_attention` / `int8_without_attention` are the same checkpoint loaded with
+`load_pretrained(..., quantize="int8")` (what the app serves by default: torch.ao dynamic quantisation
+of the decoder and output projection, attention drawn in float32), timed in the same rounds;
+`int8_speedup_vs_fp32` = ours_with_attention / int8_with_attention and `int8_speedup_vs_marian` =
+marian_generate / int8_with_attention (p50s); `int8_same_output` says whether int8 gave the float32
+translation. With torchao installed, `torchao_int8_dynamic_with_attention` (Int8DynamicActivationInt8Weight)
+and `torchao_int8_weight_only_with_attention` (Int8WeightOnly) quantise the same modules with torchao
+instead, for the choice between the two libraries (`--no-torchao` skips them).
+    pip install -r bench/requirements.txt   # for (b) and the torchao rows: transformers, torchao; benchmark-only
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import statistics
@@ -43,6 +53,7 @@ from transformer.decoding import (  # noqa: E402
 )
 from transformer.hub import PretrainedTransformer  # noqa: E402
 from transformer.model import Transformer, causal_mask, padding_mask  # noqa: E402
+from transformer.quantize import int8_search_model  # noqa: E402
 from transformer.tokenizer import TextTokenizer, train_tokenizer  # noqa: E402
 from transformer.translator import Translator, load_pretrained  # noqa: E402
 
@@ -202,6 +213,42 @@ def marian_generate(cfg: ModelConfig, src_len: int, out_len: int, beam: int) -> 
     return generate
 
 
+def int8_translators(tr: Translator, torchao: bool) -> dict[str, Translator | str]:
+    """The int8 paths to time: torch.ao (what load_pretrained(..., quantize="int8") serves) and, when asked
+    and installed, torchao's dynamic int8 and int8 weight-only configs on the same modules (or why not)."""
+    def same_weights(search: Transformer) -> Translator:
+        return Translator(tr.model, tr.tokenizer, name=tr.name, truecaser=tr.truecaser, search_model=search,
+                          precision="int8")
+
+    paths: dict[str, Translator | str] = {"int8": same_weights(int8_search_model(tr.model))}
+    if not torchao:
+        return paths
+    try:
+        from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
+    except ImportError as err:
+        return paths | {"torchao": f"torchao not installed ({err}; pip install -r bench/requirements.txt)"}
+    for name, config in (("torchao_int8_dynamic", Int8DynamicActivationInt8WeightConfig),
+                         ("torchao_int8_weight_only", Int8WeightOnlyConfig)):
+        def with_torchao(modules, config=config):
+            modules = copy.deepcopy(modules)
+            quantize_(modules, config())
+            return modules
+        try:
+            paths[name] = same_weights(int8_search_model(tr.model, quantize=with_torchao))
+        except Exception as err:  # a torchao that cannot run this on this CPU: say so, time the rest
+            paths[name] = f"failed: {type(err).__name__}: {str(err)[:200]}"
+    return paths
+
+
+def int8_rows(row: dict, int8_names: list[str], fp32_ms: float) -> None:
+    """Speedups of the int8 paths over float32 and Marian (p50s), into `row`."""
+    for name in int8_names:
+        ms = row[f"{name}_with_attention"]["p50_ms"]
+        row[f"{name}_speedup_vs_fp32"] = round(fp32_ms / ms, 2)
+        if isinstance(row.get("marian_generate"), dict):
+            row[f"{name}_speedup_vs_marian"] = round(row["marian_generate"]["p50_ms"] / ms, 2)
+
+
 def cpu_model() -> str:
     """The CPU's model name from /proc/cpuinfo (every number is only comparable on one machine)."""
     info = Path("/proc/cpuinfo")
@@ -218,6 +265,7 @@ def main() -> None:
     p.add_argument("--seed-repeats", type=int, default=5, help="repeats for the slow seed decoding")
     p.add_argument("--compare", help="another checkpoint directory to time in the same rounds")
     p.add_argument("--sentence", default=SENTENCE, help="the English sentence to translate")
+    p.add_argument("--no-torchao", action="store_true", help="skip the torchao rows")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     tr = load_pretrained(args.checkpoint) if Path(args.checkpoint).is_dir() else random_translator()
@@ -228,6 +276,9 @@ def main() -> None:
                      "sentence_words": len(sentence.split()), "cpu": cpu_model()}
     if other is not None:
         results.update(compare_model=other.name, compare_parameters=other.model.num_parameters())
+    int8 = int8_translators(tr, not args.no_torchao)
+    results["int8_unavailable"] = {name: why for name, why in int8.items() if isinstance(why, str)}
+    int8 = {name: t for name, t in int8.items() if isinstance(t, Translator)}
     for method, beam in (("greedy", 1), ("beam", 5)):
         r = tr.translate(sentence, method=method, beam_size=beam, return_attention=True)
         src = torch.tensor([r.src_ids])
@@ -248,6 +299,11 @@ def main() -> None:
                 sentence, method=method, beam_size=beam, return_attention=True, record_search=True)
         if other is not None:
             fns["compare_with_attention"] = lambda: other.translate(sentence, method=method, beam_size=beam)
+        for name, t in int8.items():
+            fns[f"{name}_with_attention"] = (lambda t=t: t.translate(sentence, method=method, beam_size=beam))
+            if name == "int8":
+                fns["int8_without_attention"] = lambda t=t: t.translate(sentence, method=method, beam_size=beam,
+                                                                        return_attention=False)
         marian = marian_generate(model.config, src.size(1), steps, beam)
         if callable(marian):
             fns["marian_generate"] = marian
@@ -267,6 +323,9 @@ def main() -> None:
             row["speedup_vs_marian"] = round(row["marian_generate"]["p50_ms"] / ours, 2)
         else:
             row["marian_generate"] = marian
+        int8_rows(row, list(int8), ours)
+        row["int8_same_output"] = {name: t.translate(sentence, method=method, beam_size=beam).text == r.text
+                                   for name, t in int8.items()}
         results[method if beam == 1 else f"beam{beam}"] = row
     print(json.dumps(results))
 

@@ -4,9 +4,14 @@ Each request replays what the page does for one Translate press: the undocumente
 (beam 5; the translation and the page's attention payload in one response); `--api-only` sends the
 API's `/translate` instead.
 Phase 1: --clients concurrent clients x --requests each -> errors, p50/p95 latency, throughput.
-Phase 2: --sequential requests from one client -> server VmRSS (from /proc/<pid>/status) before/after.
+Phase 2, after a 2 s pause: --sequential requests from one client (one press alone: its p50) -> server
+VmRSS (from /proc/<pid>/status) before/after.
 
 Usage: python bench/load.py [--clients 16] [--requests 25] [--sequential 1000] [--checkpoint PATH] [--api-only]
+                            [--precision int8|fp32] [--app-dir OTHER_CHECKOUT]
+The burst of issue 19 (a class of 30 pressing Translate; before/after from the same session, idle machine):
+    python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de
+    python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de --app-dir ../before
 Prints one JSON object.
 """
 from __future__ import annotations
@@ -29,7 +34,14 @@ SENTENCES_EN = [  # my own sentences
     "My grandfather repairs old bicycles in his garage every Sunday.",
     "A woman with a green umbrella waits for the bus in the rain.",
 ]
+PAUSE_S = 2.0  # between the phases
 SENTENCES_TOY = ["q u i c k b r o w n f o x", "h e l l o", "a b c d e f g", "z y x w v u t"]
+
+
+def cpu_model() -> str:
+    names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+             if line.startswith("model name")] if Path("/proc/cpuinfo").is_file() else []
+    return names[0] if names else "unknown"
 
 
 def rss_kb(pid: int) -> int:
@@ -56,6 +68,56 @@ def one_request(client, text: str, api_only: bool) -> None:
         raise TypeError(f"translation is {type(translation).__name__}")
 
 
+def concurrent_phase(clients: list, sentences: list[str], n_requests: int, api_only: bool) -> dict:
+    """Every client sends `n_requests` one after another, all clients at once: errors, latency, throughput."""
+    latencies: list[float] = []
+    errors: list[str] = []
+
+    def user(i: int) -> None:
+        for j in range(n_requests):
+            start = time.perf_counter()
+            try:
+                one_request(clients[i], sentences[(i + j) % len(sentences)], api_only)
+                latencies.append(time.perf_counter() - start)
+            except Exception as err:  # counted, not raised: the point is how many fail
+                errors.append(f"{type(err).__name__}: {str(err)[:120]}")
+
+    start = time.perf_counter()
+    if clients and n_requests:
+        with ThreadPoolExecutor(len(clients)) as pool:
+            list(pool.map(user, range(len(clients))))
+    wall = time.perf_counter() - start
+    return {
+        "clients": len(clients), "requests": len(clients) * n_requests, "errors": len(errors),
+        "error_samples": sorted(set(errors))[:3],
+        "p50_s": round(statistics.median(latencies), 3) if latencies else None,
+        "p95_s": round(percentile(latencies, 95), 3) if latencies else None,
+        "throughput_rps": round(len(latencies) / wall, 2) if wall > 0 else None, "wall_s": round(wall, 1),
+    }
+
+
+def sequential_phase(client, sentences: list[str], n_requests: int, api_only: bool, pid: int) -> dict:
+    """One client, one request at a time (one press alone): latency, and the server's memory growth."""
+    rss_before = rss_kb(pid)
+    samples, latencies, errors = [], [], 0
+    for k in range(n_requests):
+        start = time.perf_counter()
+        try:
+            one_request(client, sentences[k % len(sentences)], api_only)
+            latencies.append(time.perf_counter() - start)
+        except Exception:
+            errors += 1
+        if k % max(1, n_requests // 5) == 0:
+            samples.append(round(rss_kb(pid) / 1024, 1))
+    rss_after = rss_kb(pid)
+    return {
+        "requests": n_requests, "errors": errors,
+        "p50_s": round(statistics.median(latencies), 3) if latencies else None,
+        "rss_before_mb": round(rss_before / 1024, 1), "rss_after_mb": round(rss_after / 1024, 1),
+        "rss_growth_mb": round((rss_after - rss_before) / 1024, 1), "rss_samples_mb": samples,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
@@ -63,12 +125,15 @@ def main() -> None:
     parser.add_argument("--sequential", type=int, default=1000)
     parser.add_argument("--checkpoint", default=None, help="default: multi30k-en-de if present, else toy-reverse")
     parser.add_argument("--threads", default=None, help="TRANSFORMER_THREADS for the server (default: all cores)")
+    parser.add_argument("--precision", choices=["int8", "fp32"], help="TRANSFORMER_PRECISION for the server "
+                                                                     "(default: the app's own, int8)")
+    parser.add_argument("--app-dir", default=str(ROOT), help="the checkout whose app.py serves (before/after runs)")
     parser.add_argument("--api-only", action="store_true")
     args = parser.parse_args()
 
     from gradio_client import Client
 
-    checkpoint = Path(args.checkpoint) if args.checkpoint else next(
+    checkpoint = Path(args.checkpoint).resolve() if args.checkpoint else next(
         (ROOT / "checkpoints" / n for n in ("multi30k-en-de", "toy-reverse", "toy-copy", "toy-sort")
          if (ROOT / "checkpoints" / n / "model.safetensors").is_file()), None)
     if checkpoint is None:
@@ -76,62 +141,21 @@ def main() -> None:
     env = {"TRANSFORMER_CHECKPOINT": str(checkpoint)}
     if args.threads:
         env["TRANSFORMER_THREADS"] = str(args.threads)
+    if args.precision:
+        env["TRANSFORMER_PRECISION"] = args.precision
     sentences = SENTENCES_TOY if checkpoint.name.startswith("toy") else SENTENCES_EN
-    report: dict = {"checkpoint": str(checkpoint), "api_only": args.api_only, "server_threads": args.threads or "all"}
+    report: dict = {"checkpoint": str(checkpoint), "app_dir": str(Path(args.app_dir).resolve()),
+                    "api_only": args.api_only, "server_threads": args.threads or "all",
+                    "precision": args.precision or "app default", "cpu": cpu_model()}
 
-    with running_app(env, timeout_s=300) as server:
+    with running_app(env, timeout_s=300, app_dir=Path(args.app_dir)) as server:
         report["rss_start_mb"] = round(rss_kb(server.pid) / 1024, 1)
         clients = [Client(server.url, verbose=False) for _ in range(max(args.clients, 1))]
         one_request(clients[0], sentences[0], args.api_only)  # warm-up
-
-        # phase 1: concurrent
-        latencies: list[float] = []
-        errors: list[str] = []
-
-        def user(i: int) -> None:
-            for j in range(args.requests):
-                start = time.perf_counter()
-                try:
-                    one_request(clients[i], sentences[(i + j) % len(sentences)], args.api_only)
-                    latencies.append(time.perf_counter() - start)
-                except Exception as err:  # counted, not raised: the point is how many fail
-                    errors.append(f"{type(err).__name__}: {str(err)[:120]}")
-
-        start = time.perf_counter()
-        if args.clients and args.requests:
-            with ThreadPoolExecutor(args.clients) as pool:
-                list(pool.map(user, range(args.clients)))
-        wall = time.perf_counter() - start
-        n = args.clients * args.requests
-        report["concurrent"] = {
-            "clients": args.clients, "requests": n, "errors": len(errors), "error_samples": sorted(set(errors))[:3],
-            "p50_s": round(statistics.median(latencies), 3) if latencies else None,
-            "p95_s": round(percentile(latencies, 95), 3) if latencies else None,
-            "throughput_rps": round(len(latencies) / wall, 2) if wall > 0 else None, "wall_s": round(wall, 1),
-        }
+        report["concurrent"] = concurrent_phase(clients[: args.clients], sentences, args.requests, args.api_only)
         report["rss_after_concurrent_mb"] = round(rss_kb(server.pid) / 1024, 1)
-
-        # phase 2: sequential, memory growth
-        rss_before = rss_kb(server.pid)
-        samples = []
-        seq_latencies = []
-        seq_errors = 0
-        for k in range(args.sequential):
-            start = time.perf_counter()
-            try:
-                one_request(clients[0], sentences[k % len(sentences)], args.api_only)
-                seq_latencies.append(time.perf_counter() - start)
-            except Exception:
-                seq_errors += 1
-            if k % max(1, args.sequential // 5) == 0:
-                samples.append(round(rss_kb(server.pid) / 1024, 1))
-        rss_after = rss_kb(server.pid)
-        report["sequential"] = {
-            "requests": args.sequential, "errors": seq_errors,
-            "p50_s": round(statistics.median(seq_latencies), 3) if seq_latencies else None,
-            "rss_before_mb": round(rss_before / 1024, 1), "rss_after_mb": round(rss_after / 1024, 1),
-            "rss_growth_mb": round((rss_after - rss_before) / 1024, 1), "rss_samples_mb": samples,
-        }
+        time.sleep(PAUSE_S)  # a press alone, not the tail of the burst (the batcher's burst mode ends after 1 s)
+        report["sequential"] = sequential_phase(clients[0], sentences, args.sequential, args.api_only, server.pid)
     print(json.dumps(report))
 
 

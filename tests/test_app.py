@@ -9,6 +9,7 @@ import importlib
 import json
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
 from pathlib import Path
 
@@ -335,6 +336,53 @@ def test_api_html_input_comes_back_as_plain_text(client):
         assert "&lt;" not in s and "&amp;" not in s  # nothing HTML-escaped server side: the UI shows text as text
 
 
+def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client):
+    """Six users press Translate at once (the page's request): the server decodes them together
+    (transformer/batching.py); each gets its own translation, n-best and attention, as alone."""
+    texts = ["h e l l o", "a b c d", "z y x w v", "g r a d i e n t", "t r a n s f o r m e r", "q u i c k"]
+    settings = [("beam", 3), ("beam", 3), ("greedy", 1), ("beam", 2), ("beam", 3), ("greedy", 1)]
+    clients = [client] + [Client(shared_app(ENV).url, verbose=False) for _ in texts[1:]]
+
+    def press(i: int):
+        return clients[i].predict(texts[i], *settings[i], api_name="/translate_view")
+
+    with ThreadPoolExecutor(len(texts)) as pool:
+        outputs = list(pool.map(press, range(len(texts))))
+    tr = app.DEFAULT_TRANSLATOR  # the server's model, loaded the same way (same precision)
+    for text, (method, beam), out in zip(texts, settings, outputs):
+        alone = tr.translate(text, method=method, beam_size=beam, length_penalty=logic.DEFAULT_LENGTH_PENALTY)
+        translation, _, table, payload = out[:4]
+        assert translation == alone.text and payload["source"] == text
+        assert [row[1] for row in table["data"]] == [c.text for c in alone.candidates]
+        shown = decode_attention(payload)  # what the page draws (uint16: steps of 1.5e-5, rounded)
+        for kind in ("encoder", "decoder", "cross"):
+            np.testing.assert_allclose(getattr(shown, kind), getattr(alone.attention, kind), atol=1e-5)
+
+
+def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(app, monkeypatch):
+    from transformer.explorer import callbacks
+
+    assert app.DEFAULT_TRANSLATOR.precision == "int8"  # the default where torch has quantised CPU kernels
+    notice = values(app, app.on_model_change(app.DEFAULT_MODEL), "results.notice")[0]
+    assert "Decoding: int8" in notice and "TRANSFORMER_PRECISION=fp32" in notice
+    assert "int8" in app.EXPLORER.serving_note()
+    for value, expected in (("fp32", "fp32"), (" FP32 ", "fp32"), ("int8", "int8"), ("", "int8"), ("int4", "int8")):
+        monkeypatch.setenv("TRANSFORMER_PRECISION", value)
+        assert callbacks.precision_from_env() == expected
+    fp32 = logic.ModelRegistry(Path(app.REGISTRY.checkpoint_dir), app.REGISTRY.override, "fp32")
+    assert fp32.get(app.DEFAULT_MODEL).precision == "fp32" and callbacks.precision_note("fp32") == "Decoding: fp32."
+
+
+def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):
+    from transformer.batching import BatcherBusy
+
+    def busy(*args, **kwargs):
+        raise BatcherBusy("The translator is busy: 64 requests are already waiting. Please try again in a few seconds.")
+
+    with pytest.raises(gr.Error, match="busy.*try again"):
+        logic.run_translation(app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL, "h e l l o", "beam", 3, translate=busy)
+
+
 def test_api_over_long_input_is_truncated_with_notice(client):
     text, notice, _ = client.predict("a " * 300, "greedy", 1, api_name="/translate")
     assert "only the first" in notice and "tokens were translated" in notice
@@ -358,8 +406,14 @@ def test_server_does_not_serve_repository_files(client):
 def test_main_path_records_no_search(app, monkeypatch):
     tr = app.DEFAULT_TRANSLATOR
     calls = []
-    original = tr.translate
-    monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
+    original = tr.translate_sources  # what decodes, alone or in a batch (transformer/batching.py)
+
+    def spy(sources, method="beam", beam_size=5, length_penalty=0.6, max_len=None, return_attention=True, top_k=5,
+            record_search=False):
+        calls.append(dict(record_search=record_search))
+        return original(sources, method, beam_size, length_penalty, max_len, return_attention, top_k, record_search)
+
+    monkeypatch.setattr(tr, "translate_sources", spy)
     result = app.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
     assert [k.get("record_search", False) for k in calls] == [False]
     assert result.translation.search is None and result.search is None

@@ -138,6 +138,23 @@ def test_batching_does_not_change_results():
         assert greedy_decode(model, src[b : b + 1, :n], max_len=25)[0].tokens == batched_greedy[b].tokens
 
 
+def test_each_sentence_of_a_batch_keeps_its_own_default_length_limit():
+    # A random model rarely ends, so outputs run to the limit: source length + 50, capped at max_len 64.
+    # Padded to 41 tokens, the 3-token sentence must still stop at 53 tokens, as it does alone.
+    model = tiny_model(vocab=30, seed=0)
+    src = sources(30, lengths=(2, 40, 9), seed=0)
+    batched, batched_greedy = beam_search(model, src, beam_size=3), greedy_decode(model, src)
+    for b in range(src.size(0)):
+        n = int((src[b] != 0).sum())
+        alone = beam_search(model, src[b : b + 1, :n], beam_size=3)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batched[b]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in batched[b]], abs=1e-4)
+        assert greedy_decode(model, src[b : b + 1, :n])[0].tokens == batched_greedy[b].tokens
+    assert len(batched[0][0].tokens) == len(batched_greedy[0].tokens) == 53  # 3 + 50, not 41 + 50
+    per_sentence = greedy_decode(model, src, max_len=[4, 6, 5])
+    assert [len(h.tokens) for h in per_sentence] == [4, 6, 5] and all(h.tokens[-1] == 3 for h in per_sentence)
+
+
 def test_nbest_sorted_distinct_and_scored():
     model = tiny_model(vocab=30, seed=7)
     src = sources(30, lengths=(6,), seed=2)

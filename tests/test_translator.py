@@ -132,3 +132,51 @@ def test_attention_for_rejects_a_missing_candidate(tr):
     r = tr.translate(SENTENCES[0], method="beam", beam_size=2, return_attention=False)
     with pytest.raises(ValueError, match="candidate"):
         tr.attention_for(r, candidate=len(r.candidates))
+
+
+BATCH = ["Dogs bark.", "An old woman with a red hat is selling apples at the market.", "A boy jumps into the lake."]
+
+
+@pytest.mark.parametrize("method,beam,alpha", [("beam", 4, 0.6), ("greedy", 1, 0.6), ("beam", 3, 1.8)])
+def test_a_padded_batch_gives_each_sentence_what_it_gets_alone(tr, method, beam, alpha):
+    batched = tr.translate_sources([tr.source(t) for t in BATCH], method, beam, alpha, top_k=3)
+    for text, b in zip(BATCH, batched):
+        alone = tr.translate(text, method=method, beam_size=beam, length_penalty=alpha, top_k=3)
+        assert [c.ids for c in b.candidates] == [c.ids for c in alone.candidates]
+        assert [c.score for c in b.candidates] == pytest.approx([c.score for c in alone.candidates], abs=1e-4)
+        assert (b.src_ids, b.model_input, b.beam_size) == (alone.src_ids, alone.model_input, alone.beam_size)
+        for kind in ("encoder", "decoder", "cross"):  # cut to the sentence's own tokens: no padding in a map
+            ours, theirs = getattr(b.attention, kind), getattr(alone.attention, kind)
+            assert ours.shape == theirs.shape and ours.flags.c_contiguous
+            np.testing.assert_allclose(ours, theirs, atol=1e-5)
+        assert np.allclose(b.attention.cross.sum(-1), 1.0, atol=1e-5)
+        assert [(s.token, [t for t, _ in s.top_k]) for s in b.steps] == [(s.token, [t for t, _ in s.top_k])
+                                                                       for s in alone.steps]
+        assert [s.probability for s in b.steps] == pytest.approx([s.probability for s in alone.steps], abs=1e-5)
+
+
+@pytest.fixture(scope="module")
+def tr8():
+    return load_pretrained(FLAGSHIP, quantize="int8")
+
+
+def test_int8_searches_with_int8_decoder_weights_and_draws_float32_attention(tr, tr8):
+    assert (tr.precision, tr8.precision) == ("fp32", "int8") and tr.search_model is tr.model
+    quantized = torch.ao.nn.quantized.dynamic.Linear
+    assert sum(isinstance(m, quantized) for m in tr8.search_model.modules()) == \
+        sum(isinstance(m, torch.nn.Linear) for m in tr.model.decoder.modules()) + 1  # + the output projection
+    assert tr8.search_model.encoder is tr8.model.encoder  # shared, float32
+    assert not any(isinstance(m, quantized) for m in tr8.model.modules())
+    for sentence in SENTENCES:
+        r8 = tr8.translate(sentence, method="beam", beam_size=4)
+        assert r8.text == tr.translate(sentence, method="beam", beam_size=4).text
+        out, _ = reference_attention(tr, r8.src_ids, r8.candidates[0].ids)  # the float32 model's own pass
+        for ours, theirs in ((r8.attention.encoder, out.attention.encoder),
+                             (r8.attention.decoder, out.attention.decoder), (r8.attention.cross, out.attention.cross)):
+            np.testing.assert_allclose(ours, torch.stack([w[0] for w in theirs]).numpy(), atol=1e-5)
+    assert tr8.translate_batch(SENTENCES) == [tr8.translate(s, return_attention=False).text for s in SENTENCES]
+
+
+def test_unknown_precision_is_a_clear_error():
+    with pytest.raises(ValueError, match="quantize"):
+        load_pretrained(FLAGSHIP, quantize="int4")

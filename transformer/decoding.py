@@ -7,7 +7,8 @@ cross-attention keys/values are computed on the first step only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, overload
+from collections.abc import Sequence
+from typing import Literal, Union, overload
 
 import torch
 from torch import Tensor
@@ -36,18 +37,47 @@ def default_max_len(model: Transformer, src_len: int) -> int:
     return min(src_len + 50, model.config.max_len)
 
 
-def next_token_log_probs(model: Transformer, hidden: Tensor, step: int, max_len: int) -> Tensor:
+MaxLen = Union[int, Sequence[int], None]
+
+
+def sentence_limits(model: Transformer, src: Tensor, max_len: MaxLen = None) -> list[int]:
+    """The most output tokens each sentence of `src` (B, S) may get: `max_len` (one for all, or one per
+    sentence), or by default `default_max_len` of the sentence's own length, padding not counted, so
+    that a sentence decoded in a padded batch gets the limit it gets alone."""
+    if max_len is None:
+        return [default_max_len(model, n) for n in (src != model.config.pad_id).sum(1).tolist()]
+    if isinstance(max_len, int):
+        return [max_len] * src.size(0)
+    if len(max_len) != src.size(0):
+        raise ValueError(f"max_len holds {len(max_len)} limits for {src.size(0)} sentences")
+    return [int(n) for n in max_len]
+
+
+def rows_ending_at(limits: Sequence[int], rows_per_sentence: int = 1) -> dict[int, list[int]]:
+    """{step: the rows (of B * rows_per_sentence) whose sentence must end at that step}."""
+    ending: dict[int, list[int]] = {}
+    for b, limit in enumerate(limits):
+        ending.setdefault(limit - 1, []).extend(range(b * rows_per_sentence, (b + 1) * rows_per_sentence))
+    return ending
+
+
+def next_token_log_probs(model: Transformer, hidden: Tensor, step: int, max_len: int,
+                         ending_rows: list[int] | None = None) -> Tensor:
     """(N, 1, d_model) decoder output -> (N, V) log-probabilities of the next token.
 
-    <pad> and <bos> are never generated; on the last allowed step only <eos> is.
+    <pad> and <bos> are never generated; on the last allowed step only <eos> is: step
+    `max_len - 1` for every row, or, when `ending_rows` is given, for those rows only.
     """
     cfg = model.config
     log_probs = model.project(hidden[:, -1]).float().log_softmax(-1)
     log_probs[:, [cfg.pad_id, cfg.bos_id]] = float("-inf")
-    if step == max_len - 1:
-        eos = log_probs[:, cfg.eos_id].clone()
-        log_probs.fill_(float("-inf"))
-        log_probs[:, cfg.eos_id] = eos
+    if ending_rows is None:
+        ending_rows = list(range(log_probs.size(0))) if step == max_len - 1 else []
+    if ending_rows:
+        rows = ending_rows if len(ending_rows) < log_probs.size(0) else slice(None)
+        eos = log_probs[rows, cfg.eos_id].clone()
+        log_probs[rows] = float("-inf")
+        log_probs[rows, cfg.eos_id] = eos
     return log_probs
 
 
@@ -75,12 +105,12 @@ def encode_source(model: Transformer, src: Tensor, return_attention: bool = Fals
 
 @overload
 def greedy_decode(
-    model: Transformer, src: Tensor, max_len: int | None = ..., encoded: EncodedSource | None = ...,
+    model: Transformer, src: Tensor, max_len: MaxLen = ..., encoded: EncodedSource | None = ...,
     length_penalty: float = ..., record_search: Literal[False] = ...,
 ) -> list[Hypothesis]: ...
 @overload
 def greedy_decode(
-    model: Transformer, src: Tensor, max_len: int | None = ..., encoded: EncodedSource | None = ...,
+    model: Transformer, src: Tensor, max_len: MaxLen = ..., encoded: EncodedSource | None = ...,
     length_penalty: float = ..., *, record_search: Literal[True],
 ) -> SearchOutput[list[Hypothesis]]: ...
 
@@ -89,32 +119,35 @@ def greedy_decode(
 def greedy_decode(
     model: Transformer,
     src: Tensor,
-    max_len: int | None = None,
+    max_len: MaxLen = None,
     encoded: EncodedSource | None = None,
     length_penalty: float = 0.0,
     record_search: bool = False,
 ) -> list[Hypothesis] | SearchOutput[list[Hypothesis]]:
     """src (B, S) padded ids -> one hypothesis per sentence, the most likely token at every step.
 
-    `encoded` is the encoder pass over `src` when the caller already ran it. The search
-    ignores `length_penalty`; it only divides the reported score, as beam search's does,
-    so greedy and beam scores compare. `record_search=True` returns a `SearchOutput`:
-    the same hypotheses plus one `SearchTrace` per sentence (each step's choice and runner-up).
+    `max_len` is the most output tokens (one for all, one per sentence, or by default each
+    sentence's own `default_max_len`: `sentence_limits`). `encoded` is the encoder pass over `src`
+    when the caller already ran it. The search ignores `length_penalty`; it only divides the reported
+    score, as beam search's does, so greedy and beam scores compare. `record_search=True` returns a
+    `SearchOutput`: the same hypotheses plus one `SearchTrace` per sentence (each step's choice and
+    runner-up).
     """
     cfg = model.config
     B = src.size(0)
     encoded = encoded or encode_source(model, src)
     memory, src_mask = encoded.memory, encoded.mask
-    max_len = max_len or default_max_len(model, src.size(1))
+    limits = sentence_limits(model, src, max_len)
+    horizon, ending = max(limits), rows_ending_at(limits)
     cache = KVCache.empty(cfg.n_decoder_layers)
     next_input = torch.full((B, 1), cfg.bos_id, dtype=torch.long, device=src.device)
-    out = torch.full((B, max_len), cfg.pad_id, dtype=torch.long, device=src.device)
+    out = torch.full((B, horizon), cfg.pad_id, dtype=torch.long, device=src.device)
     log_probs = torch.zeros(B, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     recorder = SearchRecorder(B, "greedy", 1, length_penalty, cfg.bos_id) if record_search else None
-    for t in range(max_len):
+    for t in range(horizon):
         hidden, _, _ = model.decode(next_input, memory, src_mask, None, cache)
-        step_log_probs = next_token_log_probs(model, hidden, t, max_len)  # (B, V)
+        step_log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []))  # (B, V)
         lp, token = step_log_probs.max(-1)  # (B,)
         if recorder is not None:
             _record_greedy_step(recorder, t, done, log_probs, step_log_probs, lp, token, cfg.eos_id,
@@ -155,14 +188,46 @@ def _record_greedy_step(
 
 @overload
 def beam_search(
-    model: Transformer, src: Tensor, beam_size: int = ..., length_penalty: float = ..., max_len: int | None = ...,
+    model: Transformer, src: Tensor, beam_size: int = ..., length_penalty: float = ..., max_len: MaxLen = ...,
     n_best: int | None = ..., encoded: EncodedSource | None = ..., record_search: Literal[False] = ...,
 ) -> list[list[Hypothesis]]: ...
 @overload
 def beam_search(
-    model: Transformer, src: Tensor, beam_size: int = ..., length_penalty: float = ..., max_len: int | None = ...,
+    model: Transformer, src: Tensor, beam_size: int = ..., length_penalty: float = ..., max_len: MaxLen = ...,
     n_best: int | None = ..., encoded: EncodedSource | None = ..., *, record_search: Literal[True],
 ) -> SearchOutput[list[list[Hypothesis]]]: ...
+
+
+class _BeamSentences:
+    """Per sentence of a beam search: the hypotheses that ended, and whether its search is over."""
+
+    def __init__(self, beam_size: int, length_penalty: float, limits: list[int]):
+        self.K, self.alpha, self.limits = beam_size, length_penalty, limits
+        self.finished: list[list[Hypothesis]] = [[] for _ in limits]
+        self.done = [False] * len(limits)
+        # the length penalty at the most tokens a sentence may get: the most a live beam's score can gain
+        self.best_penalty = torch.tensor([length_penalty_factor(n, length_penalty) for n in limits])
+
+    def collect(self, finishing: Tensor, tokens: Tensor, from_beam: Tensor, top_scores: Tensor, eos_id: int) -> None:
+        """Set aside the candidates `finishing` (B, 2K) marks: <eos> ones ranked within the top K."""
+        for b, j in finishing.nonzero().tolist():  # only hypotheses that end here
+            if not self.done[b]:
+                ids = tokens[b * self.K + from_beam[b, j], 1:].tolist() + [eos_id]
+                lp = float(top_scores[b, j])
+                self.finished[b].append(Hypothesis(ids, lp / length_penalty_factor(len(ids), self.alpha), lp))
+
+    def update(self, t: int, live_scores: Tensor) -> bool:
+        """After step t: a sentence is done when K hypotheses ended, its last step was t, or no live beam
+        (`live_scores` (B, K)) can still beat its best finished one. True when every sentence is done."""
+        bound = (live_scores.max(1).values / self.best_penalty.to(live_scores.device)).tolist()
+        for b, hyps in enumerate(self.finished):
+            if not self.done[b] and hyps:
+                self.done[b] = (len(hyps) >= self.K or t >= self.limits[b] - 1
+                                or max(h.score for h in hyps) >= bound[b])
+        return all(self.done)
+
+    def nbest(self, n_best: int | None) -> list[list[Hypothesis]]:
+        return [sorted(hyps, key=lambda h: -h.score)[: n_best or self.K] for hyps in self.finished]
 
 
 @torch.no_grad()
@@ -171,7 +236,7 @@ def beam_search(
     src: Tensor,
     beam_size: int = 5,
     length_penalty: float = 0.6,
-    max_len: int | None = None,
+    max_len: MaxLen = None,
     n_best: int | None = None,
     encoded: EncodedSource | None = None,
     record_search: bool = False,
@@ -183,15 +248,18 @@ def beam_search(
     aside as finished, the best K others stay live. A sentence is done when K
     hypotheses have finished, or earlier when no live beam can still beat the best
     finished one (its log-probability can only fall, and the length penalty can
-    at most reach its value at `max_len`). `encoded` is the encoder pass over `src`
-    when the caller already ran it. `record_search=True` returns a `SearchOutput`: the
-    same n-best lists plus one `SearchTrace` per sentence (the 2K ranked candidates of
-    every step it searched).
+    at most reach its value at the sentence's limit). `max_len` is that limit (one for
+    all, one per sentence, or by default each sentence's own: `sentence_limits`), so a
+    sentence gets the same n-best in a padded batch as alone. `encoded` is the encoder
+    pass over `src` when the caller already ran it. `record_search=True` returns a
+    `SearchOutput`: the same n-best lists plus one `SearchTrace` per sentence (the 2K
+    ranked candidates of every step it searched).
     """
     cfg = model.config
     B, K = src.size(0), beam_size
     device = src.device
-    max_len = max_len or default_max_len(model, src.size(1))
+    limits = sentence_limits(model, src, max_len)
+    horizon, ending = max(limits), rows_ending_at(limits, K)
     encoded = encoded or encode_source(model, src)
     memory, src_mask = encoded.memory.repeat_interleave(K, 0), encoded.mask  # (B*K, S, d_model)
     if src_mask is not None:
@@ -200,15 +268,13 @@ def beam_search(
     tokens = torch.full((B * K, 1), cfg.bos_id, dtype=torch.long, device=device)  # (B*K, t+1)
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
-    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
-    done = [False] * B
-    best_possible_penalty = length_penalty_factor(max_len, length_penalty)
+    sentences = _BeamSentences(K, length_penalty, limits)
     beam_offset = (torch.arange(B, device=device) * K)[:, None]  # (B, 1)
     rank = torch.arange(2 * K, device=device)[None, :]  # (1, 2K)
     recorder = SearchRecorder(B, "beam", K, length_penalty, cfg.bos_id) if record_search else None
-    for t in range(max_len):
+    for t in range(horizon):
         hidden, _, _ = model.decode(tokens[:, -1:], memory, src_mask, None, cache)
-        log_probs = next_token_log_probs(model, hidden, t, max_len)  # (B*K, V)
+        log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []))  # (B*K, V)
         # A sentence's best 2K continuations are among the best 2K of each of its beams,
         # and ranking K * 2K numbers costs far less than ranking K * V.
         per_beam = min(2 * K, log_probs.size(-1))
@@ -219,29 +285,21 @@ def beam_search(
         token = beam_token.view(B, K * per_beam).gather(1, top_index)
         is_eos = token == cfg.eos_id
         finishing = is_eos & (rank < K) & (top_scores > float("-inf"))
-        for b, j in finishing.nonzero().tolist():  # only hypotheses that end here
-            if not done[b]:
-                ids = tokens[b * K + from_beam[b, j], 1:].tolist() + [cfg.eos_id]
-                lp = float(top_scores[b, j])
-                finished[b].append(Hypothesis(ids, lp / length_penalty_factor(len(ids), length_penalty), lp))
+        sentences.collect(finishing, tokens, from_beam, top_scores, cfg.eos_id)
         live_scores, order = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (B, K)
         if recorder is not None:
             recorder.record_step(
-                t, [not d for d in done], top_scores, beam_top.view(B, K * per_beam).gather(1, top_index), token,
-                from_beam, finishing, order.masked_fill(live_scores == float("-inf"), -1),
+                t, [not d for d in sentences.done], top_scores, beam_top.view(B, K * per_beam).gather(1, top_index),
+                token, from_beam, finishing, order.masked_fill(live_scores == float("-inf"), -1),
                 length_penalty_factor(t + 1, length_penalty),
             )
         rows = (beam_offset + from_beam.gather(1, order)).view(-1)  # (B*K,) parent of each new beam
         tokens = torch.cat([tokens.index_select(0, rows), token.gather(1, order).view(-1, 1)], dim=1)
         cache.reorder(rows)
         scores = live_scores
-        bound = (scores.max(1).values / best_possible_penalty).tolist()  # (B,) best any live beam can reach
-        for b in range(B):
-            if not done[b] and finished[b]:
-                done[b] = len(finished[b]) >= K or max(h.score for h in finished[b]) >= bound[b]
-        if all(done):
+        if sentences.update(t, scores):
             break
-    nbest = [sorted(hyps, key=lambda h: -h.score)[: n_best or K] for hyps in finished]
+    nbest = sentences.nbest(n_best)
     if recorder is not None:
         return SearchOutput(nbest, recorder.finish(nbest))
     return nbest

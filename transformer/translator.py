@@ -13,6 +13,12 @@ Attention is computed after decoding, by one teacher-forced decoder pass over
 the chosen hypothesis with weights switched on (the encoder's weights come from
 the encoder pass the search used); float32 numpy arrays, rows are queries and
 columns keys.
+
+`translate_sources` decodes several prepared sources (`Translator.source`) with the
+same options as one padded batch, attention included, each exactly as `translate`
+would alone (`transformer.batching` gathers concurrent requests into such batches).
+`load_pretrained(..., quantize="int8")` searches with int8 decoder weights
+(`transformer.quantize`); attention and step probabilities stay float32.
 """
 from __future__ import annotations
 
@@ -35,7 +41,8 @@ from .decoding import (
 )
 from .casing import Truecaser, prepare_source
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
-from .model import causal_mask
+from .model import Transformer, causal_mask, pad_sequences
+from .quantize import PRECISIONS, int8_search_model
 from .search_trace import SearchTrace
 from .tokenizer import TextTokenizer
 
@@ -81,6 +88,15 @@ class Attention:
     steps: list[StepRecord] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Source:
+    """One input as the model reads it (`Translator.source`)."""
+
+    ids: list[int]  # model input, <eos> included
+    truncated: bool  # the text was longer than the model's source limit and was cut
+    text: str  # the text as the model read it (`Translator.prepare`)
+
+
 @dataclass
 class Translation:
     text: str
@@ -102,7 +118,7 @@ class Translation:
         return self.attention.steps if self.attention is not None else []
 
 
-def _check_options(method: str, beam_size: int, length_penalty: float, max_len: int | None) -> None:
+def check_options(method: str, beam_size: int, length_penalty: float, max_len: int | None) -> None:
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= MAX_BEAM_SIZE:
@@ -117,13 +133,18 @@ class Translator:
     """A loaded checkpoint (model + tokenizer) with translate / attention methods."""
 
     def __init__(self, model: PretrainedTransformer, tokenizer: TextTokenizer, name: str = "",
-                 truecaser: Truecaser | None = None, prepare_input: bool = True):
+                 truecaser: Truecaser | None = None, prepare_input: bool = True,
+                 search_model: Transformer | None = None, precision: str = "fp32"):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.truecaser = truecaser if truecaser is not None else getattr(model, "truecaser", None)
         self.prepare_input = prepare_input  # False: the text goes to the tokenizer as typed (measurements)
         self.name = name
         self.device = next(model.parameters()).device
+        # what greedy and beam search run (an int8 copy of the decoder: `quantize.int8_search_model`);
+        # the encoder pass and the attention capture always use `model`
+        self.search_model = (search_model if search_model is not None else self.model).eval()
+        self.precision = precision  # "fp32" or "int8": which weights the search uses
 
     @property
     def max_source_tokens(self) -> int:
@@ -134,8 +155,8 @@ class Translator:
         text typed all in lower or all in upper case is recased (`casing.prepare_source`)."""
         return prepare_source(text, self.truecaser) if self.prepare_input else text
 
-    def _source_ids(self, text: str) -> tuple[list[int], bool, str]:
-        """(model input ids with <eos>, whether they were cut to fit, the prepared text)."""
+    def source(self, text: str) -> Source:
+        """`text` prepared (`prepare`) and tokenised for the model; ValueError when there is nothing to translate."""
         if not isinstance(text, str):
             raise ValueError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
@@ -145,13 +166,12 @@ class Translator:
         if not ids:
             raise ValueError("text has nothing to translate after normalisation")
         truncated = len(ids) > self.max_source_tokens
-        return ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated, prepared
+        return Source(ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated, prepared)
 
     def _candidate(self, hyp: Hypothesis) -> Candidate:
         text = self.tokenizer.decode(strip_specials(hyp.tokens, self.model))
         return Candidate(text, self.tokenizer.ids_to_tokens(hyp.tokens), hyp.tokens, hyp.score, hyp.log_prob)
 
-    @torch.inference_mode()
     def translate(
         self,
         text: str,
@@ -168,34 +188,57 @@ class Translator:
         `record_search=True` also returns the search tree in `Translation.search`
         (token texts filled in); the translation itself is the same either way.
         """
-        _check_options(method, beam_size, length_penalty, max_len)
-        src_ids, truncated, prepared = self._source_ids(text)
-        src = torch.tensor([src_ids], device=self.device)
+        check_options(method, beam_size, length_penalty, max_len)
+        return self.translate_sources([self.source(text)], method, beam_size, length_penalty, max_len,
+                                      return_attention, top_k, record_search)[0]
+
+    @torch.inference_mode()
+    def translate_sources(
+        self,
+        sources: list[Source],
+        method: str = "beam",
+        beam_size: int = 5,
+        length_penalty: float = 0.6,
+        max_len: int | None = None,
+        return_attention: bool = True,
+        top_k: int = 5,
+        record_search: bool = False,
+    ) -> list[Translation]:
+        """Several prepared sources (`source`) with the same options, decoded as one padded batch: one
+        encoder pass, one search, one attention pass. Each result is what `translate` gives that source
+        alone (the same n-best; scores and attention equal up to float rounding, padding never in a map)."""
+        check_options(method, beam_size, length_penalty, max_len)
+        if not sources:
+            return []
+        src = pad_sequences([s.ids for s in sources], self.model.config.pad_id).to(self.device)
         if max_len is not None:
             max_len = min(max_len, self.model.config.max_len)
         encoded = encode_source(self.model, src, return_attention)
-        trace = None
         if method == "greedy":
             beam_size = 1
-            greedy = greedy_decode(self.model, src, max_len, encoded, length_penalty, record_search=record_search)
-            hyps, traces = (greedy.hypotheses, greedy.traces) if record_search else (greedy, [])
+            out = greedy_decode(self.search_model, src, max_len, encoded, length_penalty, record_search=record_search)
+            hyps, traces = (out.hypotheses, out.traces) if record_search else (out, [])
+            nbests = [[h] for h in hyps]
         else:
-            beam = beam_search(self.model, src, beam_size, length_penalty, max_len, encoded=encoded,
-                               record_search=record_search)
-            nbest, traces = (beam.hypotheses, beam.traces) if record_search else (beam, [])
-            hyps = nbest[0]
-        if traces:
-            trace = traces[0].name_tokens(self.tokenizer.ids_to_tokens)
-        candidates = [self._candidate(h) for h in hyps]
-        best = candidates[0]
-        result = Translation(
-            text=best.text, src_tokens=self.tokenizer.ids_to_tokens(src_ids), tgt_tokens=best.tokens,
-            score=best.score, log_prob=best.log_prob, truncated=truncated, candidates=candidates,
-            method=method, beam_size=beam_size, src_ids=src_ids, search=trace, model_input=prepared,
-        )
+            out = beam_search(self.search_model, src, beam_size, length_penalty, max_len, encoded=encoded,
+                              record_search=record_search)
+            nbests, traces = (out.hypotheses, out.traces) if record_search else (out, [])
+        results = []
+        for i, (source, hyps) in enumerate(zip(sources, nbests)):
+            candidates = [self._candidate(h) for h in hyps]
+            best = candidates[0]
+            results.append(Translation(
+                text=best.text, src_tokens=self.tokenizer.ids_to_tokens(source.ids), tgt_tokens=best.tokens,
+                score=best.score, log_prob=best.log_prob, truncated=source.truncated, candidates=candidates,
+                method=method, beam_size=beam_size, src_ids=source.ids, model_input=source.text,
+                search=traces[i].name_tokens(self.tokenizer.ids_to_tokens) if traces else None,
+            ))
         if return_attention:
-            result.attention = self._capture(result.src_ids, result.candidates[0].ids, top_k, encoded)
-        return result
+            attentions = self._capture([r.src_ids for r in results], [r.candidates[0].ids for r in results],
+                                       top_k, encoded)
+            for result, attention in zip(results, attentions):
+                result.attention = attention
+        return results
 
     @torch.inference_mode()
     def attention_for(self, result: Translation, candidate: int = 0, top_k: int = 5) -> Attention:
@@ -204,7 +247,7 @@ class Translator:
             raise ValueError(f"candidate must be in 0..{len(result.candidates) - 1}, got {candidate!r}")
         src = torch.tensor([result.src_ids], device=self.device)
         encoded = encode_source(self.model, src, return_attention=True)
-        return self._capture(result.src_ids, result.candidates[candidate].ids, top_k, encoded)
+        return self._capture([result.src_ids], [result.candidates[candidate].ids], top_k, encoded)[0]
 
     @torch.inference_mode()
     def attention_for_prefix(self, result: Translation, prefix_ids: list[int], top_k: int = 5) -> Attention:
@@ -224,32 +267,37 @@ class Translator:
             raise ValueError(f"prefix_ids is longer than the model's {self.model.config.max_len} positions")
         src = torch.tensor([result.src_ids], device=self.device)
         encoded = encode_source(self.model, src, return_attention=True)
-        return self._capture(result.src_ids, list(prefix_ids), top_k, encoded)
+        return self._capture([result.src_ids], [list(prefix_ids)], top_k, encoded)[0]
 
-    def _capture(self, src_ids: list[int], out_ids: list[int], top_k: int, encoded: EncodedSource) -> Attention:
-        """Decoder pass over `out_ids` with weights on, after the encoder pass `encoded` (weights on) of `src_ids`."""
-        in_ids = [self.model.config.bos_id] + out_ids[:-1]
-        tgt_in = torch.tensor([in_ids], device=self.device)
+    def _capture(self, src_ids: list[list[int]], out_ids: list[list[int]], top_k: int,
+                 encoded: EncodedSource) -> list[Attention]:
+        """One decoder pass with weights on over each `out_ids[i]` (right-padded into a batch), after the
+        encoder pass `encoded` (weights on) of the padded `src_ids`; each map is cut to its own sentence's
+        tokens, so padding (masked: weight 0) never shows. Always the float32 `model`."""
+        cfg = self.model.config
+        in_ids = [[cfg.bos_id] + out[:-1] for out in out_ids]
+        tgt_in = pad_sequences(in_ids, cfg.pad_id).to(self.device)
         hidden, self_ws, cross_ws = self.model.decode(
-            tgt_in, encoded.memory, encoded.mask, causal_mask(len(in_ids), self.device), return_attention=True
+            tgt_in, encoded.memory, encoded.mask, causal_mask(tgt_in.size(1), self.device), return_attention=True
         )
-
-        def stack(ws: list[torch.Tensor]) -> np.ndarray:
-            return torch.stack([w[0] for w in ws]).float().cpu().numpy()  # (L, H, T_q, T_k)
-
-        probs = self.model.project(hidden)[0].float().softmax(-1)  # (T, V)
-        top_p, top_i = probs.topk(min(top_k, probs.size(-1)), dim=-1)  # (T, k)
-        chosen_p = probs[torch.arange(len(out_ids), device=probs.device), out_ids].tolist()  # (T,)
-        out_tokens = self.tokenizer.ids_to_tokens(out_ids)
-        steps = [
-            StepRecord(t, out_tokens[t], chosen_p[t], list(zip(self.tokenizer.ids_to_tokens(ids), ps)))
-            for t, (ids, ps) in enumerate(zip(top_i.tolist(), top_p.tolist()))
-        ]
-        return Attention(
-            encoder=stack(encoded.attention), decoder=stack(self_ws), cross=stack(cross_ws),
-            src_tokens=self.tokenizer.ids_to_tokens(src_ids), tgt_in_tokens=self.tokenizer.ids_to_tokens(in_ids),
-            tgt_out_tokens=out_tokens, steps=steps,
-        )
+        encoder, decoder, cross = (torch.stack(ws, 1).float() for ws in (encoded.attention, self_ws, cross_ws))
+        probs = self.model.project(hidden).float().softmax(-1)  # (B, T, V)
+        top_p, top_i = probs.topk(min(top_k, probs.size(-1)), dim=-1)  # (B, T, k)
+        attentions = []
+        for i, (src, out, tgt) in enumerate(zip(src_ids, out_ids, in_ids)):
+            S, T = len(src), len(out)
+            chosen_p = probs[i, torch.arange(T, device=probs.device), out].tolist()  # (T,)
+            out_tokens = self.tokenizer.ids_to_tokens(out)
+            steps = [StepRecord(t, out_tokens[t], chosen_p[t], list(zip(self.tokenizer.ids_to_tokens(ids), ps)))
+                     for t, (ids, ps) in enumerate(zip(top_i[i, :T].tolist(), top_p[i, :T].tolist()))]
+            attentions.append(Attention(  # (L, H, T_q, T_k) each, copied out of the batch
+                encoder=encoder[i, :, :, :S, :S].contiguous().cpu().numpy(),
+                decoder=decoder[i, :, :, :T, :T].contiguous().cpu().numpy(),
+                cross=cross[i, :, :, :T, :S].contiguous().cpu().numpy(),
+                src_tokens=self.tokenizer.ids_to_tokens(src), tgt_in_tokens=self.tokenizer.ids_to_tokens(tgt),
+                tgt_out_tokens=out_tokens, steps=steps,
+            ))
+        return attentions
 
     @torch.inference_mode()
     def translate_batch(
@@ -258,18 +306,29 @@ class Translator:
     ) -> list[str]:
         """Texts only, decoded in length-sorted batches; each text is prepared as `translate` prepares it
         (`prepare`), so `translate_batch(xs)[i] == translate(xs[i]).text`. Empty inputs give empty outputs."""
-        _check_options(method, beam_size, length_penalty, None)
+        check_options(method, beam_size, length_penalty, None)
         sources = [self.tokenizer.encode(self.prepare(t))[: self.max_source_tokens] if t.strip() else [] for t in texts]
         keep = [i for i, s in enumerate(sources) if s]
-        outputs = translate_ids(self.model, [sources[i] for i in keep], method, beam_size, length_penalty, batch_size)
+        outputs = translate_ids(self.search_model, [sources[i] for i in keep], method, beam_size, length_penalty,
+                                batch_size)
         texts_out = [""] * len(texts)
         for i, ids in zip(keep, outputs):
             texts_out[i] = self.tokenizer.decode(ids)
         return texts_out
 
 
-def load_pretrained(name_or_path: str | os.PathLike, device: str = "cpu", **download_kwargs) -> Translator:
-    """A local checkpoint directory or a Hugging Face Hub repo id -> `Translator`."""
+def load_pretrained(name_or_path: str | os.PathLike, device: str = "cpu", quantize: str | None = None,
+                    **download_kwargs) -> Translator:
+    """A local checkpoint directory or a Hugging Face Hub repo id -> `Translator`.
+
+    `quantize="int8"` (CPU only) searches with int8 decoder weights (`transformer.quantize`): about twice
+    as fast at beam 5; attention and step probabilities stay float32. None or "fp32": float32 throughout.
+    """
+    if quantize not in (None,) + PRECISIONS:
+        raise ValueError(f"quantize must be one of {PRECISIONS} or None, got {quantize!r}")
     directory = resolve_checkpoint(name_or_path, **download_kwargs)
     model = load_checkpoint(directory, device=device)
+    if quantize == "int8":
+        return Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser,
+                          search_model=int8_search_model(model), precision="int8")
     return Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser)

@@ -21,11 +21,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
+from transformer.batching import Batcher
+from transformer.quantize import PRECISIONS, int8_available
 from transformer.translator import Translator
 
 from .logic import (
-    DEFAULT_BEAM, ENV_CHECKPOINT, UI_MAX_BEAM, ModelRegistry, Result, ViewState, examples_for, export_npz, is_toy,
-    run_translation, select_candidate, training_progress, training_view, user_error,
+    DEFAULT_BEAM, ENV_CHECKPOINT, ENV_PRECISION, UI_MAX_BEAM, ModelRegistry, Result, ViewState, examples_for,
+    export_npz, is_toy, run_translation, select_candidate, training_progress, training_view, user_error,
 )
 from .search_views import CompareSession, compare_value, record_search, tree_value
 
@@ -36,6 +38,27 @@ def torch_threads() -> int:
     """All cores (the brief: `torch.set_num_threads(os.cpu_count())`); `TRANSFORMER_THREADS` overrides."""
     value = os.environ.get("TRANSFORMER_THREADS", "")
     return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
+
+
+REQUEST_TIMEOUT_S = 60.0  # a Translate press that waits longer for the batcher is told the app is busy
+
+
+def precision_from_env() -> str:
+    """`TRANSFORMER_PRECISION` (int8 or fp32); by default int8 where this torch has quantised CPU kernels."""
+    value = os.environ.get(ENV_PRECISION, "").strip().lower()
+    default = "int8" if int8_available() else "fp32"
+    if value and value not in PRECISIONS:
+        log.warning("%s=%r is not one of %s: using %s", ENV_PRECISION, value, PRECISIONS, default)
+    if value == "int8" and not int8_available():
+        log.warning("%s=int8, but this torch build has no quantised CPU kernels: using fp32", ENV_PRECISION)
+    return value if value in PRECISIONS and (value != "int8" or int8_available()) else default
+
+
+def precision_note(precision: str) -> str:
+    """What the notes say about the weights that decode (in the model notice)."""
+    if precision == "int8":
+        return f"Decoding: int8 (attention drawn in float32; {ENV_PRECISION}=fp32 decodes in float32)."
+    return "Decoding: fp32."
 
 
 def view_data(view_json: str | None) -> dict[str, Any]:
@@ -84,10 +107,14 @@ class Explorer:
     """The app's server side over a model registry; the default model is loaded once, at start-up.
 
     A broken auto-discovered default checkpoint does not take the app down (`startup_error` says why),
-    unless `strict` (the user named the checkpoint). Exports (.npz) go to `export_dir`."""
+    unless `strict` (the user named the checkpoint). Exports (.npz) go to `export_dir`. All model work
+    runs on `batcher`'s worker thread: translations asked for at the same time are decoded as one batch
+    (`transformer.batching`), everything else (another candidate, the tree) between batches."""
 
-    def __init__(self, registry: ModelRegistry, export_dir: Path, strict: bool = False):
+    def __init__(self, registry: ModelRegistry, export_dir: Path, strict: bool = False,
+                 batcher: Batcher | None = None):
         self.registry, self.export_dir = registry, Path(export_dir)
+        self.batcher = batcher or Batcher()
         self.default_model = registry.default()
         self.default_translator: Translator | None = None
         self.startup_error = ""
@@ -102,11 +129,19 @@ class Explorer:
     @classmethod
     def start(cls, checkpoint_dir: Path) -> Explorer:
         """The app's explorer: the checkpoints under `checkpoint_dir` (and $TRANSFORMER_CHECKPOINT first, if
-        set), exports in a temporary directory of this process, torch on every core (`torch_threads`)."""
+        set), loaded in `precision_from_env()`, exports in a temporary directory of this process, torch on
+        every core (`torch_threads`)."""
         torch.set_num_threads(torch_threads())
         override = os.environ.get(ENV_CHECKPOINT)
         export_dir = Path(tempfile.gettempdir()) / f"attention-explorer-{os.getpid()}"
-        return cls(ModelRegistry(checkpoint_dir, override), export_dir, strict=bool(override))
+        registry = ModelRegistry(checkpoint_dir, override, precision_from_env())
+        return cls(registry, export_dir, strict=bool(override))
+
+    def serving_note(self) -> str:
+        """The notes at start-up: which model serves, and in which precision."""
+        if self.startup_error or self.default_translator is None:
+            return self.startup_error
+        return f"Model {self.default_model}. {precision_note(self.default_translator.precision)}"
 
     def translator(self, label: str | None) -> Translator:
         try:
@@ -116,12 +151,18 @@ class Explorer:
 
     def translate(self, text: Any, method: Any, beam_size: Any, model: str | None,
                   length_penalty: float) -> tuple[Result, str]:
-        """Validate and translate with attention: (Result, notice text for the user)."""
-        return run_translation(self.translator(model), model, text, method, beam_size, length_penalty)
+        """Validate and translate with attention, decoded with whatever else is asked for at the same time:
+        (Result, notice text for the user)."""
+        tr = self.translator(model)
+
+        def batched(text: str, **options: Any):
+            return self.batcher.translate(tr, text, **options, timeout_s=REQUEST_TIMEOUT_S)
+
+        return run_translation(tr, model, text, method, beam_size, length_penalty, translate=batched)
 
     def select(self, result: Result, index: Any) -> Result:
         """Another n-best candidate of `result` (its attention: one teacher-forced pass, cached)."""
-        return select_candidate(self.translator(result.model), result, index)
+        return self.batcher.call(select_candidate, self.translator(result.model), result, index)
 
     def export(self, result: Result | None) -> Path | None:
         """The current candidate's attention as an .npz file to download (None without a result)."""
@@ -138,7 +179,7 @@ class Explorer:
         tr = self.translator(label)
         info = self.model_info(label, tr)
         expects = "toy task: type space-separated letters" if is_toy(tr) else "English"
-        info.notice = f"Model {label} is ready ({expects})."
+        info.notice = f"Model {label} is ready ({expects}). {precision_note(tr.precision)}"
         progress = training_progress(self.registry.directory(label))
         if progress:
             info.notice += (f" It is still in training (step {progress[0]} of {progress[1]}): expect rough "
@@ -156,10 +197,11 @@ class Explorer:
         if result.search is None:
             t = result.translation
             try:
-                result.search = record_search(tr, result.source, t.method, t.beam_size, result.length_penalty)
+                result.search = self.batcher.call(record_search, tr, result.source, t.method, t.beam_size,
+                                                  result.length_penalty)
             except ValueError as err:
                 raise user_error(str(err), "Cannot draw the search") from None
-        return tree_value(tr, result.search, None, view_data(view_json)), result
+        return self.batcher.call(tree_value, tr, result.search, None, view_data(view_json)), result
 
     def on_tree_refresh(self, result: Result | None, tab: str, view_json: str):
         """After a translation: the tree follows it while its tab is open; otherwise the stale tree goes."""
@@ -172,7 +214,8 @@ class Explorer:
         if result is None or result.search is None:
             return None
         with_tree = data.get("tree_rev") != result.search.rev  # else the page has the tree already
-        return tree_value(self.translator(result.model), result.search, data.get("node"), data, with_tree)
+        return self.batcher.call(tree_value, self.translator(result.model), result.search, data.get("node"), data,
+                                 with_tree)
 
     def on_compare(self, text: Any, other: Any, method: Any, beam: Any, model: str | None, length_penalty: float,
                    view_json: str) -> tuple[dict[str, Any], CompareSession]:

@@ -15,7 +15,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from transformer.batching import BatcherBusy
 from transformer.hub import resolve_checkpoint, training_progress
 from transformer.translator import Attention, Translation, Translator, load_pretrained
 
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 
 MODEL_ORDER = ("en-de", "multi30k-en-de")  # the selector lists these first, the default first of all
 ENV_CHECKPOINT = "TRANSFORMER_CHECKPOINT"
+ENV_PRECISION = "TRANSFORMER_PRECISION"  # int8 (the default where torch can) or fp32: the weights the search uses
 
 TOY_VOCAB_LIMIT = 64  # a tokenizer this small is a toy task's letter vocabulary
 
@@ -82,11 +84,13 @@ class ModelRegistry:
     name), then models still in training; each loaded once on first use.
 
     `override` (a Hub repo id or a path, from $TRANSFORMER_CHECKPOINT) becomes the first entry.
+    `precision` ("fp32" or "int8", `load_pretrained`'s `quantize`) is how every model is loaded.
     """
 
-    def __init__(self, checkpoint_dir: Path, override: str | None = None):
+    def __init__(self, checkpoint_dir: Path, override: str | None = None, precision: str = "fp32"):
         self.checkpoint_dir = Path(checkpoint_dir)
         self.override = override or None
+        self.precision = precision
         self._models: dict[str, Translator] = {}
         self._dirs: dict[str, Path] = {}
         self._lock = threading.Lock()
@@ -134,13 +138,14 @@ class ModelRegistry:
                 if entry is None:
                     raise LookupError(f"Unknown model {label!r}; choose one of {self.labels()}")
                 start = time.perf_counter()
-                translator = load_pretrained(entry.source)
+                translator = load_pretrained(entry.source, quantize=self.precision)
                 try:  # where its train_log.jsonl / metrics.json live (a Hub id is in the cache by now)
                     self._dirs[label] = resolve_checkpoint(entry.source, local_files_only=True)
                 except Exception:
                     log.warning("no local directory for %s: the training tab will be empty", label)
                 self._models[label] = translator
-                log.info("loaded %s from %s in %.1f s", label, entry.source, time.perf_counter() - start)
+                log.info("loaded %s (%s) from %s in %.1f s", label, self.precision, entry.source,
+                         time.perf_counter() - start)
         return self._models[label]
 
     def directory(self, label: str | None) -> Path | None:
@@ -208,8 +213,12 @@ def check_options(method: Any, beam_size: Any) -> int:
 
 
 def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_size: Any,
-                    length_penalty: float = DEFAULT_LENGTH_PENALTY) -> tuple[Result, str]:
-    """Validate, translate with attention, and return (Result, notice text for the user)."""
+                    length_penalty: float = DEFAULT_LENGTH_PENALTY,
+                    translate: Callable[..., Translation] | None = None) -> tuple[Result, str]:
+    """Validate, translate with attention, and return (Result, notice text for the user).
+
+    `translate` is what decodes (default `tr.translate`; the app's: its `Batcher`, which decodes
+    concurrent requests together), called as `translate(text, method=..., beam_size=..., ...)`."""
     beam = check_options(method, beam_size)
     text = "" if text is None else str(text)
     if not text.strip():
@@ -220,10 +229,12 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
         text = text[:MAX_INPUT_CHARS]
         notices.append(f"The input was cut to its first {MAX_INPUT_CHARS} characters.")
     try:
-        translation = tr.translate(text, method=method, beam_size=beam, length_penalty=float(length_penalty),
-                                   return_attention=True)
+        translation = (translate or tr.translate)(text, method=method, beam_size=beam,
+                                                  length_penalty=float(length_penalty), return_attention=True)
     except ValueError as err:
         raise gr.Error(str(err), title="Cannot translate this input", print_exception=False) from None
+    except BatcherBusy as err:
+        raise gr.Error(str(err), title="Busy", print_exception=False) from None
     if translation.model_input != text:
         notices.append(f"Read as “{translation.model_input}”: text typed all in capitals or all in lower case is "
                        "recased the way the training sentences are written, so that names keep their capitals.")

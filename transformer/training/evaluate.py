@@ -4,6 +4,7 @@
     python -m transformer.evaluate --checkpoint checkpoints/en-de --corpus tatoeba-en-de --split val --source-form lowercase
     python -m transformer.evaluate --checkpoint DIR --src-file src.txt --ref-file ref.txt --out metrics.json
     python -m transformer.evaluate --checkpoint checkpoints/toy-reverse --toy-task reverse
+    python -m transformer.evaluate --checkpoint checkpoints/en-de --corpus tatoeba-en-de --split val --quantize int8
 
 The last line printed is `BLEU = xx.xx` (or `sequence accuracy = ...` for toy tasks).
 """
@@ -20,6 +21,7 @@ import torch
 
 from transformer.decoding import MAX_BEAM_SIZE, translate_ids
 from transformer.model import Transformer
+from transformer.quantize import PRECISIONS, int8_search_model
 from transformer.translator import Translator
 
 from .corpora import CorpusSpec, strip_final_punctuation
@@ -41,7 +43,8 @@ def translate_texts(translator: Translator, texts: list[str], keep_case: bool = 
     """Sources prepared as the app prepares them (`Translator.prepare`, unless `keep_case`), translated in
     batches (`Translator.translate_batch`)."""
     if keep_case:  # the model as it is, on the text as it is
-        translator = Translator(translator.model, translator.tokenizer, translator.name, prepare_input=False)
+        translator = Translator(translator.model, translator.tokenizer, translator.name, prepare_input=False,
+                                search_model=translator.search_model, precision=translator.precision)
     return translator.translate_batch(texts, **kwargs)
 
 
@@ -110,6 +113,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--keep-case", action="store_true",
                    help="do not lowercase ALL-CAPS sources first (the app does; this measures why)")
+    p.add_argument("--quantize", choices=PRECISIONS, default="fp32",
+                   help="int8: search with int8 decoder weights, as the app does by default (transformer/quantize.py)")
     p.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     p.add_argument("--out", help="write the metrics as JSON here")
     p.add_argument("--record", action="store_true", help="also merge the result into CHECKPOINT/metrics.json")
@@ -123,11 +128,15 @@ def main(argv: list[str] | None = None) -> dict:
         p.error(f"--beam-size must be from 1 to {MAX_BEAM_SIZE}, got {args.beam_size}")
 
     model = load_checkpoint(args.checkpoint)
+    search = int8_search_model(model) if args.quantize == "int8" else model
     settings = {"method": args.method, "beam_size": args.beam_size if args.method == "beam" else 1,
                 "length_penalty": args.length_penalty, "batch_size": args.batch_size}
+    if args.quantize == "int8":
+        settings["precision"] = "int8"
     if args.toy_task:
         pairs = toy_pairs(args.toy_task, args.limit or 1000, model.config.src_vocab_size, seed=12345)
-        result = {**sequence_accuracy(model, pairs, **settings), **settings, "task": args.toy_task}
+        result = {**sequence_accuracy(search, pairs, **{k: v for k, v in settings.items() if k != "precision"}),
+                  **settings, "task": args.toy_task}
         print(json.dumps(result))
         print(f"sequence accuracy = {result['sequence_accuracy']:.4f}")
     else:
@@ -140,8 +149,10 @@ def main(argv: list[str] | None = None) -> dict:
         if args.limit:
             sources, references = sources[: args.limit], references[: args.limit]
         sources = [SOURCE_FORMS[args.source_form](s) for s in sources]
-        hypotheses = translate_texts(Translator(model, model.tokenizer, str(args.checkpoint)), sources,
-                                     keep_case=args.keep_case, **settings)
+        translator = Translator(model, model.tokenizer, str(args.checkpoint), search_model=search,
+                                precision=args.quantize)
+        hypotheses = translate_texts(translator, sources, keep_case=args.keep_case,
+                                     **{k: v for k, v in settings.items() if k != "precision"})
         result = {**score_translations(hypotheses, references), **settings, "split": args.split or args.src_file}
         if args.split:
             result["corpus"] = args.corpus
@@ -165,6 +176,8 @@ def metrics_key(result: dict) -> str:
     if result.get("source_form"):
         data += f"[{result['source_form']}]"
     decoding = "greedy" if result["method"] == "greedy" else f"beam{result['beam_size']}-lp{result['length_penalty']:g}"
+    if result.get("precision", "fp32") != "fp32":
+        decoding += f"-{result['precision']}"
     return f"{data}/{decoding}"
 
 
