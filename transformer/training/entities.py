@@ -41,10 +41,12 @@ def survives(entity: str, translation: str, any_case: bool = False) -> bool:
     return re.search(rf"(?<!\w){re.escape(entity)}(?!\w)", translation, flags) is not None
 
 
-def entity_rates(translator: Translator, rows: list[tuple[str, list[str]]], **decoding) -> dict:
-    """For each input form: the share of entities kept, and the sentences that lost one."""
+def entity_rates(translator: Translator, rows: list[tuple[str, list[str]]], forms: tuple[str, ...] = tuple(FORMS),
+                 **decoding) -> dict:
+    """For each input form (of FORMS): the share of entities kept, and the sentences that lost one."""
     result = {}
-    for form, rewrite in FORMS.items():
+    for form in forms:
+        rewrite = FORMS[form]
         outputs = translator.translate_batch([rewrite(text) for text, _ in rows], **decoding)
         kept = total = 0
         lost = []
@@ -54,7 +56,7 @@ def entity_rates(translator: Translator, rows: list[tuple[str, list[str]]], **de
             if not all(ok):
                 lost.append({"source": rewrite(text), "translation": out})
         result[form] = {"rate": round(100 * kept / total, 1), "entities": total, "lost": lost}
-    result["all forms"] = {"rate": round(sum(r["rate"] for r in result.values()) / len(FORMS), 1)}
+    result["all forms"] = {"rate": round(sum(r["rate"] for r in result.values()) / len(forms), 1)}
     return result
 
 

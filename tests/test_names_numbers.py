@@ -1,0 +1,23 @@
+"""Do names and numbers survive the default model? Our own set of 160 sentences (tests/data/names_numbers.tsv),
+typed as written and in UPPER CASE, greedy decoding (the beam-5 rates are in the README).
+
+The floor is a regression guard a few points below what the shipped model measures (6.0 % greedy, every
+form; the issue's goal is 95 %, not reached yet: see the README)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from transformer.training.entities import entity_rates, read_entity_set
+from transformer.translator import load_pretrained
+
+ROOT = Path(__file__).resolve().parents[1]
+FLOOR = 4.0
+
+
+def test_names_and_numbers_survive_at_least_as_often_as_measured():
+    rows = read_entity_set(ROOT / "tests" / "data" / "names_numbers.tsv")
+    rates = entity_rates(load_pretrained(ROOT / "checkpoints" / "en-de"), rows, method="greedy",
+                         forms=("as written", "UPPER CASE"))
+    for form in ("as written", "UPPER CASE"):
+        assert rates[form]["rate"] >= FLOOR, (form, rates[form]["rate"], rates[form]["lost"][:5])
+        assert rates[form]["entities"] == sum(len(e) for _, e in rows)
