@@ -8,6 +8,8 @@
     r = tr.translate("A girl plays the violin.", beam_size=5, record_search=True)
     r.search.nodes, r.search.nbest                # the search tree (transformer.search_trace)
     tr.attention_for_prefix(r, r.search.prefix_ids(7))   # attention of any prefix in it
+    r = tr.translate("A girl plays the violin.", head_mask={"cross": off})   # (L, H) of 0/1: heads switched off
+    tr.attention_for(r, measure="norm")          # ‖α f(x)‖ (Kobayashi et al., 2020) instead of α
 
 Attention is computed after decoding, by one teacher-forced decoder pass over
 the chosen hypothesis with weights switched on (the encoder's weights come from
@@ -35,11 +37,12 @@ from .decoding import (
 )
 from .casing import Truecaser, prepare_source
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
-from .model import causal_mask
+from .model import HeadMask, causal_mask
 from .search_trace import SearchTrace
 from .tokenizer import TextTokenizer
 
 METHODS = ("greedy", "beam")
+MEASURES = ("weight", "norm")  # attention as weights α, or as Kobayashi et al.'s norms ‖α f(x)‖
 
 
 @dataclass
@@ -79,6 +82,7 @@ class Attention:
     tgt_in_tokens: list[str]  # <bos> + output tokens[:-1]
     tgt_out_tokens: list[str]  # output tokens
     steps: list[StepRecord] = field(default_factory=list)
+    measure: str = "weight"  # "norm": each map holds ‖α_ij f_h(x_j)‖ instead of α_ij (rows do not sum to 1)
 
 
 @dataclass
@@ -96,10 +100,31 @@ class Translation:
     attention: Attention | None = None
     search: SearchTrace | None = None  # only with translate(..., record_search=True)
     model_input: str = ""  # the text as the model read it (`Translator.prepare`: recased when typed in one case)
+    head_mask: HeadMask | None = None  # heads switched off (`translate(..., head_mask=...)`); None: all on
 
     @property
     def steps(self) -> list[StepRecord]:
         return self.attention.steps if self.attention is not None else []
+
+
+def as_head_mask(head_mask, config, device: torch.device | str = "cpu") -> HeadMask | None:
+    """`head_mask` as a checked `HeadMask` of 0/1 float tensors: a `HeadMask`, or a dict of kind -> (L, H)
+    array-like (kinds left out: every head on); None stays None (every head on)."""
+    if head_mask is None:
+        return None
+    if isinstance(head_mask, HeadMask):
+        head_mask = {k: getattr(head_mask, k) for k in HeadMask.KINDS}
+    if not isinstance(head_mask, dict) or set(head_mask) - set(HeadMask.KINDS):
+        raise ValueError(f"head_mask must be a HeadMask or a dict with keys from {HeadMask.KINDS}")
+    masks = {}
+    for kind, value in head_mask.items():
+        if value is None:
+            continue
+        mask = torch.as_tensor(np.asarray(value, dtype=np.float32), device=device)
+        if mask.dim() != 2 or not bool(((mask == 0) | (mask == 1)).all()):
+            raise ValueError(f"head_mask[{kind!r}] must be a (layers, heads) array of 0 and 1")
+        masks[kind] = mask
+    return HeadMask(**masks).check(config)
 
 
 def _check_options(method: str, beam_size: int, length_penalty: float, max_len: int | None) -> None:
@@ -162,26 +187,31 @@ class Translator:
         return_attention: bool = True,
         top_k: int = 5,
         record_search: bool = False,
+        head_mask: HeadMask | dict | None = None,
     ) -> Translation:
         """Translate one sentence; `method="greedy"` ignores `beam_size`.
 
         `record_search=True` also returns the search tree in `Translation.search`
         (token texts filled in); the translation itself is the same either way.
+        `head_mask` switches heads off: a `HeadMask` or {"encoder"|"decoder"|"cross": (L, H) of 0/1}
+        (kinds left out stay on); the search, the attention and `attention_for` all use it.
         """
         _check_options(method, beam_size, length_penalty, max_len)
+        mask = as_head_mask(head_mask, self.model.config, self.device)
         src_ids, truncated, prepared = self._source_ids(text)
         src = torch.tensor([src_ids], device=self.device)
         if max_len is not None:
             max_len = min(max_len, self.model.config.max_len)
-        encoded = encode_source(self.model, src, return_attention)
+        encoded = encode_source(self.model, src, return_attention, mask)
         trace = None
         if method == "greedy":
             beam_size = 1
-            greedy = greedy_decode(self.model, src, max_len, encoded, length_penalty, record_search=record_search)
+            greedy = greedy_decode(self.model, src, max_len, encoded, length_penalty, record_search=record_search,
+                                   head_mask=mask)
             hyps, traces = (greedy.hypotheses, greedy.traces) if record_search else (greedy, [])
         else:
             beam = beam_search(self.model, src, beam_size, length_penalty, max_len, encoded=encoded,
-                               record_search=record_search)
+                               record_search=record_search, head_mask=mask)
             nbest, traces = (beam.hypotheses, beam.traces) if record_search else (beam, [])
             hyps = nbest[0]
         if traces:
@@ -191,20 +221,26 @@ class Translator:
         result = Translation(
             text=best.text, src_tokens=self.tokenizer.ids_to_tokens(src_ids), tgt_tokens=best.tokens,
             score=best.score, log_prob=best.log_prob, truncated=truncated, candidates=candidates,
-            method=method, beam_size=beam_size, src_ids=src_ids, search=trace, model_input=prepared,
+            method=method, beam_size=beam_size, src_ids=src_ids, search=trace, model_input=prepared, head_mask=mask,
         )
         if return_attention:
-            result.attention = self._capture(result.src_ids, result.candidates[0].ids, top_k, encoded)
+            result.attention = self._capture(result.src_ids, result.candidates[0].ids, top_k, encoded, mask)
         return result
 
     @torch.inference_mode()
-    def attention_for(self, result: Translation, candidate: int = 0, top_k: int = 5) -> Attention:
-        """Attention (and step records) of n-best candidate `candidate`, by one teacher-forced pass."""
+    def attention_for(self, result: Translation, candidate: int = 0, top_k: int = 5,
+                      measure: str = "weight") -> Attention:
+        """Attention (and step records) of n-best candidate `candidate`, by one teacher-forced pass (with
+        `result`'s head mask). `measure="norm"`: Kobayashi et al.'s ‖α_ij f_h(x_j)‖ instead of α_ij."""
         if not 0 <= candidate < len(result.candidates):
             raise ValueError(f"candidate must be in 0..{len(result.candidates) - 1}, got {candidate!r}")
+        if measure not in MEASURES:
+            raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
         src = torch.tensor([result.src_ids], device=self.device)
-        encoded = encode_source(self.model, src, return_attention=True)
-        return self._capture(result.src_ids, result.candidates[candidate].ids, top_k, encoded)
+        flag = True if measure == "weight" else "norm"
+        encoded = encode_source(self.model, src, return_attention=flag, head_mask=result.head_mask)
+        return self._capture(result.src_ids, result.candidates[candidate].ids, top_k, encoded, result.head_mask,
+                             measure)
 
     @torch.inference_mode()
     def attention_for_prefix(self, result: Translation, prefix_ids: list[int], top_k: int = 5) -> Attention:
@@ -223,15 +259,18 @@ class Translator:
         if len(prefix_ids) > self.model.config.max_len:
             raise ValueError(f"prefix_ids is longer than the model's {self.model.config.max_len} positions")
         src = torch.tensor([result.src_ids], device=self.device)
-        encoded = encode_source(self.model, src, return_attention=True)
-        return self._capture(result.src_ids, list(prefix_ids), top_k, encoded)
+        encoded = encode_source(self.model, src, return_attention=True, head_mask=result.head_mask)
+        return self._capture(result.src_ids, list(prefix_ids), top_k, encoded, result.head_mask)
 
-    def _capture(self, src_ids: list[int], out_ids: list[int], top_k: int, encoded: EncodedSource) -> Attention:
-        """Decoder pass over `out_ids` with weights on, after the encoder pass `encoded` (weights on) of `src_ids`."""
+    def _capture(self, src_ids: list[int], out_ids: list[int], top_k: int, encoded: EncodedSource,
+                 head_mask: HeadMask | None = None, measure: str = "weight") -> Attention:
+        """Decoder pass over `out_ids` with weights (or norms) on, after the encoder pass `encoded` (the same
+        measure) of `src_ids`."""
         in_ids = [self.model.config.bos_id] + out_ids[:-1]
         tgt_in = torch.tensor([in_ids], device=self.device)
         hidden, self_ws, cross_ws = self.model.decode(
-            tgt_in, encoded.memory, encoded.mask, causal_mask(len(in_ids), self.device), return_attention=True
+            tgt_in, encoded.memory, encoded.mask, causal_mask(len(in_ids), self.device),
+            return_attention=True if measure == "weight" else "norm", head_mask=head_mask,
         )
 
         def stack(ws: list[torch.Tensor]) -> np.ndarray:
@@ -248,20 +287,22 @@ class Translator:
         return Attention(
             encoder=stack(encoded.attention), decoder=stack(self_ws), cross=stack(cross_ws),
             src_tokens=self.tokenizer.ids_to_tokens(src_ids), tgt_in_tokens=self.tokenizer.ids_to_tokens(in_ids),
-            tgt_out_tokens=out_tokens, steps=steps,
+            tgt_out_tokens=out_tokens, steps=steps, measure=measure,
         )
 
     @torch.inference_mode()
     def translate_batch(
         self, texts: list[str], method: str = "beam", beam_size: int = 5, length_penalty: float = 0.6,
-        batch_size: int = 64,
+        batch_size: int = 64, head_mask: HeadMask | dict | None = None,
     ) -> list[str]:
         """Texts only, decoded in length-sorted batches; each text is prepared as `translate` prepares it
         (`prepare`), so `translate_batch(xs)[i] == translate(xs[i]).text`. Empty inputs give empty outputs."""
         _check_options(method, beam_size, length_penalty, None)
+        mask = as_head_mask(head_mask, self.model.config, self.device)
         sources = [self.tokenizer.encode(self.prepare(t))[: self.max_source_tokens] if t.strip() else [] for t in texts]
         keep = [i for i, s in enumerate(sources) if s]
-        outputs = translate_ids(self.model, [sources[i] for i in keep], method, beam_size, length_penalty, batch_size)
+        outputs = translate_ids(self.model, [sources[i] for i in keep], method, beam_size, length_penalty, batch_size,
+                                head_mask=mask)
         texts_out = [""] * len(texts)
         for i, ids in zip(keep, outputs):
             texts_out[i] = self.tokenizer.decode(ids)
