@@ -24,7 +24,7 @@ import gradio as gr  # noqa: E402
 from transformer.explorer import page, texts  # noqa: E402
 from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, view_data  # noqa: E402
 from transformer.explorer.logic import (  # noqa: E402
-    EXAMPLES_EN, UI_MAX_BEAM, Result, ViewState, ablation_notice, candidate_choices, launch_options, nbest_table)
+    EXAMPLES_EN, UI_MAX_BEAM, Result, ViewState, candidate_choices, launch_options, nbest_table)
 
 gr.set_static_paths([page.PLOTLY_JS])  # plotly.js for the explorer comes from the installed plotly package
 EXPLORER = Explorer.start(Path(__file__).resolve().parent / "checkpoints")  # the default model loads now
@@ -69,10 +69,9 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         return {self.states.result: result} | self.show_result(result)
 
     def on_rerun(self, result: Result | None, evt: gr.EventData) -> dict:
-        """Heads switched off or on, or norms asked for (attention tab): what the model says without those heads."""
-        result, r = EXPLORER.rerun(result, evt), self.results
-        return {self.states.result: result, r.translation: result.translation.text if result else "",
-                r.nbest: nbest_table(result), r.notice: ablation_notice(result)} | self.show_result(result)
+        """Heads switched off or on, or norms asked for (attention tab): the maps first (texts: `rerun_texts`)."""
+        result = EXPLORER.rerun(result, evt)
+        return {self.states.result: result} | self.show_result(result)
 
     def on_nbest_select(self, result: Result | None, evt: gr.SelectData) -> dict:
         if result is None or not evt.index:
@@ -253,7 +252,8 @@ def wire_translation(demo: gr.Blocks, p: Page) -> None:
         p.on_translate_view, inputs, outputs, **PRIVATE, **MODEL).success(**export).then(**tree)
     r.candidate.input(p.on_candidate, [s.result, r.candidate], shown, **QUIET_MODEL).then(**export)
     r.nbest.select(p.on_nbest_select, [s.result], shown, **QUIET_MODEL).then(**export)
-    p.attention.view.rerun(p.on_rerun, [s.result], outputs, trigger_mode="always_last", **QUIET_MODEL).then(**export)
+    p.attention.view.rerun(p.on_rerun, [s.result], shown, trigger_mode="always_last", **QUIET_MODEL).then(
+        xp.rerun_texts, [s.result], [r.translation, r.nbest, r.notice], **QUIET).then(**export)
     c.method.input(lambda m: gr.Slider(interactive=m == "beam"), [c.method], [c.beam], queue=False, **PRIVATE)
     c.lp.change(lambda v: v, [c.lp], [s.lp], queue=False, **PRIVATE)
     c.model.input(p.on_model_change, [c.model], outputs + [s.model] + training, **PRIVATE, **MODEL).then(

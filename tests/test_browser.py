@@ -584,8 +584,9 @@ def test_browser_heads_off_norms_and_roles():
             assert "switched off" in page.locator("#ablation").text_content() and unmasked in page.locator(
                 "#ablation").text_content()
             page.wait_for_function("window.location.search.includes('off=e1.2')")
-            assert page.locator("#translation textarea, #translation input").first.input_value() == \
-                payload["translation"]
+            page.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input').value "
+                                   "=== t && document.querySelector('#notice textarea, #notice input').value"
+                                   ".includes('switched off')", arg=payload["translation"])
             page.locator("#ablate input").uncheck()  # clicks focus again: the head switched off shows nothing
             page.locator("#grid-encoder [data-testid='cell-0-2']").click()
             wait_for_title(page, "encoder", "layer 1", "head 2", "switched off")
@@ -593,7 +594,8 @@ def test_browser_heads_off_norms_and_roles():
             page.locator("#heads-on").click()
             payload_where(page, "p.ablation === null")
             page.wait_for_function("!window.location.search.includes('off=')")
-            assert page.locator("#translation textarea, #translation input").first.input_value() == unmasked
+            page.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input').value "
+                                   "=== t", arg=unmasked)
 
             # a link with every cross-attention head off and the norm: the decoder no longer sees the source
             off = ",".join(f"c{layer}.{head}" for layer in (1, 2) for head in (1, 2, 3, 4))

@@ -25,9 +25,9 @@ import torch
 from transformer.translator import Translator
 
 from .logic import (
-    DEFAULT_BEAM, ENV_CHECKPOINT, UI_MAX_BEAM, ModelRegistry, Result, ViewState, ablate, examples_for, export_npz,
-    is_toy, result_payload, run_translation, select_candidate, training_progress, training_view, user_error,
-    with_norms,
+    DEFAULT_BEAM, ENV_CHECKPOINT, UI_MAX_BEAM, ModelRegistry, Result, ViewState, ablate, ablation_notice, examples_for,
+    export_npz, is_toy, nbest_table, result_payload, run_translation, select_candidate, training_progress,
+    training_view, user_error, with_norms,
 )
 from .head_views import head_figures, head_info
 from .search_views import CompareSession, compare_value, record_search, tree_value
@@ -152,6 +152,12 @@ class Explorer:
         except ValueError as err:
             raise user_error(str(err), "Cannot switch those heads off") from None
         return out
+
+    @staticmethod
+    def rerun_texts(result: Result | None) -> tuple[str, pd.DataFrame, str]:
+        """After `rerun`'s maps: the translation, the n-best list and the notes (the translation with every head
+        while heads are off)."""
+        return (result.translation.text if result else "", nbest_table(result), ablation_notice(result))
 
     def export(self, result: Result | None) -> Path | None:
         """The current candidate's attention as an .npz file to download (None without a result)."""
