@@ -11,6 +11,7 @@ playwright package is missing.
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import sys
@@ -531,6 +532,32 @@ def test_browser_bad_link_parameters():
 # ----------------------------------------------------------------------------- issue 20: heads off, norms, roles
 
 EXPLORER_JS = "document.querySelector('#explorer .explorer').__explorer"
+# one sentence of my own per role, each shown with the head of the highest share for that role (head_roles.json)
+ROLE_EXAMPLES = [("encoder", "prev", "We will visit our cousins in Hamburg next summer."),
+                 ("encoder", "next", "The xylophone player bowed before the concert began."),
+                 ("encoder", "self", "Tom bought a new bicycle for his daughter yesterday."),
+                 ("decoder", "rare", "The xylophone player bowed before the concert began."),
+                 ("decoder", "sink", "A man with a red umbrella waits at the bus stop."),
+                 ("cross", "align", "I can't find my keys anywhere!")]
+
+
+def role_gallery(page, url: str) -> list[str]:
+    """Each ROLE_EXAMPLES sentence opened by a link to the strongest head of its role; its focus view saved as
+    screenshot-role-<kind>-<role>.png; returns one line per role (head, its share over the sample)."""
+    from urllib.parse import urlencode
+
+    roles = json.loads((ROOT / "checkpoints" / "en-de" / "head_roles.json").read_text(encoding="utf-8"))
+    lines = []
+    for kind, role, sentence in ROLE_EXAMPLES:
+        grid = np.array(roles["kinds"][kind]["shares"][role])
+        layer, head = np.unravel_index(int(grid.argmax()), grid.shape)
+        query = urlencode({"text": sentence, "model": "en-de", "kind": kind, "layer": layer + 1, "head": head + 1})
+        page.goto(f"{url}?{query}")
+        payload_where(page, f"p.model === 'en-de' && p.source === {json.dumps(sentence)}")
+        wait_for_title(page, kind, f"layer {layer + 1}", f"head {head + 1}")
+        page.locator(f"#focus-{kind} .plot").screenshot(path=str(SHOTS / f"screenshot-role-{kind}-{role}.png"))
+        lines.append(f"{kind} {role}: L{layer + 1} H{head + 1} ({grid[layer, head]:.0%}) on {sentence!r}")
+    return lines
 
 
 def payload_where(page, condition: str) -> dict:
@@ -637,6 +664,7 @@ def test_browser_heads_off_norms_and_roles():
                 assert "heads go at" in page.locator("#heads-plot").text_content()
                 assert page.locator("#head-roles [data-testid='cell-0-1']").count() == 1
                 page.screenshot(path=str(SCREENSHOT_HEADS), full_page=True)
+                print("\n".join(role_gallery(page, server.url)))
             assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
         finally:
             browser.close()

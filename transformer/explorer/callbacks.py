@@ -93,6 +93,7 @@ class Explorer:
     def __init__(self, registry: ModelRegistry, export_dir: Path, strict: bool = False):
         self.registry, self.export_dir = registry, Path(export_dir)
         self._heads: dict[str | None, dict[str, Any] | None] = {}
+        self._head_figures: dict[str | None, tuple[go.Figure, pd.DataFrame]] = {}
         self.default_model = registry.default()
         self.default_translator: Translator | None = None
         self.startup_error = ""
@@ -167,7 +168,9 @@ class Explorer:
         """Examples and training tab of a model (`tr`: the model if loaded; no notice without it)."""
         directory = self.registry.directory(label)
         figure, metrics = training_view(label, directory)
-        return ModelInfo("", examples_for(tr, directory), figure, metrics, head_figures(label, directory))
+        if label not in self._head_figures:  # read and drawn once per model (a page load asks every time)
+            self._head_figures[label] = head_figures(label, directory)
+        return ModelInfo("", examples_for(tr, directory), figure, metrics, self._head_figures[label])
 
     def switch(self, label: str) -> ModelInfo:
         """Another model chosen: load it (cached) and say what it expects and whether it is finished."""
