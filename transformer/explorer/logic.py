@@ -495,7 +495,7 @@ def export_npz(result: Result, directory: Path) -> Path:
     meta = dict(model=result.model, source=result.source, translation=cand.text, method=result.translation.method,
                 beam_size=result.translation.beam_size, length_penalty=result.length_penalty,
                 candidate=result.candidate, score=cand.score, log_prob=cand.log_prob,
-                truncated=result.translation.truncated,
+                truncated=result.translation.truncated, heads_off=off_text(result.off),
                 axes="encoder (L,H,S,S), decoder (L,H,T,T), cross (L,H,T,S); rows = queries, columns = keys")
     k = max((len(s.top_k) for s in att.steps), default=0)
     topk_tokens = np.array([[tok for tok, _ in s.top_k] + [""] * (k - len(s.top_k)) for s in att.steps], dtype=str)
