@@ -201,3 +201,20 @@ def test_pruning_curve_helpers():
     assert removable({"removed": [0, 1, 2], "bleu": [10, 8, 10]}, 0.5) == 0  # the first drop counts
     both = mean_curve([{"removed": [0, 2], "bleu": [10.0, 6.0]}, {"removed": [0, 2], "bleu": [10.0, 8.0]}])
     assert both == {"removed": [0, 2], "bleu": [10.0, 7.0], "seeds": [[10.0, 6.0], [10.0, 8.0]]}
+
+
+@pytest.mark.parametrize("name", ["en-de"])
+def test_shipped_head_analysis_is_complete(name):
+    """The committed JSON of a shipped checkpoint: every kind's importance grid, curves and roles."""
+    directory = ROOT / "checkpoints" / name
+    importance = json.loads((directory / "head_importance.json").read_text(encoding="utf-8"))
+    roles = json.loads((directory / "head_roles.json").read_text(encoding="utf-8"))
+    cfg = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    layers = {"encoder": cfg["n_encoder_layers"], "decoder": cfg["n_decoder_layers"], "cross": cfg["n_decoder_layers"]}
+    for kind, n_layers in layers.items():
+        assert np.array(importance["importance"][kind]).shape == (n_layers, cfg["n_heads"])
+        curves = importance["pruning"][kind]
+        assert curves["importance"]["removed"][-1] == curves["n_heads"] == n_layers * cfg["n_heads"]
+        assert len(curves["random"]["seeds"]) == 3 and "reverse" in curves
+        assert len(roles["kinds"][kind]["tags"]) == n_layers
+    assert sum(importance["sample"]["sentences"].values()) >= 100
