@@ -5,10 +5,11 @@ of view change (layer, head, mean over heads, head-summary click, hide specials,
 row labels, tab switch, decoding step), choosing another n-best candidate, the bytes the page receives
 per translation and, where the app offers them, a head switched off (a new mask each time: one model pass;
 the views and the translation follow) and the weight/norm toggle (the first one asks the model for the
-norms, later ones stay in the browser). Times run on the page's own clock: from the input event (a capture listener records the
-first pointerdown / keydown / input / change after arming) until the view shows the new state, checked on
-every animation frame. "Shows the new state" means: every visible Plotly figure (and canvas model view) in
-the changed area holds new data (a new `gd.data` / `canvas.__maps` object), plus the expected title text.
+norms, later ones stay in the browser). Times run on the page's own clock: from the input event (a capture
+listener records the first pointerdown / keydown / input / change after arming) until the view shows the
+new state, checked on every animation frame. "Shows the new state" means: every visible Plotly figure (and
+canvas model view) in the changed area holds new data (a new `gd.data` / `canvas.__maps` object), plus the
+expected title text.
 
 Works against this checkout's app and an older one (`--app-dir /path/to/other/checkout`, e.g. main before
 the browser-side views) or any running app (`--url`); an action the app does not offer is reported as null.

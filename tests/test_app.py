@@ -499,8 +499,10 @@ def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmas
     text, nbest, notice = app.EXPLORER.rerun_texts(ablated)
     assert ablated.base is result and len(ablated.off) == len(every_cross) + 1
     assert ablated.translation.head_mask.n_off() == len(ablated.off)
-    assert text == ablated.translation.text and list(nbest["translation"]) == [c.text for c in ablated.translation.candidates]
-    assert payload["ablation"]["unmasked"] == result.translation.text and len(payload["ablation"]["off"]) == len(ablated.off)
+    assert text == ablated.translation.text
+    assert list(nbest["translation"]) == [c.text for c in ablated.translation.candidates]
+    assert payload["ablation"]["unmasked"] == result.translation.text
+    assert len(payload["ablation"]["off"]) == len(ablated.off)
     assert "switched off" in notice and result.translation.text in notice
     att = decode_attention(payload)
     assert not att.cross.any() and not att.encoder[0, 1].any() and att.encoder[0, 0].any()

@@ -568,6 +568,40 @@ def payload_where(page, condition: str) -> dict:
     return page.evaluate(f"{EXPLORER_JS}.payload")
 
 
+def roles_and_heads_tab(page, url: str) -> None:
+    """en-de (a head analysis): role letters and shares in the head summary, a head off, the Heads tab, and
+    the role gallery (screenshots)."""
+    page.goto(url)
+    choose(page, "model", "en-de")
+    page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
+                           ".value.includes('en-de is ready')")
+    page.locator("#source textarea, #source input").first.fill("A young woman reads a thick book on a "
+                                                                "wooden bench in the quiet park.")
+    page.locator("#translate").click()
+    payload = payload_where(page, "p.heads !== null && p.model === 'en-de'")
+    page.get_by_role("tab", name="Cross-attention").click()
+    page.wait_for_selector("#grid-cross [data-testid='cell-0-1']")
+    tagged = [(layer, head) for layer, row in enumerate(payload["heads"]["kinds"]["cross"]["tags"])
+              for head, tags in enumerate(row) if tags]
+    title = page.locator("#grid-cross [data-testid='cell-0-1']").get_attribute("title")
+    assert "roles:" in title and "alignment" in title and "importance" in title
+    if tagged:
+        layer, head = tagged[0]
+        assert page.locator(f"#grid-cross [data-testid='cell-{layer}-{head + 1}'] .roles").text_content()
+    page.locator("#ablate input").check()
+    page.locator("#grid-cross [data-testid='cell-2-4']").click()
+    payload_where(page, "p.ablation && p.ablation.off.length === 1")
+    wait_for_title(page, "cross", "mean over heads")
+    page.locator("#explorer").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOT_ROLES), full_page=True)
+    page.get_by_role("tab", name="Heads").click()
+    page.wait_for_selector("#heads-plot .js-plotly-plot .hm")
+    assert "heads go at" in page.locator("#heads-plot").text_content()
+    assert page.locator("#head-roles [data-testid='cell-0-1']").count() == 1
+    page.screenshot(path=str(SCREENSHOT_HEADS), full_page=True)
+    print("\n".join(role_gallery(page, url)))
+
+
 def test_browser_heads_off_norms_and_roles():
     """Clicks switch heads off (translation, n-best, maps and URL follow; "All heads on" undoes it), the
     weight/norm toggle (one model pass, then in the browser), a link with heads off, and a model's roles
@@ -636,35 +670,7 @@ def test_browser_heads_off_norms_and_roles():
 
             # a model with a head analysis: role letters and shares in the head summary, and the Heads tab
             if (ROOT / "checkpoints" / "en-de" / "head_roles.json").is_file():
-                page.goto(server.url)
-                choose(page, "model", "en-de")
-                page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
-                                       ".value.includes('en-de is ready')")
-                page.locator("#source textarea, #source input").first.fill("A young woman reads a thick book on a "
-                                                                            "wooden bench in the quiet park.")
-                page.locator("#translate").click()
-                payload = payload_where(page, "p.heads !== null && p.model === 'en-de'")
-                page.get_by_role("tab", name="Cross-attention").click()
-                page.wait_for_selector("#grid-cross [data-testid='cell-0-1']")
-                tagged = [(layer, head) for layer, row in enumerate(payload["heads"]["kinds"]["cross"]["tags"])
-                          for head, tags in enumerate(row) if tags]
-                title = page.locator("#grid-cross [data-testid='cell-0-1']").get_attribute("title")
-                assert "roles:" in title and "alignment" in title and "importance" in title
-                if tagged:
-                    layer, head = tagged[0]
-                    assert page.locator(f"#grid-cross [data-testid='cell-{layer}-{head + 1}'] .roles").text_content()
-                page.locator("#ablate input").check()
-                page.locator("#grid-cross [data-testid='cell-2-4']").click()
-                payload_where(page, "p.ablation && p.ablation.off.length === 1")
-                wait_for_title(page, "cross", "mean over heads")
-                page.locator("#explorer").scroll_into_view_if_needed()
-                page.screenshot(path=str(SCREENSHOT_ROLES), full_page=True)
-                page.get_by_role("tab", name="Heads").click()
-                page.wait_for_selector("#heads-plot .js-plotly-plot .hm")
-                assert "heads go at" in page.locator("#heads-plot").text_content()
-                assert page.locator("#head-roles [data-testid='cell-0-1']").count() == 1
-                page.screenshot(path=str(SCREENSHOT_HEADS), full_page=True)
-                print("\n".join(role_gallery(page, server.url)))
+                roles_and_heads_tab(page, server.url)
             assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
         finally:
             browser.close()

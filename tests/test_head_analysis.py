@@ -184,7 +184,8 @@ def test_normalise_and_orders():
 
 
 def test_pruning_curve_helpers():
-    assert curve_points(10, 4) == [0, 4, 8, 10] and curve_points(8, 4) == [0, 4, 8] and curve_points(3, 1) == [0, 1, 2, 3]
+    assert curve_points(10, 4) == [0, 4, 8, 10] and curve_points(8, 4) == [0, 4, 8]
+    assert curve_points(3, 1) == [0, 1, 2, 3]
     np.testing.assert_array_equal(mask_without((2, 2), [(0, 1), (1, 0)]), [[1, 0], [0, 1]])
     calls = []
 

@@ -202,11 +202,10 @@ def beam_search(
     device = src.device
     max_len = max_len or default_max_len(model, src.size(1))
     encoded = encoded or encode_source(model, src, head_mask=head_mask)
-    beam_mask = head_mask.repeat_interleave(K) if head_mask is not None else None  # (B*K, ...) rows
     memory, src_mask = encoded.memory.repeat_interleave(K, 0), encoded.mask  # (B*K, S, d_model)
     if src_mask is not None:
         src_mask = src_mask.repeat_interleave(K, 0)  # (B*K, 1, 1, S)
-    cache = KVCache.empty(cfg.n_decoder_layers)
+    cache, beam_mask = KVCache.empty(cfg.n_decoder_layers), head_mask.repeat_interleave(K) if head_mask else None
     tokens = torch.full((B * K, 1), cfg.bos_id, dtype=torch.long, device=device)  # (B*K, t+1)
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
