@@ -7,8 +7,7 @@
 Layout and wiring only: a builder per panel returns its components (the named tuples below); `build_demo`
 composes them into a `Page`, whose handlers answer `{component: value}`, and wires the events. What an event
 computes is `transformer.explorer.callbacks`. `demo` (queued, not launched) is what Spaces and the tests import.
-API: `/translate` takes exactly (text, method, beam_size) and returns (translation, notice, n-best table);
-the model and length penalty come from per-session state (the defaults for API clients).
+API: `/translate` (text, method, beam_size) -> (translation, notice, n-best table); model, length penalty: state.
 """
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ import logging
 import os
 from collections import namedtuple
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no network at run time (telemetry, version check)
 
@@ -25,7 +23,7 @@ import gradio as gr  # noqa: E402
 from transformer.explorer import page, texts  # noqa: E402
 from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, view_data  # noqa: E402
 from transformer.explorer.logic import (  # noqa: E402
-    EXAMPLES_EN, UI_MAX_BEAM, Result, ViewState, candidate_choices, nbest_table, result_payload)
+    EXAMPLES_EN, UI_MAX_BEAM, Result, ViewState, candidate_choices, launch_options, nbest_table)
 
 gr.set_static_paths([page.PLOTLY_JS])  # plotly.js for the explorer comes from the installed plotly package
 EXPLORER = Explorer.start(Path(__file__).resolve().parent / "checkpoints")  # the default model loads now
@@ -40,17 +38,17 @@ Controls = namedtuple("Controls", "src examples model method beam lp translate a
 Results = namedtuple("Results", "translation notice copy link note nbest candidate download")
 HtmlTab = namedtuple("HtmlTab", "tab view")  # the attention and the tree tab: one gr.HTML each
 CompareTab = namedtuple("CompareTab", "tab src run versus view")
-TrainingTab = namedtuple("TrainingTab", "tab plot metrics")
+PlotTab = namedtuple("PlotTab", "tab plot table")  # the training and the heads tab: a figure and a table
 
 
-class Page(namedtuple("Page", "states controls results tabs attention tree compare training")):
+class Page(namedtuple("Page", "states controls results tabs attention tree compare training heads")):
     """The page's panels, and the handlers of its events that update components ({component: value}); the
     tree and compare handlers whose outputs are plain values are `EXPLORER`'s own."""
 
     def show_result(self, result: Result | None) -> dict:
         """The page's attention payload (drawn in the browser) and the candidate selector for a result."""
         n_cand, value = (len(result.translation.candidates), result.candidate) if result is not None else (1, 0)
-        return {self.attention.view: result_payload(result), self.results.candidate: gr.Dropdown(
+        return {self.attention.view: EXPLORER.payload(result), self.results.candidate: gr.Dropdown(
             choices=candidate_choices(result), value=value, interactive=n_cand > 1)}
 
     def on_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
@@ -69,6 +67,11 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         result = None if result is None else EXPLORER.select(result, index)
         return {self.states.result: result} | self.show_result(result)
 
+    def on_rerun(self, result: Result | None, evt: gr.EventData) -> dict:
+        """Heads switched off or on, or norms asked for (attention tab): the maps first (texts: `rerun_texts`)."""
+        result = EXPLORER.rerun(result, evt)
+        return {self.states.result: result} | self.show_result(result)
+
     def on_nbest_select(self, result: Result | None, evt: gr.SelectData) -> dict:
         if result is None or not evt.index:
             return {self.states.result: result} | self.show_result(result)
@@ -76,7 +79,8 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
 
     def show_model(self, info: ModelInfo) -> dict:
         return {self.controls.examples: gr.Dataset(samples=[[e] for e in info.examples]),
-                self.training.plot: info.figure, self.training.metrics: info.metrics}
+                self.training.plot: info.figure, self.training.table: info.metrics,
+                self.heads.plot: info.heads[0], self.heads.table: info.heads[1]}
 
     def on_model_change(self, label: str) -> dict:
         """Switch model: load it (cached), clear the old result, refresh examples and the training tab."""
@@ -106,8 +110,7 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         return self.on_translate_view(text, method, beam_size, model, lp)
 
     def on_export(self, result: Result | None) -> gr.DownloadButton:
-        path = EXPLORER.export(result)
-        return gr.DownloadButton(value=None if path is None else str(path), interactive=path is not None)
+        return gr.DownloadButton(value=str(path) if (path := EXPLORER.export(result)) else None, interactive=bool(path))
 
     def on_tree_pick(self, result: Result | None, evt: gr.EventData):
         return EXPLORER.tree_pick(result, evt)
@@ -196,12 +199,15 @@ def build_compare_tab() -> CompareTab:
     return CompareTab(tab, src, run, versus, html)
 
 
-def build_training_tab(info: ModelInfo) -> TrainingTab:
+def build_model_tabs(info: ModelInfo) -> tuple[PlotTab, PlotTab]:
+    """How the model was trained (train_log.jsonl, metrics.json) and what its heads are for (head_*.json)."""
     with gr.Tab("Training", id="training", elem_id="tab-training") as tab:
-        plot = gr.Plot(info.figure, label="Training curves", elem_id="train-plot")
-        metrics = gr.Dataframe(info.metrics, label="Model card metrics (metrics.json)", interactive=False,
-                               elem_id="metrics")
-    return TrainingTab(tab, plot, metrics)
+        training = PlotTab(tab, gr.Plot(info.figure, label="Training curves", elem_id="train-plot"), gr.Dataframe(
+            info.metrics, label="Model card metrics (metrics.json)", interactive=False, elem_id="metrics"))
+    with gr.Tab("Heads", id="heads", elem_id="tab-heads") as tab:
+        heads = PlotTab(tab, gr.Plot(info.heads[0], label="Head importance and pruning", elem_id="heads-plot"),
+                        gr.Dataframe(info.heads[1], label="Head roles", interactive=False, elem_id="head-roles"))
+    return training, heads
 
 
 def build_demo() -> tuple[gr.Blocks, Page]:
@@ -216,7 +222,7 @@ def build_demo() -> tuple[gr.Blocks, Page]:
             gr.Markdown(texts.HOW_TO_READ)
         with gr.Tabs(elem_id="tabs") as tabs:
             p = Page(states, controls, results, tabs, build_attention_tab(view), build_tree_tab(), build_compare_tab(),
-                     build_training_tab(info))
+                     *build_model_tabs(info))
         wire_translation(demo, p)
         wire_tabs(p)
     return demo, p
@@ -234,7 +240,7 @@ def wire_translation(demo: gr.Blocks, p: Page) -> None:
     """Translate (the page's, the API's and a shared link's), examples, candidates, model and settings."""
     s, c, r, xp = p.states, p.controls, p.results, EXPLORER
     inputs, shown = [c.src, c.method, c.beam, s.model, s.lp], [s.result, p.attention.view, r.candidate]
-    outputs, training = [r.translation, r.notice, r.nbest] + shown, [c.examples, p.training.plot, p.training.metrics]
+    outputs, training = [r.translation, r.notice, r.nbest] + shown, [c.examples, *p.training[1:], *p.heads[1:]]
     export = dict(fn=p.on_export, inputs=[s.result], outputs=[r.download], **QUIET)
     tree = dict(fn=xp.on_tree_refresh, inputs=[s.result, s.tab, s.view], outputs=[p.tree.view, s.result], **QUIET_MODEL)
     # /translate (3 outputs, gradio_client); the page's Translate: one response with the payload (bench/load.py)
@@ -246,6 +252,8 @@ def wire_translation(demo: gr.Blocks, p: Page) -> None:
         p.on_translate_view, inputs, outputs, **PRIVATE, **TRANSLATE).success(**export).then(**tree)
     r.candidate.input(p.on_candidate, [s.result, r.candidate], shown, **QUIET_MODEL).then(**export)
     r.nbest.select(p.on_nbest_select, [s.result], shown, **QUIET_MODEL).then(**export)
+    p.attention.view.rerun(p.on_rerun, [s.result], shown, trigger_mode="always_last", **QUIET_MODEL).then(
+        xp.rerun_texts, [s.result], [r.translation, r.nbest, r.notice], **QUIET).then(**export)
     c.method.input(lambda m: gr.Slider(interactive=m == "beam"), [c.method], [c.beam], queue=False, **PRIVATE)
     c.lp.change(lambda v: v, [c.lp], [s.lp], queue=False, **PRIVATE)
     c.model.input(p.on_model_change, [c.model], outputs + [s.model] + training, **PRIVATE, **MODEL).then(
@@ -266,7 +274,7 @@ def wire_tabs(p: Page) -> None:
     """The app's tabs (the URL follows them): the tree is recorded when its tab opens, compare's box is prefilled."""
     s, c, cmp, xp = p.states, p.controls, p.compare, EXPLORER
     entered = {}
-    for tab in (p.attention.tab, p.tree.tab, cmp.tab, p.training.tab):
+    for tab in (p.attention.tab, p.tree.tab, cmp.tab, p.training.tab, p.heads.tab):
         entered[tab.id] = tab.select(None, None, [s.view], js=page.js_enter_tab(tab.id), **PRIVATE).then(
             (lambda name: lambda: name)(tab.id), None, [s.tab], queue=False, **PRIVATE)
     entered["tree"].then(xp.on_tree_open, [s.result, s.view], [p.tree.view, s.result], **QUIET_MODEL)
@@ -277,14 +285,6 @@ def wire_tabs(p: Page) -> None:
     cmp.versus.click(None, None, [s.view], js=page.JS_VIEW, **PRIVATE).then(
         xp.on_greedy_vs_beam, [c.src, c.beam, s.model, s.lp, s.view], [cmp.view, s.compare], **QUIET_MODEL)
     cmp.view.pick(p.on_compare_pick, [s.compare], [cmp.view], **QUIET)
-
-
-def launch_options() -> dict[str, Any]:
-    """What `python app.py` passes to `demo.launch` (Gradio 6 takes theme and css here, not in Blocks)."""
-    return dict(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
-                share=False, allowed_paths=None, ssr_mode=False, mcp_server=False, show_error=False,
-                state_session_capacity=200, css=page.stylesheet(), theme=gr.themes.Default())
 
 
 demo, PAGE = build_demo()

@@ -2,11 +2,14 @@
 
 Measures page load, the first and the warm Translate (beam 5, a 13-word sentence of my own), every kind
 of view change (layer, head, mean over heads, head-summary click, hide specials, merge subwords, decoder
-row labels, tab switch, decoding step), choosing another n-best candidate, and the bytes the page receives
-per translation. Times run on the page's own clock: from the input event (a capture listener records the
-first pointerdown / keydown / input / change after arming) until the view shows the new state, checked on
-every animation frame. "Shows the new state" means: every visible Plotly figure (and canvas model view) in
-the changed area holds new data (a new `gd.data` / `canvas.__maps` object), plus the expected title text.
+row labels, tab switch, decoding step), choosing another n-best candidate, the bytes the page receives
+per translation and, where the app offers them, a head switched off (a new mask each time: one model pass;
+the views and the translation follow) and the weight/norm toggle (the first one asks the model for the
+norms, later ones stay in the browser). Times run on the page's own clock: from the input event (a capture
+listener records the first pointerdown / keydown / input / change after arming) until the view shows the
+new state, checked on every animation frame. "Shows the new state" means: every visible Plotly figure (and
+canvas model view) in the changed area holds new data (a new `gd.data` / `canvas.__maps` object), plus the
+expected title text.
 
 Works against this checkout's app and an older one (`--app-dir /path/to/other/checkout`, e.g. main before
 the browser-side views) or any running app (`--url`); an action the app does not offer is reported as null.
@@ -196,6 +199,39 @@ def page_load(browser, url: str, reps: int) -> dict[str, Any]:
     return {"page_load_usable": summary(usable), "page_load_views_ready": summary(ready)}
 
 
+def heads_actions(page, b: Bench, reps: int) -> dict[str, Any]:
+    """A head switched off (each rep another head, every other head on: a mask the server has not seen) until
+    the encoder views show the model's answer; then the weight/norm toggle, first with a model pass, then not."""
+    out: dict[str, Any] = {}
+    F, explorer = "#focus-encoder", "document.querySelector('#explorer .explorer').__explorer"
+    page.get_by_role("tab", name="Encoder self-attention").click()
+    page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+    page.locator("#ablate input").check()
+    n_layers = page.evaluate("document.querySelector('#layer select').options.length")
+    n_heads = page.evaluate("document.querySelector('#head select').options.length - 1")
+
+    def head_off(i: int):
+        if page.locator("#heads-on").is_enabled():  # untimed: every head on again (a cached answer)
+            page.locator("#heads-on").click()
+            page.wait_for_function(f"{explorer}.payload.ablation === null && {explorer}.asked === null")
+        cell = f"#grid-encoder [data-testid='cell-{i % n_layers}-{1 + (i // n_layers) % n_heads}']"
+        return (lambda: page.locator(cell).click()), F, None
+
+    out["head_off_warm"] = b.repeat("head off", head_off, F)
+    page.locator("#heads-on").click()
+    page.wait_for_function(f"{explorer}.payload.ablation === null && {explorer}.asked === null")
+    page.locator("#ablate input").uncheck()
+    try:
+        out["measure_norm_first"] = round(b.timed(lambda: page.locator("#measure label", has_text="norm").click(),
+                                                  F, ["norm"]), 1)
+    except Exception as err:  # report, keep measuring the rest
+        print(f"norm: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
+    out["measure_toggle"] = b.repeat("measure", lambda i: (
+        lambda: page.locator("#measure label", has_text="weight" if i % 2 == 0 else "norm").click(), F,
+        ["!norm"] if i % 2 == 0 else ["norm"]), F)
+    return out
+
+
 def run(url: str, reps: int, toy: bool) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
@@ -292,6 +328,8 @@ def run(url: str, reps: int, toy: bool) -> dict[str, Any]:
             out["candidate_change"] = b.repeat("candidate", lambda i: (
                 lambda: page.locator(f"#nbest [data-testid='cell-{1 - i % 2}-1']").click(), F,
                 ["candidate 2"] if i % 2 == 0 else ["!candidate"]), F)
+            if page.locator("#ablate").count():
+                out.update(heads_actions(page, b, reps))
             out["requests_leaving_127.0.0.1"] = len(external)
         finally:
             browser.close()

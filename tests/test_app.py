@@ -532,3 +532,91 @@ def test_examples_follow_what_the_model_was_trained_on(app, tmp_path):
         {"train_config": {"task": "translation", "corpora": ["tatoeba-en-de", "multi30k:2"]}}))
     assert logic.examples_for(None, mixed) == logic.EXAMPLES_EN
     assert logic.examples_for(None, tmp_path / "missing") == logic.EXAMPLES_EN
+
+
+# ----------------------------------------------------------------------------- heads switched off, norms, roles
+
+
+class Event:
+    """What gr.HTML's 'rerun' event carries (`EventData._data`)."""
+
+    def __init__(self, **data):
+        self._data = data
+
+
+def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmasked(app):
+    result = app.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    cfg = app.DEFAULT_TRANSLATOR.model.config
+    every_cross = [["cross", layer, head] for layer in range(cfg.n_decoder_layers) for head in range(cfg.n_heads)]
+    out = app.PAGE.on_rerun(result, Event(off=every_cross + [["encoder", 0, 1]], measure="weight"))
+    ablated, payload = values(app, out, "states.result", "attention.view")
+    text, nbest, notice = app.EXPLORER.rerun_texts(ablated)
+    assert ablated.base is result and len(ablated.off) == len(every_cross) + 1
+    assert ablated.translation.head_mask.n_off() == len(ablated.off)
+    assert text == ablated.translation.text
+    assert list(nbest["translation"]) == [c.text for c in ablated.translation.candidates]
+    assert payload["ablation"]["unmasked"] == result.translation.text
+    assert len(payload["ablation"]["off"]) == len(ablated.off)
+    assert "switched off" in notice and result.translation.text in notice
+    att = decode_attention(payload)
+    assert not att.cross.any() and not att.encoder[0, 1].any() and att.encoder[0, 0].any()
+    # the same heads again: cached, no model pass; none: the unmasked result itself
+    assert app.EXPLORER.rerun(result, Event(off=every_cross + [["encoder", 0, 1]])) is ablated
+    back = app.PAGE.on_rerun(ablated, Event(off=[], measure="weight"))
+    assert back[app.PAGE.states.result] is result and back[app.PAGE.attention.view]["ablation"] is None
+    assert app.EXPLORER.rerun_texts(result)[2] == "" and app.EXPLORER.rerun_texts(None)[0] == ""
+    # another candidate of the ablated result keeps its heads off
+    if len(ablated.translation.candidates) > 1:
+        shown = app.on_candidate(ablated, 1)
+        assert not decode_attention(shown[app.PAGE.attention.view]).cross.any()
+
+
+@pytest.mark.parametrize("off", [[["cross", 99, 0]], [["kernel", 0, 0]], "all", [["cross", 0]], [[None, 0, 0]]])
+def test_bad_heads_to_switch_off_are_a_clear_error(app, off):
+    result = app.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    with pytest.raises(gr.Error):
+        app.EXPLORER.rerun(result, Event(off=off))
+
+
+def test_norms_come_only_when_asked_and_rows_are_shares(app):
+    result = app.on_translate("h e l l o", "beam", 2, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    payload = app.show_result(result)[app.PAGE.attention.view]
+    assert "norm" not in payload["kinds"]["encoder"] and payload["measures"] == ["weight"]
+    out = app.PAGE.on_rerun(result, Event(off=[["decoder", 0, 0]], measure="norm"))
+    ablated, payload = values(app, out, "states.result", "attention.view")
+    assert payload["measures"] == ["weight", "norm"]
+    norms = decode_attention(payload, "norm")
+    assert norms.measure == "norm" and norms.encoder.shape == ablated.attention.encoder.shape
+    sums = norms.cross.sum(-1)
+    np.testing.assert_allclose(sums, 1.0, atol=1e-3)
+    assert not norms.decoder[0, 0].any()  # the head switched off: no norm either
+    expected = app.DEFAULT_TRANSLATOR.attention_for(ablated.translation, measure="norm").cross
+    np.testing.assert_allclose(norms.cross, expected / expected.sum(-1, keepdims=True), atol=1e-4)
+
+
+def test_head_analysis_reaches_the_payload_and_the_heads_tab(app, tmp_path):
+    from transformer.explorer import head_views
+
+    assert head_views.head_info(tmp_path) is None
+    fig, table = head_views.head_figures("x", tmp_path)
+    assert "head_analysis" in json.dumps(fig.to_plotly_json()) and table.empty
+    grid = [[0.5, 1.0], [1.0, 0.0]]
+    kinds = {k: {"shares": {"sink": grid, "rare": grid}, "tags": [[["sink"], []], [["sink", "rare"], []]],
+                 "rows": {"sink": 10, "rare": 8}} for k in ("encoder", "decoder", "cross")}
+    (tmp_path / "head_roles.json").write_text(json.dumps({
+        "kinds": kinds, "names": {"sink": "sink <b>", "rare": "rare word"}, "thresholds": {"sink": 0.5, "rare": 0.5}}))
+    curve = {"removed": [0, 2, 4], "bleu": [30.0, 29.8, 10.0]}
+    (tmp_path / "head_importance.json").write_text(json.dumps({
+        "importance": {k: grid for k in ("encoder", "decoder", "cross")},
+        "pruning": {k: {"n_heads": 4, "importance": curve, "reverse": curve, "random": curve | {"seeds": [[1]]},
+                        "removable": {"importance": 2}} for k in ("encoder", "decoder", "cross")}}))
+    info = head_views.head_info(tmp_path)
+    assert info["kinds"]["cross"]["tags"][1][0] == ["sink", "rare"] and info["codes"]["sink"] == "K"
+    fig, table = head_views.head_figures("x", tmp_path)
+    heatmaps = [t for t in fig.data if t.type == "heatmap"]
+    assert len(heatmaps) == 3 and heatmaps[0].text[1][0] == "KR" and "sink &lt;b&gt;" in heatmaps[0].customdata[0][0]
+    assert len([t for t in fig.data if t.type == "scatter"]) == 9
+    assert "2 of 4 heads go" in json.dumps(fig.to_plotly_json(), ensure_ascii=False)
+    assert list(table["heads"]) == [2, 1] * 3
+    payload = logic.result_payload(fake_result(app), info)
+    assert payload["heads"]["kinds"]["encoder"]["importance"] == grid

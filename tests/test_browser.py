@@ -11,6 +11,7 @@ playwright package is missing.
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import sys
@@ -34,8 +35,8 @@ EVIL = "<img src=x onerror=alert(1)>"
 # Tests leave tracked files alone unless asked: the docs picture is refreshed on request only.
 SHOTS = ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())
 SCREENSHOT, SCREENSHOT_PRESENT = SHOTS / "screenshot.png", SHOTS / "screenshot-present.png"
-SCREENSHOT_TREE, SCREENSHOT_COMPARE, SCREENSHOT_LINK = (SHOTS / f"screenshot-{name}.png"
-                                                        for name in ("tree", "compare", "link"))
+SCREENSHOT_TREE, SCREENSHOT_COMPARE, SCREENSHOT_LINK, SCREENSHOT_HEADS, SCREENSHOT_ROLES = (
+    SHOTS / f"screenshot-{name}.png" for name in ("tree", "compare", "link", "heads", "roles"))
 FLAGSHIP = "multi30k-en-de"
 ENV, WHICH = app_env()
 TIMEOUT_MS = 60_000  # a busy 2-core machine
@@ -524,5 +525,152 @@ def test_browser_bad_link_parameters():
             page.wait_for_timeout(500)
             assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
             assert page.locator("img[src='x']").count() == 0
+        finally:
+            browser.close()
+
+
+# ----------------------------------------------------------------------------- issue 20: heads off, norms, roles
+
+EXPLORER_JS = "document.querySelector('#explorer .explorer').__explorer"
+# one sentence of my own per role, each shown with the head of the highest share for that role (head_roles.json)
+ROLE_EXAMPLES = [("encoder", "prev", "We will visit our cousins in Hamburg next summer."),
+                 ("encoder", "next", "The xylophone player bowed before the concert began."),
+                 ("encoder", "self", "Tom bought a new bicycle for his daughter yesterday."),
+                 ("decoder", "rare", "The xylophone player bowed before the concert began."),
+                 ("decoder", "sink", "A man with a red umbrella waits at the bus stop."),
+                 ("cross", "align", "I can't find my keys anywhere!")]
+
+
+def role_gallery(page, url: str) -> list[str]:
+    """Each ROLE_EXAMPLES sentence opened by a link to the strongest head of its role; its focus view saved as
+    screenshot-role-<kind>-<role>.png; returns one line per role (head, its share over the sample)."""
+    from urllib.parse import urlencode
+
+    roles = json.loads((ROOT / "checkpoints" / "en-de" / "head_roles.json").read_text(encoding="utf-8"))
+    lines = []
+    for kind, role, sentence in ROLE_EXAMPLES:
+        grid = np.array(roles["kinds"][kind]["shares"][role])
+        layer, head = np.unravel_index(int(grid.argmax()), grid.shape)
+        query = urlencode({"text": sentence, "model": "en-de", "kind": kind, "layer": layer + 1, "head": head + 1})
+        page.goto(f"{url}?{query}")
+        payload_where(page, f"p.model === 'en-de' && p.source === {json.dumps(sentence)}")
+        wait_for_title(page, kind, f"layer {layer + 1}", f"head {head + 1}")
+        page.locator(f"#focus-{kind} .plot").screenshot(path=str(SHOTS / f"screenshot-role-{kind}-{role}.png"))
+        lines.append(f"{kind} {role}: L{layer + 1} H{head + 1} ({grid[layer, head]:.0%}) on {sentence!r}")
+    return lines
+
+
+def payload_where(page, condition: str) -> dict:
+    """Wait until the explorer's payload (`p`) meets `condition` and no request is outstanding; return it."""
+    page.wait_for_function(f"(() => {{ const e = document.querySelector('#explorer .explorer'); "
+                           f"const x = e && e.__explorer; const p = x && x.payload; "
+                           f"return Boolean(p && x.asked === null && ({condition})); }})()", timeout=TIMEOUT_MS)
+    return page.evaluate(f"{EXPLORER_JS}.payload")
+
+
+def roles_and_heads_tab(page, url: str) -> None:
+    """en-de (a head analysis): role letters and shares in the head summary, a head off, the Heads tab, and
+    the role gallery (screenshots)."""
+    page.goto(url)
+    choose(page, "model", "en-de")
+    page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
+                           ".value.includes('en-de is ready')")
+    page.locator("#source textarea, #source input").first.fill("A young woman reads a thick book on a "
+                                                                "wooden bench in the quiet park.")
+    page.locator("#translate").click()
+    payload = payload_where(page, "p.heads !== null && p.model === 'en-de'")
+    page.get_by_role("tab", name="Cross-attention").click()
+    page.wait_for_selector("#grid-cross [data-testid='cell-0-1']")
+    tagged = [(layer, head) for layer, row in enumerate(payload["heads"]["kinds"]["cross"]["tags"])
+              for head, tags in enumerate(row) if tags]
+    title = page.locator("#grid-cross [data-testid='cell-0-1']").get_attribute("title")
+    assert "roles:" in title and "alignment" in title and "importance" in title
+    if tagged:
+        layer, head = tagged[0]
+        assert page.locator(f"#grid-cross [data-testid='cell-{layer}-{head + 1}'] .roles").text_content()
+    page.locator("#ablate input").check()
+    page.locator("#grid-cross [data-testid='cell-2-4']").click()
+    payload_where(page, "p.ablation && p.ablation.off.length === 1")
+    wait_for_title(page, "cross", "mean over heads")
+    page.locator("#explorer").scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOT_ROLES), full_page=True)
+    page.get_by_role("tab", name="Heads").click()
+    page.wait_for_selector("#heads-plot .js-plotly-plot .hm")
+    assert "heads go at" in page.locator("#heads-plot").text_content()
+    assert page.locator("#head-roles [data-testid='cell-0-1']").count() == 1
+    page.screenshot(path=str(SCREENSHOT_HEADS), full_page=True)
+    print("\n".join(role_gallery(page, url)))
+
+
+def test_browser_heads_off_norms_and_roles():
+    """Clicks switch heads off (translation, n-best, maps and URL follow; "All heads on" undoes it), the
+    weight/norm toggle (one model pass, then in the browser), a link with heads off, and a model's roles
+    and Heads tab."""
+    from transformer.explorer.payload import decode_attention
+
+    server = shared_app(ENV)
+    with sync_api.sync_playwright() as p:
+        browser = open_browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+            dialogs, external, errors = watch_page(page)
+            page.goto(server.url)
+            page.locator("#source textarea, #source input").first.fill("h e l l o")
+            page.locator("#translate").click()
+            page.wait_for_selector("#grid-encoder [data-testid='cell-0-1']")
+            unmasked = payload_where(page, "true")["translation"]
+
+            # the norm: asked for once, drawn row-normalised; back to the weight without the server
+            page.locator("#measure label", has_text="norm").click()
+            payload = payload_where(page, "p.measures.includes('norm')")
+            wait_for_title(page, "encoder", "norm")
+            norms = decode_attention(payload, "norm").encoder
+            z = np.array(page.evaluate("document.querySelector('#focus-encoder .plot').__view.z"))
+            np.testing.assert_allclose(z, norms[-1].mean(0), atol=1e-5)
+            np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-3)
+            page.locator("#measure label", has_text="weight").click()
+            wait_for_title(page, "encoder", "mean over heads")
+            page.wait_for_function("!document.querySelector('#focus-encoder .gtitle').textContent.includes('norm')")
+            assert page.evaluate(f"{EXPLORER_JS}.payload.rev") == payload["rev"]  # no model pass
+            page.wait_for_function("!window.location.search.includes('measure=')")
+
+            # a head switched off by a click: the model's answer without it, beside the unmasked translation
+            page.locator("#ablate input").check()
+            page.locator("#grid-encoder [data-testid='cell-0-2']").click()
+            payload = payload_where(page, "p.ablation && p.ablation.off.length === 1")
+            assert payload["ablation"] == {"off": [["encoder", 0, 1]], "unmasked": unmasked}
+            assert not decode_attention(payload).encoder[0, 1].any()
+            assert "off" in page.locator("#grid-encoder [data-testid='cell-0-2']").get_attribute("class")
+            assert "switched off" in page.locator("#ablation").text_content() and unmasked in page.locator(
+                "#ablation").text_content()
+            page.wait_for_function("window.location.search.includes('off=e1.2')")
+            page.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input').value "
+                                   "=== t && document.querySelector('#notice textarea, #notice input').value"
+                                   ".includes('switched off')", arg=payload["translation"])
+            page.locator("#ablate input").uncheck()  # clicks focus again: the head switched off shows nothing
+            page.locator("#grid-encoder [data-testid='cell-0-2']").click()
+            wait_for_title(page, "encoder", "layer 1", "head 2", "switched off")
+            assert not np.array(page.evaluate("document.querySelector('#focus-encoder .plot').__view.z")).any()
+            page.locator("#heads-on").click()
+            payload_where(page, "p.ablation === null")
+            page.wait_for_function("!window.location.search.includes('off=')")
+            page.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input').value "
+                                   "=== t", arg=unmasked)
+
+            # a link with every cross-attention head off and the norm: the decoder no longer sees the source
+            off = ",".join(f"c{layer}.{head}" for layer in (1, 2) for head in (1, 2, 3, 4))
+            page.goto(server.url + f"?text=h+e+l+l+o&off={off}&measure=norm&kind=cross")
+            payload = payload_where(page, "p.ablation && p.ablation.off.length === 8 && p.measures.includes('norm')")
+            assert not decode_attention(payload).cross.any() and not decode_attention(payload, "norm").cross.any()
+            assert payload["ablation"]["unmasked"] == unmasked
+            wait_for_title(page, "cross", "norm")
+            assert page.locator("#measure input[value=norm]").is_checked()
+            assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
+
+            # a model with a head analysis: role letters and shares in the head summary, and the Heads tab
+            if (ROOT / "checkpoints" / "en-de" / "head_roles.json").is_file():
+                roles_and_heads_tab(page, server.url)
+            assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
         finally:
             browser.close()

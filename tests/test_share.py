@@ -99,3 +99,23 @@ def test_plain_text_with_symbols_is_kept_and_lists_take_the_last_value():
     assert notes == [] and view.text.startswith("2 < 3")
     view, notes = ViewState.from_query({"beam": ["2", "7"]}, MODELS, limits)
     assert view.beam == 7 and notes == []
+
+
+def test_heads_switched_off_and_the_measure_round_trip_and_are_checked_per_kind():
+    def sizes(model):
+        return (6, 8, {"encoder": 6, "decoder": 4, "cross": 4})
+    view, notes = ViewState.from_query({"off": "c4.8,e1.3,e1.3,d2.1", "measure": "norm"}, MODELS, sizes, "en-de")
+    assert notes == [] and view.off == (("encoder", 0, 2), ("decoder", 1, 0), ("cross", 3, 7)) and view.measure == "norm"
+    assert view.to_query()["off"] == "e1.3,d2.1,c4.8" and view.client()["off"] == [["encoder", 0, 2], ["decoder", 1, 0],
+                                                                                   ["cross", 3, 7]]
+    back, notes = ViewState.from_query(view.to_query(), MODELS, sizes, "en-de")
+    assert notes == [] and back == view
+    for bad, why in (("c5.1", "cross has 4 layers"), ("e1.9", "of 8 heads"), ("x1.1", "written like e1.3"),
+                     ("e1.1,<b>", "written like e1.3"), ("e0.1", "6 layers")):
+        view, notes = ViewState.from_query({"off": bad}, MODELS, sizes, "en-de")
+        assert view.off == () and len(notes) == 1 and notes[0].startswith("off") and why in notes[0], notes
+    view, notes = parse(measure="gradient")
+    assert view.measure == "weight" and "weight, norm" in notes[0]
+    view, notes = parse(off=",".join(f"e{layer}.{head}" for layer in range(1, 7) for head in range(1, 9)))
+    assert len(view.off) == 48 and notes == []  # every encoder head fits in a link
+    assert "off" not in ViewState().client() and "measure" not in ViewState().to_query()

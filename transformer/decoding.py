@@ -2,7 +2,8 @@
 
 Both run the encoder once, then feed the decoder one new position per step;
 the decoder's self-attention keys/values grow in a `KVCache` and the
-cross-attention keys/values are computed on the first step only.
+cross-attention keys/values are computed on the first step only. Both take
+an optional `HeadMask` (heads switched off), honoured on every step.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 from torch import Tensor
 
 from .kv_cache import KVCache
-from .model import Transformer, pad_sequences, padding_mask
+from .model import HeadMask, Transformer, pad_sequences, padding_mask
 from .search_trace import SearchOutput, SearchRecorder
 
 MAX_BEAM_SIZE = 16  # the widest beam the API and the command-line tools accept
@@ -90,8 +91,9 @@ class EncodedSource:
     attention: list[Tensor]  # per layer (B, H, S, S); empty unless asked for
 
 
-def encode_source(model: Transformer, src: Tensor, return_attention: bool = False) -> EncodedSource:
-    """src (B, S) padded ids -> the encoder output, its mask and (if asked) its attention weights.
+def encode_source(model: Transformer, src: Tensor, return_attention: bool | str = False,
+                  head_mask: HeadMask | None = None) -> EncodedSource:
+    """src (B, S) padded ids -> the encoder output, its mask and (if asked) its attention weights (or norms).
 
     The mask is None when no sentence has padding (always so for one sentence):
     attention then skips the masking work on every decoder step.
@@ -99,19 +101,21 @@ def encode_source(model: Transformer, src: Tensor, return_attention: bool = Fals
     src_mask = padding_mask(src, model.config.pad_id)
     if bool(src_mask.all()):
         src_mask = None
-    memory, weights = model.encode(src, src_mask, return_attention)
+    if head_mask is not None:
+        head_mask.check(model.config)
+    memory, weights = model.encode(src, src_mask, return_attention, head_mask)
     return EncodedSource(memory, src_mask, weights)
 
 
 @overload
 def greedy_decode(
     model: Transformer, src: Tensor, max_len: MaxLen = ..., encoded: EncodedSource | None = ...,
-    length_penalty: float = ..., record_search: Literal[False] = ...,
+    length_penalty: float = ..., record_search: Literal[False] = ..., head_mask: HeadMask | None = ...,
 ) -> list[Hypothesis]: ...
 @overload
 def greedy_decode(
     model: Transformer, src: Tensor, max_len: MaxLen = ..., encoded: EncodedSource | None = ...,
-    length_penalty: float = ..., *, record_search: Literal[True],
+    length_penalty: float = ..., *, record_search: Literal[True], head_mask: HeadMask | None = ...,
 ) -> SearchOutput[list[Hypothesis]]: ...
 
 
@@ -123,6 +127,7 @@ def greedy_decode(
     encoded: EncodedSource | None = None,
     length_penalty: float = 0.0,
     record_search: bool = False,
+    head_mask: HeadMask | None = None,
 ) -> list[Hypothesis] | SearchOutput[list[Hypothesis]]:
     """src (B, S) padded ids -> one hypothesis per sentence, the most likely token at every step.
 
@@ -132,10 +137,11 @@ def greedy_decode(
     score, as beam search's does, so greedy and beam scores compare. `record_search=True` returns a
     `SearchOutput`: the same hypotheses plus one `SearchTrace` per sentence (each step's choice and
     runner-up).
+    `head_mask` switches heads off (the encoder's too, unless `encoded` is given: that pass is the caller's).
     """
     cfg = model.config
     B = src.size(0)
-    encoded = encoded or encode_source(model, src)
+    encoded = encoded or encode_source(model, src, head_mask=head_mask)
     memory, src_mask = encoded.memory, encoded.mask
     limits = sentence_limits(model, src, max_len)
     horizon, ending = max(limits), rows_ending_at(limits)
@@ -146,7 +152,7 @@ def greedy_decode(
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     recorder = SearchRecorder(B, "greedy", 1, length_penalty, cfg.bos_id) if record_search else None
     for t in range(horizon):
-        hidden, _, _ = model.decode(next_input, memory, src_mask, None, cache)
+        hidden, _, _ = model.decode(next_input, memory, src_mask, None, cache, head_mask=head_mask)
         step_log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []))  # (B, V)
         lp, token = step_log_probs.max(-1)  # (B,)
         if recorder is not None:
@@ -190,11 +196,13 @@ def _record_greedy_step(
 def beam_search(
     model: Transformer, src: Tensor, beam_size: int = ..., length_penalty: float = ..., max_len: MaxLen = ...,
     n_best: int | None = ..., encoded: EncodedSource | None = ..., record_search: Literal[False] = ...,
+    head_mask: HeadMask | None = ...,
 ) -> list[list[Hypothesis]]: ...
 @overload
 def beam_search(
     model: Transformer, src: Tensor, beam_size: int = ..., length_penalty: float = ..., max_len: MaxLen = ...,
     n_best: int | None = ..., encoded: EncodedSource | None = ..., *, record_search: Literal[True],
+    head_mask: HeadMask | None = ...,
 ) -> SearchOutput[list[list[Hypothesis]]]: ...
 
 
@@ -240,6 +248,7 @@ def beam_search(
     n_best: int | None = None,
     encoded: EncodedSource | None = None,
     record_search: bool = False,
+    head_mask: HeadMask | None = None,
 ) -> list[list[Hypothesis]] | SearchOutput[list[list[Hypothesis]]]:
     """src (B, S) padded ids -> per sentence, up to `n_best` hypotheses, best first.
 
@@ -253,18 +262,18 @@ def beam_search(
     sentence gets the same n-best in a padded batch as alone. `encoded` is the encoder
     pass over `src` when the caller already ran it. `record_search=True` returns a
     `SearchOutput`: the same n-best lists plus one `SearchTrace` per sentence (the 2K
-    ranked candidates of every step it searched).
+    ranked candidates of every step it searched). `head_mask` switches heads off (as in `greedy_decode`).
     """
     cfg = model.config
     B, K = src.size(0), beam_size
     device = src.device
     limits = sentence_limits(model, src, max_len)
     horizon, ending = max(limits), rows_ending_at(limits, K)
-    encoded = encoded or encode_source(model, src)
+    encoded = encoded or encode_source(model, src, head_mask=head_mask)
     memory, src_mask = encoded.memory.repeat_interleave(K, 0), encoded.mask  # (B*K, S, d_model)
     if src_mask is not None:
         src_mask = src_mask.repeat_interleave(K, 0)  # (B*K, 1, 1, S)
-    cache = KVCache.empty(cfg.n_decoder_layers)
+    cache, beam_mask = KVCache.empty(cfg.n_decoder_layers), head_mask.repeat_interleave(K) if head_mask else None
     tokens = torch.full((B * K, 1), cfg.bos_id, dtype=torch.long, device=device)  # (B*K, t+1)
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
@@ -273,7 +282,7 @@ def beam_search(
     rank = torch.arange(2 * K, device=device)[None, :]  # (1, 2K)
     recorder = SearchRecorder(B, "beam", K, length_penalty, cfg.bos_id) if record_search else None
     for t in range(horizon):
-        hidden, _, _ = model.decode(tokens[:, -1:], memory, src_mask, None, cache)
+        hidden, _, _ = model.decode(tokens[:, -1:], memory, src_mask, None, cache, head_mask=beam_mask)
         log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []))  # (B*K, V)
         # A sentence's best 2K continuations are among the best 2K of each of its beams,
         # and ranking K * 2K numbers costs far less than ranking K * V.
@@ -320,10 +329,12 @@ def translate_ids(
     beam_size: int = 5,
     length_penalty: float = 0.6,
     batch_size: int = 64,
+    head_mask: HeadMask | None = None,
 ) -> list[list[int]]:
     """Source id lists (no specials) -> best output id lists (no specials), in input order.
 
-    Sentences are decoded in length-sorted batches, so padding stays small.
+    Sentences are decoded in length-sorted batches, so padding stays small. `head_mask` (shared masks,
+    `(L, H)`) switches heads off.
     """
     cfg = model.config
     device = next(model.parameters()).device
@@ -333,9 +344,9 @@ def translate_ids(
         idx = order[start : start + batch_size]
         src = pad_sequences([sources[i][: cfg.max_len - 1] + [cfg.eos_id] for i in idx], cfg.pad_id).to(device)
         if method == "greedy":
-            hyps = greedy_decode(model, src)
+            hyps = greedy_decode(model, src, head_mask=head_mask)
         else:
-            hyps = [nbest[0] for nbest in beam_search(model, src, beam_size, length_penalty)]
+            hyps = [nbest[0] for nbest in beam_search(model, src, beam_size, length_penalty, head_mask=head_mask)]
         for i, hyp in zip(idx, hyps):
             results[i] = strip_specials(hyp.tokens, model)
     return results

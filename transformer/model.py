@@ -30,6 +30,56 @@ class AttentionMaps:
 
 
 @dataclass
+class HeadMask:
+    """Which heads take part, per attention kind: `(L, H)` of 0/1, or `(B, L, H)` per example (e.g. to take
+    gradients with respect to it); None means every head of that kind is on.
+
+    Head h of layer l then adds `mask[l, h] * (its attention output)` to the output projection's input,
+    so 0 is the same as zeroing that head's slice before `out_proj`, and 1 leaves the model bit for bit
+    as it is. Returned attention maps of a masked head are zero.
+    """
+
+    encoder: Tensor | None = None
+    decoder: Tensor | None = None
+    cross: Tensor | None = None
+
+    KINDS = ("encoder", "decoder", "cross")
+
+    def check(self, config: ModelConfig) -> HeadMask:
+        """Raise ValueError unless every mask fits the model (layers × heads, optionally a batch first)."""
+        layers = {"encoder": config.n_encoder_layers, "decoder": config.n_decoder_layers,
+                  "cross": config.n_decoder_layers}
+        for kind in self.KINDS:
+            mask = getattr(self, kind)
+            if mask is None:
+                continue
+            if not isinstance(mask, Tensor) or mask.dim() not in (2, 3) or tuple(mask.shape[-2:]) != (
+                    layers[kind], config.n_heads):
+                shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
+                raise ValueError(f"head_mask.{kind} must be ({layers[kind]}, {config.n_heads}) "
+                                 f"or (batch, {layers[kind]}, {config.n_heads}), got {shape}")
+        return self
+
+    def repeat_interleave(self, repeats: int) -> HeadMask:
+        """Per-example masks repeated for the beams of each example; shared masks as they are."""
+        def rep(mask: Tensor | None) -> Tensor | None:
+            return mask.repeat_interleave(repeats, 0) if mask is not None and mask.dim() == 3 else mask
+        return HeadMask(rep(self.encoder), rep(self.decoder), rep(self.cross))
+
+    def n_off(self) -> int:
+        """How many heads (of shared masks) are switched off."""
+        return sum(int((m == 0).sum()) for m in (self.encoder, self.decoder, self.cross) if m is not None)
+
+
+def layer_head_mask(mask: Tensor | None, layer: int) -> Tensor | None:
+    """A kind's `(L, H)` or `(B, L, H)` mask -> layer `layer`'s, shaped `(1 or B, H, 1, 1)` like a head's output."""
+    if mask is None:
+        return None
+    m = mask[..., layer, :]
+    return m.reshape(m.size(0) if m.dim() == 2 else 1, m.size(-1), 1, 1)
+
+
+@dataclass
 class Seq2SeqOutput:
     logits: Tensor  # (B, T, V)
     attention: AttentionMaps | None = None
@@ -93,10 +143,21 @@ class MultiHeadAttention(nn.Module):
     def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
         return self.split_heads(self.k_proj(x)), self.split_heads(self.v_proj(x))
 
+    def value_norms(self, v: Tensor) -> Tensor:
+        """‖f_h(x_j)‖ of Kobayashi et al. (2020): v (B, H, T_k, d_k) -> (B, H, T_k), the norm of what key j
+        adds to the output through head h (its value times head h's columns of `out_proj`, bias aside)."""
+        w_o = self.out_proj.weight.view(-1, self.n_heads, self.d_k)  # (d_model, H, d_k)
+        return torch.einsum("bhkd,ohd->bhko", v, w_o.to(v.dtype)).norm(dim=-1)
+
     def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool | str,
+        head_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """q (B, H, T_q, d_k), k/v (B, H, T_k, d_k) -> output (B, T_q, d_model), weights (B, H, T_q, T_k)."""
+        """q (B, H, T_q, d_k), k/v (B, H, T_k, d_k) -> output (B, T_q, d_model), weights (B, H, T_q, T_k).
+
+        `need_weights="norm"` returns ‖α_ij f_h(x_j)‖ instead of α_ij; `head_mask` (1 or B, H, 1, 1) scales
+        each head's output (and its returned map) before the output projection.
+        """
         p = self.dropout if self.training else 0.0
         if need_weights:
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, T_q, T_k)
@@ -107,15 +168,21 @@ class MultiHeadAttention(nn.Module):
         else:
             weights = None
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        if head_mask is not None:
+            out = out * head_mask.to(out.dtype)
+            weights = None if weights is None else weights * head_mask.to(weights.dtype)
+        if need_weights == "norm":
+            weights = weights * self.value_norms(v)[:, :, None, :]
         B, H, T, d_k = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(B, T, H * d_k)), weights
 
     def forward(
-        self, x: Tensor, context: Tensor, mask: Tensor | None, need_weights: bool = False
+        self, x: Tensor, context: Tensor, mask: Tensor | None, need_weights: bool | str = False,
+        head_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Queries from x (B, T_q, d_model), keys and values from context (B, T_k, d_model)."""
         k, v = self.project_kv(context)
-        return self.attend(self.project_q(x), k, v, mask, need_weights)
+        return self.attend(self.project_q(x), k, v, mask, need_weights, head_mask)
 
 
 class FeedForward(nn.Module):
@@ -147,14 +214,15 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """x (B, S, d_model), mask (B, 1, 1, S)."""
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool | str = False,
+                head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """x (B, S, d_model), mask (B, 1, 1, S), head_mask (1 or B, H, 1, 1)."""
         if self.norm_first:
             h = self.norm1(x)
-            a, w = self.self_attn(h, h, mask, need_weights)
+            a, w = self.self_attn(h, h, mask, need_weights, head_mask)
             x = x + self.dropout(a)
             return x + self.dropout(self.ff(self.norm2(x))), w
-        a, w = self.self_attn(x, x, mask, need_weights)
+        a, w = self.self_attn(x, x, mask, need_weights, head_mask)
         x = self.norm1(x + self.dropout(a))
         return self.norm2(x + self.dropout(self.ff(x))), w
 
@@ -169,21 +237,23 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def _self_block(self, x: Tensor, mask: Tensor | None, cache: LayerKVCache | None, need_weights: bool):
+    def _self_block(self, x: Tensor, mask: Tensor | None, cache: LayerKVCache | None, need_weights: bool | str,
+                    head_mask: Tensor | None):
         k, v = self.self_attn.project_kv(x)
         if cache is not None:
             k, v = cache.append_self(k, v)
-        a, w = self.self_attn.attend(self.self_attn.project_q(x), k, v, mask, need_weights)
+        a, w = self.self_attn.attend(self.self_attn.project_q(x), k, v, mask, need_weights, head_mask)
         return self.dropout(a), w
 
-    def _cross_block(self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: LayerKVCache | None, need_weights: bool):
+    def _cross_block(self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: LayerKVCache | None,
+                     need_weights: bool | str, head_mask: Tensor | None):
         if cache is not None and cache.cross_k is not None:
             k, v = cache.cross_k, cache.cross_v
         else:
             k, v = self.cross_attn.project_kv(memory)
             if cache is not None:
                 cache.cross_k, cache.cross_v = k, v
-        a, w = self.cross_attn.attend(self.cross_attn.project_q(x), k, v, mask, need_weights)
+        a, w = self.cross_attn.attend(self.cross_attn.project_q(x), k, v, mask, need_weights, head_mask)
         return self.dropout(a), w
 
     def forward(
@@ -193,18 +263,20 @@ class DecoderLayer(nn.Module):
         src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: LayerKVCache | None = None,
-        need_weights: bool = False,
+        need_weights: bool | str = False,
+        self_head_mask: Tensor | None = None,
+        cross_head_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """x (B, T, d_model), memory (B, S, d_model) -> x, self weights, cross weights."""
         if self.norm_first:
-            a, self_w = self._self_block(self.norm1(x), tgt_mask, cache, need_weights)
+            a, self_w = self._self_block(self.norm1(x), tgt_mask, cache, need_weights, self_head_mask)
             x = x + a
-            a, cross_w = self._cross_block(self.norm2(x), memory, src_mask, cache, need_weights)
+            a, cross_w = self._cross_block(self.norm2(x), memory, src_mask, cache, need_weights, cross_head_mask)
             x = x + a
             return x + self.dropout(self.ff(self.norm3(x))), self_w, cross_w
-        a, self_w = self._self_block(x, tgt_mask, cache, need_weights)
+        a, self_w = self._self_block(x, tgt_mask, cache, need_weights, self_head_mask)
         x = self.norm1(x + a)
-        a, cross_w = self._cross_block(x, memory, src_mask, cache, need_weights)
+        a, cross_w = self._cross_block(x, memory, src_mask, cache, need_weights, cross_head_mask)
         x = self.norm2(x + a)
         return self.norm3(x + self.dropout(self.ff(x))), self_w, cross_w
 
@@ -216,10 +288,12 @@ class Encoder(nn.Module):
         # Pre-LN leaves the residual stream unnormalised, so the stack ends with one LayerNorm.
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool | str = False,
+                head_mask: Tensor | None = None) -> tuple[Tensor, list[Tensor]]:
+        """head_mask: (L, H) or (B, L, H), or None."""
         weights = []
-        for layer in self.layers:
-            x, w = layer(x, mask, need_weights)
+        for i, layer in enumerate(self.layers):
+            x, w = layer(x, mask, need_weights, layer_head_mask(head_mask, i))
             weights.append(w)
         return self.norm(x), weights if need_weights else []
 
@@ -237,11 +311,14 @@ class Decoder(nn.Module):
         src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: KVCache | None = None,
-        need_weights: bool = False,
+        need_weights: bool | str = False,
+        head_mask: HeadMask | None = None,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        self_mask, cross_mask = (head_mask.decoder, head_mask.cross) if head_mask is not None else (None, None)
         self_ws, cross_ws = [], []
         for i, layer in enumerate(self.layers):
-            x, sw, cw = layer(x, memory, src_mask, tgt_mask, cache.layers[i] if cache else None, need_weights)
+            x, sw, cw = layer(x, memory, src_mask, tgt_mask, cache.layers[i] if cache else None, need_weights,
+                              layer_head_mask(self_mask, i), layer_head_mask(cross_mask, i))
             self_ws.append(sw)
             cross_ws.append(cw)
         return self.norm(x), (self_ws if need_weights else []), (cross_ws if need_weights else [])
@@ -283,9 +360,14 @@ class Transformer(nn.Module):
         x = embedding(ids) * math.sqrt(self.config.d_model)
         return self.embed_dropout(self.positional(x, offset))
 
-    def encode(self, src: Tensor, src_mask: Tensor | None, return_attention: bool = False) -> tuple[Tensor, list[Tensor]]:
-        """src (B, S), src_mask (B, 1, 1, S) or None (no padding) -> memory (B, S, d_model), per-layer (B, H, S, S) weights."""
-        return self.encoder(self._embed(self.src_embed, src), src_mask, return_attention)
+    def encode(self, src: Tensor, src_mask: Tensor | None, return_attention: bool | str = False,
+               head_mask: HeadMask | None = None) -> tuple[Tensor, list[Tensor]]:
+        """src (B, S), src_mask (B, 1, 1, S) or None (no padding) -> memory (B, S, d_model), per-layer (B, H, S, S) weights.
+
+        `return_attention`: False, True (weights α) or "norm" (‖α f(x)‖); `head_mask.encoder` switches heads off.
+        """
+        mask = head_mask.encoder if head_mask is not None else None
+        return self.encoder(self._embed(self.src_embed, src), src_mask, return_attention, mask)
 
     def decode(
         self,
@@ -294,16 +376,18 @@ class Transformer(nn.Module):
         src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: KVCache | None = None,
-        return_attention: bool = False,
+        return_attention: bool | str = False,
+        head_mask: HeadMask | None = None,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """tgt (B, T) -> hidden (B, T, d_model), self (B, H, T, T_total) and cross (B, H, T, S) weights.
 
         With a `cache`, `tgt` holds only the new positions; they are placed after
         the cached ones and attend to all of them, so `tgt_mask` may be None.
+        `head_mask.decoder` and `.cross` switch heads off.
         """
         offset = cache.length if cache is not None else 0
         x = self._embed(self.tgt_embed, tgt, offset)
-        return self.decoder(x, memory, src_mask, tgt_mask, cache, return_attention)
+        return self.decoder(x, memory, src_mask, tgt_mask, cache, return_attention, head_mask)
 
     def project(self, hidden: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, T, V) logits."""
@@ -315,15 +399,19 @@ class Transformer(nn.Module):
         tgt_mask = padding_mask(tgt_in, pad) & causal_mask(tgt_in.size(1), tgt_in.device)
         return padding_mask(src, pad), tgt_mask
 
-    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: bool = False) -> Tensor | Seq2SeqOutput:
+    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: bool | str = False,
+                head_mask: HeadMask | None = None) -> Tensor | Seq2SeqOutput:
         """src (B, S), tgt_in (B, T) ids -> logits (B, T, V).
 
-        With `return_attention=True` returns a `Seq2SeqOutput` holding the logits
-        and every layer's attention weights.
+        With `return_attention=True` (or "norm") returns a `Seq2SeqOutput` holding the logits
+        and every layer's attention weights (or norms). `head_mask` switches heads off.
         """
+        if head_mask is not None:
+            head_mask.check(self.config)
         src_mask, tgt_mask = self.make_masks(src, tgt_in)
-        memory, enc_w = self.encode(src, src_mask, return_attention)
-        hidden, dec_w, cross_w = self.decode(tgt_in, memory, src_mask, tgt_mask, return_attention=return_attention)
+        memory, enc_w = self.encode(src, src_mask, return_attention, head_mask)
+        hidden, dec_w, cross_w = self.decode(tgt_in, memory, src_mask, tgt_mask, return_attention=return_attention,
+                                             head_mask=head_mask)
         logits = self.project(hidden)
         if not return_attention:
             return logits

@@ -8,6 +8,8 @@
     r = tr.translate("A girl plays the violin.", beam_size=5, record_search=True)
     r.search.nodes, r.search.nbest                # the search tree (transformer.search_trace)
     tr.attention_for_prefix(r, r.search.prefix_ids(7))   # attention of any prefix in it
+    r = tr.translate("A girl plays the violin.", head_mask={"cross": off})   # (L, H) of 0/1: heads switched off
+    tr.attention_for(r, measure="norm")          # ‖α f(x)‖ (Kobayashi et al., 2020) instead of α
 
 Attention is computed after decoding, by one teacher-forced decoder pass over
 the chosen hypothesis with weights switched on (the encoder's weights come from
@@ -41,12 +43,13 @@ from .decoding import (
 )
 from .casing import Truecaser, prepare_source
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
-from .model import Transformer, causal_mask, pad_sequences
+from .model import HeadMask, Transformer, causal_mask, pad_sequences
 from .quantize import PRECISIONS, int8_search_model
 from .search_trace import SearchTrace
 from .tokenizer import TextTokenizer
 
 METHODS = ("greedy", "beam")
+MEASURES = ("weight", "norm")  # attention as weights α, or as Kobayashi et al.'s norms ‖α f(x)‖
 
 
 @dataclass
@@ -86,6 +89,7 @@ class Attention:
     tgt_in_tokens: list[str]  # <bos> + output tokens[:-1]
     tgt_out_tokens: list[str]  # output tokens
     steps: list[StepRecord] = field(default_factory=list)
+    measure: str = "weight"  # "norm": each map holds ‖α_ij f_h(x_j)‖ instead of α_ij (rows do not sum to 1)
 
 
 @dataclass(frozen=True)
@@ -112,10 +116,31 @@ class Translation:
     attention: Attention | None = None
     search: SearchTrace | None = None  # only with translate(..., record_search=True)
     model_input: str = ""  # the text as the model read it (`Translator.prepare`: recased when typed in one case)
+    head_mask: HeadMask | None = None  # heads switched off (`translate(..., head_mask=...)`); None: all on
 
     @property
     def steps(self) -> list[StepRecord]:
         return self.attention.steps if self.attention is not None else []
+
+
+def as_head_mask(head_mask, config, device: torch.device | str = "cpu") -> HeadMask | None:
+    """`head_mask` as a checked `HeadMask` of 0/1 float tensors: a `HeadMask`, or a dict of kind -> (L, H)
+    array-like (kinds left out: every head on); None stays None (every head on)."""
+    if head_mask is None:
+        return None
+    if isinstance(head_mask, HeadMask):
+        head_mask = {k: getattr(head_mask, k) for k in HeadMask.KINDS}
+    if not isinstance(head_mask, dict) or set(head_mask) - set(HeadMask.KINDS):
+        raise ValueError(f"head_mask must be a HeadMask or a dict with keys from {HeadMask.KINDS}")
+    masks = {}
+    for kind, value in head_mask.items():
+        if value is None:
+            continue
+        mask = torch.as_tensor(np.asarray(value, dtype=np.float32), device=device)
+        if mask.dim() != 2 or not bool(((mask == 0) | (mask == 1)).all()):
+            raise ValueError(f"head_mask[{kind!r}] must be a (layers, heads) array of 0 and 1")
+        masks[kind] = mask
+    return HeadMask(**masks).check(config)
 
 
 def check_options(method: str, beam_size: int, length_penalty: float, max_len: int | None) -> None:
@@ -182,15 +207,18 @@ class Translator:
         return_attention: bool = True,
         top_k: int = 5,
         record_search: bool = False,
+        head_mask: HeadMask | dict | None = None,
     ) -> Translation:
         """Translate one sentence; `method="greedy"` ignores `beam_size`.
 
         `record_search=True` also returns the search tree in `Translation.search`
         (token texts filled in); the translation itself is the same either way.
+        `head_mask` switches heads off: a `HeadMask` or {"encoder"|"decoder"|"cross": (L, H) of 0/1}
+        (kinds left out stay on); the search, the attention and `attention_for` all use it.
         """
         check_options(method, beam_size, length_penalty, max_len)
         return self.translate_sources([self.source(text)], method, beam_size, length_penalty, max_len,
-                                      return_attention, top_k, record_search)[0]
+                                      return_attention, top_k, record_search, head_mask)[0]
 
     @torch.inference_mode()
     def translate_sources(
@@ -203,25 +231,29 @@ class Translator:
         return_attention: bool = True,
         top_k: int = 5,
         record_search: bool = False,
+        head_mask: HeadMask | dict | None = None,
     ) -> list[Translation]:
         """Several prepared sources (`source`) with the same options, decoded as one padded batch: one
         encoder pass, one search, one attention pass. Each result is what `translate` gives that source
-        alone (the same n-best; scores and attention equal up to float rounding, padding never in a map)."""
+        alone (the same n-best; scores and attention equal up to float rounding, padding never in a map).
+        `head_mask` (as in `translate`) is shared by every source."""
         check_options(method, beam_size, length_penalty, max_len)
+        mask = as_head_mask(head_mask, self.model.config, self.device)
         if not sources:
             return []
         src = pad_sequences([s.ids for s in sources], self.model.config.pad_id).to(self.device)
         if max_len is not None:
             max_len = min(max_len, self.model.config.max_len)
-        encoded = encode_source(self.model, src, return_attention)
+        encoded = encode_source(self.model, src, return_attention, mask)
         if method == "greedy":
             beam_size = 1
-            out = greedy_decode(self.search_model, src, max_len, encoded, length_penalty, record_search=record_search)
+            out = greedy_decode(self.search_model, src, max_len, encoded, length_penalty, record_search=record_search,
+                                head_mask=mask)
             hyps, traces = (out.hypotheses, out.traces) if record_search else (out, [])
             nbests = [[h] for h in hyps]
         else:
             out = beam_search(self.search_model, src, beam_size, length_penalty, max_len, encoded=encoded,
-                              record_search=record_search)
+                              record_search=record_search, head_mask=mask)
             nbests, traces = (out.hypotheses, out.traces) if record_search else (out, [])
         results = []
         for i, (source, hyps) in enumerate(zip(sources, nbests)):
@@ -230,24 +262,30 @@ class Translator:
             results.append(Translation(
                 text=best.text, src_tokens=self.tokenizer.ids_to_tokens(source.ids), tgt_tokens=best.tokens,
                 score=best.score, log_prob=best.log_prob, truncated=source.truncated, candidates=candidates,
-                method=method, beam_size=beam_size, src_ids=source.ids, model_input=source.text,
+                method=method, beam_size=beam_size, src_ids=source.ids, model_input=source.text, head_mask=mask,
                 search=traces[i].name_tokens(self.tokenizer.ids_to_tokens) if traces else None,
             ))
         if return_attention:
             attentions = self._capture([r.src_ids for r in results], [r.candidates[0].ids for r in results],
-                                       top_k, encoded)
+                                       top_k, encoded, mask)
             for result, attention in zip(results, attentions):
                 result.attention = attention
         return results
 
     @torch.inference_mode()
-    def attention_for(self, result: Translation, candidate: int = 0, top_k: int = 5) -> Attention:
-        """Attention (and step records) of n-best candidate `candidate`, by one teacher-forced pass."""
+    def attention_for(self, result: Translation, candidate: int = 0, top_k: int = 5,
+                      measure: str = "weight") -> Attention:
+        """Attention (and step records) of n-best candidate `candidate`, by one teacher-forced pass (with
+        `result`'s head mask). `measure="norm"`: Kobayashi et al.'s ‖α_ij f_h(x_j)‖ instead of α_ij."""
         if not 0 <= candidate < len(result.candidates):
             raise ValueError(f"candidate must be in 0..{len(result.candidates) - 1}, got {candidate!r}")
+        if measure not in MEASURES:
+            raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
         src = torch.tensor([result.src_ids], device=self.device)
-        encoded = encode_source(self.model, src, return_attention=True)
-        return self._capture([result.src_ids], [result.candidates[candidate].ids], top_k, encoded)[0]
+        flag = True if measure == "weight" else "norm"
+        encoded = encode_source(self.model, src, return_attention=flag, head_mask=result.head_mask)
+        return self._capture([result.src_ids], [result.candidates[candidate].ids], top_k, encoded, result.head_mask,
+                             measure)[0]
 
     @torch.inference_mode()
     def attention_for_prefix(self, result: Translation, prefix_ids: list[int], top_k: int = 5) -> Attention:
@@ -266,19 +304,22 @@ class Translator:
         if len(prefix_ids) > self.model.config.max_len:
             raise ValueError(f"prefix_ids is longer than the model's {self.model.config.max_len} positions")
         src = torch.tensor([result.src_ids], device=self.device)
-        encoded = encode_source(self.model, src, return_attention=True)
-        return self._capture([result.src_ids], [list(prefix_ids)], top_k, encoded)[0]
+        encoded = encode_source(self.model, src, return_attention=True, head_mask=result.head_mask)
+        return self._capture([result.src_ids], [list(prefix_ids)], top_k, encoded, result.head_mask)[0]
 
     def _capture(self, src_ids: list[list[int]], out_ids: list[list[int]], top_k: int,
-                 encoded: EncodedSource) -> list[Attention]:
-        """One decoder pass with weights on over each `out_ids[i]` (right-padded into a batch), after the
-        encoder pass `encoded` (weights on) of the padded `src_ids`; each map is cut to its own sentence's
-        tokens, so padding (masked: weight 0) never shows. Always the float32 `model`."""
+                 encoded: EncodedSource, head_mask: HeadMask | None = None, measure: str = "weight"
+                 ) -> list[Attention]:
+        """One decoder pass with weights on (norms with `measure="norm"`, as in the encoder pass) over each
+        `out_ids[i]` (right-padded into a batch), after the encoder pass `encoded` of the padded `src_ids`,
+        heads off as `head_mask` says; each map is cut to its own sentence's tokens, so padding (masked:
+        weight 0) never shows. Always the float32 `model`."""
         cfg = self.model.config
         in_ids = [[cfg.bos_id] + out[:-1] for out in out_ids]
         tgt_in = pad_sequences(in_ids, cfg.pad_id).to(self.device)
         hidden, self_ws, cross_ws = self.model.decode(
-            tgt_in, encoded.memory, encoded.mask, causal_mask(tgt_in.size(1), self.device), return_attention=True
+            tgt_in, encoded.memory, encoded.mask, causal_mask(tgt_in.size(1), self.device),
+            return_attention=True if measure == "weight" else "norm", head_mask=head_mask,
         )
         encoder, decoder, cross = (torch.stack(ws, 1).float() for ws in (encoded.attention, self_ws, cross_ws))
         probs = self.model.project(hidden).float().softmax(-1)  # (B, T, V)
@@ -295,22 +336,23 @@ class Translator:
                 decoder=decoder[i, :, :, :T, :T].contiguous().cpu().numpy(),
                 cross=cross[i, :, :, :T, :S].contiguous().cpu().numpy(),
                 src_tokens=self.tokenizer.ids_to_tokens(src), tgt_in_tokens=self.tokenizer.ids_to_tokens(tgt),
-                tgt_out_tokens=out_tokens, steps=steps,
+                tgt_out_tokens=out_tokens, steps=steps, measure=measure,
             ))
         return attentions
 
     @torch.inference_mode()
     def translate_batch(
         self, texts: list[str], method: str = "beam", beam_size: int = 5, length_penalty: float = 0.6,
-        batch_size: int = 64,
+        batch_size: int = 64, head_mask: HeadMask | dict | None = None,
     ) -> list[str]:
         """Texts only, decoded in length-sorted batches; each text is prepared as `translate` prepares it
         (`prepare`), so `translate_batch(xs)[i] == translate(xs[i]).text`. Empty inputs give empty outputs."""
         check_options(method, beam_size, length_penalty, None)
+        mask = as_head_mask(head_mask, self.model.config, self.device)
         sources = [self.tokenizer.encode(self.prepare(t))[: self.max_source_tokens] if t.strip() else [] for t in texts]
         keep = [i for i, s in enumerate(sources) if s]
         outputs = translate_ids(self.search_model, [sources[i] for i in keep], method, beam_size, length_penalty,
-                                batch_size)
+                                batch_size, head_mask=mask)
         texts_out = [""] * len(texts)
         for i, ids in zip(keep, outputs):
             texts_out[i] = self.tokenizer.decode(ids)

@@ -1,9 +1,10 @@
 """What the explorer app's events compute, as plain values; `app.py` puts them into its components.
 
 `Explorer` holds the model registry (the default model loaded at start-up) and answers the events:
-a translation, another candidate, a model switch, the beam-search tree and the compare view of a
-result, and the view a shared link restores. The handlers whose outputs are plain values (a panel's
-value and a gr.State's) are methods here (`on_*`); the app wraps the others, which update components.
+a translation, another candidate, heads switched off or attention norms asked for (`rerun`), a model
+switch, the beam-search tree and the compare view of a result, and the view a shared link restores. The
+handlers whose outputs are plain values (a panel's value and a gr.State's) are methods here (`on_*`); the
+app wraps the others, which update components.
 No gradio here: errors meant for the user are `logic.user_error`s.
 """
 from __future__ import annotations
@@ -26,9 +27,11 @@ from transformer.quantize import PRECISIONS, int8_available
 from transformer.translator import Translator
 
 from .logic import (
-    DEFAULT_BEAM, ENV_CHECKPOINT, ENV_PRECISION, UI_MAX_BEAM, ModelRegistry, Result, ViewState, examples_for,
-    export_npz, is_toy, run_translation, select_candidate, training_progress, training_view, user_error,
+    DEFAULT_BEAM, ENV_CHECKPOINT, ENV_PRECISION, UI_MAX_BEAM, ModelRegistry, Result, ViewState, ablate, ablation_notice,
+    examples_for, export_npz, is_toy, nbest_table, result_payload, run_translation, select_candidate,
+    training_progress, training_view, user_error, with_norms,
 )
+from .head_views import head_figures, head_info
 from .search_views import CompareSession, compare_value, record_search, tree_value
 
 log = logging.getLogger(__name__)
@@ -84,6 +87,7 @@ class ModelInfo:
     examples: list[str]
     figure: go.Figure
     metrics: pd.DataFrame
+    heads: tuple[go.Figure, pd.DataFrame] | None = None  # the Heads tab: importance, pruning curves; role table
 
 
 @dataclass
@@ -115,6 +119,8 @@ class Explorer:
                  batcher: Batcher | None = None):
         self.registry, self.export_dir = registry, Path(export_dir)
         self.batcher = batcher or Batcher()
+        self._heads: dict[str | None, dict[str, Any] | None] = {}
+        self._head_figures: dict[str | None, tuple[go.Figure, pd.DataFrame]] = {}
         self.default_model = registry.default()
         self.default_translator: Translator | None = None
         self.startup_error = ""
@@ -164,6 +170,37 @@ class Explorer:
         """Another n-best candidate of `result` (its attention: one teacher-forced pass, cached)."""
         return self.batcher.call(select_candidate, self.translator(result.model), result, index)
 
+    def heads(self, label: str | None) -> dict[str, Any] | None:
+        """The head analysis of a model's checkpoint (`head_views.head_info`), read once."""
+        if label not in self._heads:
+            self._heads[label] = head_info(self.registry.directory(label))
+        return self._heads[label]
+
+    def payload(self, result: Result | None) -> dict[str, Any] | None:
+        """What the attention tab gets for a result: `logic.result_payload` with its model's head analysis."""
+        return None if result is None else result_payload(result, self.heads(result.model))
+
+    def rerun(self, result: Result | None, evt: Any) -> Result | None:
+        """The attention tab asks for a model pass (`evt`: its 'rerun' event, {"off": [[kind, layer, head], ...],
+        "measure": "weight" | "norm"}): the translation with those heads switched off (none: every head on
+        again), with ‖α f(x)‖ maps when the norm is shown."""
+        if result is None:
+            return None
+        data, tr = event_data(evt), self.translator(result.model)
+        try:
+            out = ablate(tr, result, data.get("off", []))
+            if data.get("measure") == "norm":
+                with_norms(tr, out)
+        except ValueError as err:
+            raise user_error(str(err), "Cannot switch those heads off") from None
+        return out
+
+    @staticmethod
+    def rerun_texts(result: Result | None) -> tuple[str, pd.DataFrame, str]:
+        """After `rerun`'s maps: the translation, the n-best list and the notes (the translation with every head
+        while heads are off)."""
+        return (result.translation.text if result else "", nbest_table(result), ablation_notice(result))
+
     def export(self, result: Result | None) -> Path | None:
         """The current candidate's attention as an .npz file to download (None without a result)."""
         return None if result is None else export_npz(result, self.export_dir)
@@ -172,7 +209,9 @@ class Explorer:
         """Examples and training tab of a model (`tr`: the model if loaded; no notice without it)."""
         directory = self.registry.directory(label)
         figure, metrics = training_view(label, directory)
-        return ModelInfo("", examples_for(tr, directory), figure, metrics)
+        if label not in self._head_figures:  # read and drawn once per model (a page load asks every time)
+            self._head_figures[label] = head_figures(label, directory)
+        return ModelInfo("", examples_for(tr, directory), figure, metrics, self._head_figures[label])
 
     def switch(self, label: str) -> ModelInfo:
         """Another model chosen: load it (cached) and say what it expects and whether it is finished."""
@@ -198,7 +237,7 @@ class Explorer:
             t = result.translation
             try:
                 result.search = self.batcher.call(record_search, tr, result.source, t.method, t.beam_size,
-                                                  result.length_penalty)
+                                                  result.length_penalty, t.head_mask)
             except ValueError as err:
                 raise user_error(str(err), "Cannot draw the search") from None
         return self.batcher.call(tree_value, tr, result.search, None, view_data(view_json)), result
@@ -254,13 +293,15 @@ class Explorer:
 
     # ------------------------------------------------------------------------- a shared link
 
-    def limits(self, label: str) -> tuple[int, int] | None:
-        """(layers, heads) of a model, for validating a link's layer and head (None if it cannot be loaded)."""
+    def limits(self, label: str) -> tuple[int, int, dict[str, int]] | None:
+        """(layers, heads, layers per kind) of a model, for validating a link's layer, head and heads switched
+        off (None if it cannot be loaded)."""
         try:
             cfg = self.registry.get(label).model.config
         except Exception:
             return None
-        return max(cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads
+        kinds = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+        return max(cfg.n_encoder_layers, cfg.n_decoder_layers), cfg.n_heads, kinds
 
     def restore(self, model: str | None, params: Mapping[str, Any]) -> Restored:
         """Page load: the checkpoints present now, and the view of a link's query `params` (validated)."""

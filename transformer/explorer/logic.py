@@ -29,17 +29,19 @@ from transformer.batching import BatcherBusy
 from transformer.hub import resolve_checkpoint, training_progress
 from transformer.translator import Attention, Translation, Translator, load_pretrained
 
-from . import viz
+from . import page, viz
 from .payload import attention_payload
 from .share import (  # noqa: F401  (re-exported: the app's limits and the view state live in share.py)
     DEFAULT_BEAM,
     DEFAULT_LENGTH_PENALTY,
     MAX_INPUT_CHARS,
     MEAN_HEADS,
+    MEASURES,
     ROWS_INPUT,
     ROWS_PREDICTED,
     UI_MAX_BEAM,
     ViewState,
+    off_text,
 )
 
 log = logging.getLogger(__name__)
@@ -189,10 +191,87 @@ class Result:
     attentions: dict[int, Attention] = field(default_factory=dict)  # per n-best candidate, filled lazily
     candidate: int = 0
     search: Any = None  # search_views.SearchView: recorded when the tree tab first shows this result
+    norms: dict[int, Attention] = field(default_factory=dict)  # ‖α f(x)‖ per candidate, only when asked
+    off: tuple[tuple[str, int, int], ...] = ()  # heads switched off in `translation` (kind, layer, head)
+    base: Result | None = None  # with heads off: the result with every head on (the same source and settings)
+    ablated: dict[tuple, Result] = field(default_factory=dict)  # on the base: recent ablations, by `off`
 
     @property
     def attention(self) -> Attention:
         return self.attentions[self.candidate]
+
+    @property
+    def norm(self) -> Attention | None:
+        return self.norms.get(self.candidate)
+
+
+MAX_ABLATIONS = 16  # ablated translations a result keeps (a click back to an earlier mask needs no model pass)
+
+
+def head_mask_of(off: Sequence[Sequence[Any]], tr: Translator) -> dict[str, np.ndarray]:
+    """(kind, layer, head) triples -> {kind: (L, H) of 0/1} for `translate(..., head_mask=...)`."""
+    cfg = tr.model.config
+    layers = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+    masks = {kind: np.ones((n, cfg.n_heads), dtype=np.float32) for kind, n in layers.items()}
+    for kind, layer, head in off:
+        if kind not in masks or not (0 <= layer < layers[kind] and 0 <= head < cfg.n_heads):
+            raise gr.Error(f"No head {kind} layer {layer + 1} head {head + 1} in this model.",
+                           title="Cannot switch that head off", print_exception=False)
+        masks[kind][layer, head] = 0.0
+    return masks
+
+
+def read_off(value: Any) -> tuple[tuple[str, int, int], ...]:
+    """The page's list of [kind, layer, head] (0-based) as sorted triples; gr.Error when malformed."""
+    if not isinstance(value, (list, tuple)) or len(value) > 1024 or not all(
+            isinstance(h, (list, tuple)) and len(h) == 3 and h[0] in KINDS
+            and all(isinstance(i, int) and not isinstance(i, bool) for i in h[1:]) for h in value):
+        raise gr.Error("The heads to switch off must be a list of [kind, layer, head].", print_exception=False)
+    return tuple(sorted({(k, int(layer), int(head)) for k, layer, head in value},
+                        key=lambda h: (KINDS.index(h[0]), h[1], h[2])))
+
+
+def ablate(tr: Translator, result: Result, off: Any) -> Result:
+    """`result`'s source translated again with the heads `off` switched off (the same method, beam and length
+    penalty): a new Result whose `base` is the one with every head on. No heads: the base itself. Cached."""
+    base = result.base or result
+    off = read_off(off)
+    if not off:
+        return base
+    if off not in base.ablated:
+        t = base.translation
+        translation = tr.translate(base.source, method=t.method, beam_size=t.beam_size,
+                                   length_penalty=base.length_penalty, return_attention=True,
+                                   head_mask=head_mask_of(off, tr))
+        if len(base.ablated) >= MAX_ABLATIONS:
+            base.ablated.pop(next(iter(base.ablated)))
+        base.ablated[off] = Result(base.model, base.source, translation, base.length_penalty,
+                                   {0: translation.attention}, off=off, base=base)
+    return base.ablated[off]
+
+
+def with_norms(tr: Translator, result: Result) -> Result:
+    """The current candidate's ‖α f(x)‖ maps (one teacher-forced pass, with the result's heads off), cached."""
+    if result.candidate not in result.norms:
+        result.norms[result.candidate] = tr.attention_for(result.translation, result.candidate, measure="norm")
+    return result
+
+
+def ablation_notice(result: Result | None) -> str:
+    """What the notes say while heads are off: how many, and the translation with every head on."""
+    if result is None or not result.off or result.base is None:
+        return ""
+    return (f"{len(result.off)} head{'s' if len(result.off) != 1 else ''} switched off ({off_text(result.off)}): "
+            f"the translation, the n-best list and the maps are the model's without them. With every head: "
+            f"“{result.base.translation.text}”.")
+
+
+def launch_options() -> dict[str, Any]:
+    """What `python app.py` passes to `demo.launch` (Gradio 6 takes theme and css here, not in Blocks)."""
+    return dict(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+                share=False, allowed_paths=None, ssr_mode=False, mcp_server=False, show_error=False,
+                state_session_capacity=200, css=page.stylesheet(), theme=gr.themes.Default())
 
 
 def user_error(message: str, title: str = "Error") -> gr.Error:
@@ -275,13 +354,20 @@ def select_candidate(tr: Translator, result: Result, index: Any) -> Result:
 # ----------------------------------------------------------------------------- what the page shows
 
 
-def result_payload(result: Result | None) -> dict[str, Any] | None:
-    """What the browser gets for the current candidate of a result (None clears the views)."""
+def result_payload(result: Result | None, heads: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """What the browser gets for the current candidate of a result (None clears the views): with its norms
+    when they were asked for, the heads switched off and the unmasked translation, and `heads` (what the
+    checkpoint's head analysis says about each head, `head_views.head_info`)."""
     if result is None:
         return None
+    ablation = None
+    if result.off and result.base is not None:
+        ablation = {"off": [list(h) for h in result.off], "unmasked": result.base.translation.text}
     return attention_payload(result.attention, model=result.model, candidate=result.candidate,
                              n_candidates=len(result.translation.candidates), source=result.source,
-                             translation=result.translation.candidates[result.candidate].text)
+                             translation=result.translation.candidates[result.candidate].text,
+                             norms=result.norm, ablation=ablation, heads=heads)
+
 
 
 # ----------------------------------------------------------------------------- views (pure: arrays -> figures)
@@ -420,7 +506,7 @@ def export_npz(result: Result, directory: Path) -> Path:
     meta = dict(model=result.model, source=result.source, translation=cand.text, method=result.translation.method,
                 beam_size=result.translation.beam_size, length_penalty=result.length_penalty,
                 candidate=result.candidate, score=cand.score, log_prob=cand.log_prob,
-                truncated=result.translation.truncated,
+                truncated=result.translation.truncated, heads_off=off_text(result.off),
                 axes="encoder (L,H,S,S), decoder (L,H,T,T), cross (L,H,T,S); rows = queries, columns = keys")
     k = max((len(s.top_k) for s in att.steps), default=0)
     topk_tokens = np.array([[tok for tok, _ in s.top_k] + [""] * (k - len(s.top_k)) for s in att.steps], dtype=str)

@@ -20,6 +20,7 @@ PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.mi
 KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
 TABS = {**KIND_TITLES, "steps": "Step by step"}
 ROWS_CHOICES = ("decoder input token", "predicted token")
+MEASURE_CHOICES = (("weight", "weight \u03b1"), ("norm", "norm \u2016\u03b1 f(x)\u2016"))
 
 
 def _view(view_id: str, inner: str = '<div class="plot"></div>') -> str:
@@ -33,8 +34,9 @@ def _kind_panel(kind: str) -> str:
     return (
         f'<div role="tabpanel" id="panel-{kind}" data-tab="{kind}" aria-labelledby="tab-{kind}">'
         f'<div class="focus-row">{_view(f"focus-{kind}")}'
-        f'<div class="side"><h4 class="view-label">Head summary: mean row entropy (low = focused). '
-        f'Click a cell to focus that head (layer column: mean over heads).</h4>'
+        f'<div class="side"><h4 class="view-label">Head summary: mean row entropy (low = focused), role letters '
+        f'(hover a cell). Click a cell to focus that head (layer column: mean over heads), or, with '
+        f'&ldquo;Click heads to switch them off&rdquo; ticked, to switch it off or on.</h4>'
         f'<div id="grid-{kind}" class="grid"></div></div></div>'
         f'<h4 class="view-label">Model view: every layer (rows) &times; head (columns); click a map to focus it</h4>'
         + _view(f"model-{kind}", '<canvas></canvas><div class="tip" hidden></div>')
@@ -46,6 +48,8 @@ def _kind_panel(kind: str) -> str:
 def html_template() -> str:
     """The static skeleton: view controls, tabs, and one container per view (ids the tests use)."""
     rows = "".join(f'<label><input type="radio" name="explorer-rows" value="{r}">{r}</label>' for r in ROWS_CHOICES)
+    measures = "".join(f'<label><input type="radio" name="explorer-measure" value="{v}">{html.escape(t)}</label>'
+                       for v, t in MEASURE_CHOICES)
     tabs = "".join(f'<button type="button" role="tab" id="tab-{key}" data-tab="{key}" aria-controls="panel-{key}">'
                    f"{html.escape(title)}</button>" for key, title in TABS.items())
     steps = (
@@ -63,7 +67,11 @@ def html_template() -> str:
         f'<fieldset id="rows" class="control"><legend>Decoder rows labelled by</legend>{rows}</fieldset>'
         '<label id="hide" class="control"><input type="checkbox"> Hide &lt;bos&gt;/&lt;eos&gt;</label>'
         '<label id="merge" class="control"><input type="checkbox"> Merge subwords into words</label>'
+        f'<fieldset id="measure" class="control"><legend>Maps show</legend>{measures}</fieldset>'
+        '<label id="ablate" class="control"><input type="checkbox"> Click heads to switch them off</label>'
+        '<button type="button" id="heads-on" class="control" disabled>All heads on</button>'
         "</div>"
+        '<p id="ablation" class="note" hidden></p>'
         '<p id="hidden-mass" class="note"></p>'
         f'<div class="tablist" role="tablist" aria-label="Attention views">{tabs}</div>'
         + "".join(_kind_panel(k) for k in KIND_TITLES) + steps + "</div>"
@@ -72,7 +80,8 @@ def html_template() -> str:
 
 @cache
 def js_on_load() -> str:
-    """explorer.js plus the call that starts it on the component (`element`, `props`, `watch` from gr.HTML)."""
+    """explorer.js plus the call that starts it on the component (`element`, `props`, `watch` from gr.HTML);
+    it asks the server for a model pass (heads switched off, norms) with gr.HTML's `trigger("rerun", ...)`."""
     return share_js() + (STATIC_DIR / "explorer.js").read_text(encoding="utf-8") + "\ninitExplorer(element, props, watch);\n"
 
 

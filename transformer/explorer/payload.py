@@ -9,7 +9,10 @@ computed here, in pure Python, and sent ready-made:
 * tokens as raw text (for `textContent`), as escaped labels (`viz.escape_label`, for Plotly, which
   parses a subset of HTML), with the special-token mask and the word groups of `viz.word_groups`,
   both for all tokens and for the tokens left after hiding the specials;
-* head entropy per kind (with its cell colours), the encoder rollout, the decoding steps.
+* head entropy per kind (with its cell colours), the encoder rollout, the decoding steps;
+* when asked for, Kobayashi et al.'s norms ‖α f(x)‖ per kind, each row divided by its sum (`norm_rows`);
+* the heads switched off and the translation with every head on (`ablation`), and what the checkpoint's
+  head analysis says about each head (`heads`: importance, role tags and shares).
 
 The JavaScript re-implements only the cheap transforms (mean over heads, hide specials with row
 renormalisation, merge subwords); tests/test_browser.py checks its plotted arrays against
@@ -31,7 +34,7 @@ from . import viz
 from transformer.translator import Attention, StepRecord
 
 __all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "decode_array", "decode_attention",
-           "encode_array", "token_info", "ATTENTION_COLORS"]
+           "encode_array", "token_info", "norm_rows", "ATTENTION_COLORS"]
 
 PAYLOAD_VERSION = 1
 QUANT_SCALE = 65535  # weights in [0, 1] as uint16: steps of 1.5e-5, far below what a colour can show
@@ -85,6 +88,14 @@ def _entropy(weights: np.ndarray) -> dict[str, Any]:
             "colors": np.array(colors, dtype=object).reshape(scores.shape).tolist()}
 
 
+def norm_rows(norms: np.ndarray) -> np.ndarray:
+    """‖α f(x)‖ maps `(..., Q, K)` with each row divided by its sum, for display on α's scale (a row of zeros,
+    e.g. a head switched off, stays zero)."""
+    norms = np.asarray(norms, dtype=np.float64)
+    total = norms.sum(axis=-1, keepdims=True)
+    return np.divide(norms, total, out=np.zeros_like(norms), where=total > 0).astype(np.float32)
+
+
 def _step(record: StepRecord) -> dict[str, Any]:
     top = sorted(record.top_k, key=lambda tp: tp[1], reverse=True)[:5]
     return {"token": record.token, "label": viz.escape_label(record.token), "p": round(float(record.probability), 4),
@@ -92,21 +103,27 @@ def _step(record: StepRecord) -> dict[str, Any]:
 
 
 def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_candidates: int = 1,
-                      source: str = "", translation: str = "",
+                      source: str = "", translation: str = "", norms: Attention | None = None,
+                      ablation: dict[str, Any] | None = None, heads: dict[str, Any] | None = None,
                       max_weight_bytes: int = MAX_WEIGHT_BYTES) -> dict[str, Any]:
     """One candidate's attention, tokens, head summaries, rollout and steps as a JSON-ready dict.
 
     `source` and `translation` (raw text; the page shows them with textContent) caption the views.
+    `norms` (the same candidate's ‖α f(x)‖, `Translator.attention_for(..., measure="norm")`) adds a
+    row-normalised "norm" array to each kind; `ablation` ({"off": [[kind, layer, head], ...], "unmasked":
+    text}) and `heads` (`head_views.head_info`) go as they are.
 
     att: encoder (L, H, S, S), decoder (L, H, T, T), cross (L, H, T, S). Weights go as uint16,
     or uint8 when uint16 would exceed `max_weight_bytes` (very long inputs).
     """
-    n_values = att.encoder.size + att.decoder.size + att.cross.size
+    n_values = (att.encoder.size + att.decoder.size + att.cross.size) * (2 if norms is not None else 1)
     scale = QUANT_SCALE if 2 * n_values <= max_weight_bytes else SMALL_QUANT_SCALE
     kinds = {}
     for kind in KINDS:
         weights = getattr(att, kind)
         kinds[kind] = {"weights": encode_array(weights, scale), "entropy": _entropy(weights)}
+        if norms is not None:
+            kinds[kind]["norm"] = encode_array(norm_rows(getattr(norms, kind)), scale)
     rollout = viz.rollout(att.encoder) if att.encoder.shape[0] and att.encoder.shape[-1] else None
     cfg_layers = max(att.encoder.shape[0], att.decoder.shape[0], att.cross.shape[0], 1)
     return {
@@ -125,13 +142,18 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
         "rollout": None if rollout is None else encode_array(rollout, scale),
         "steps": [_step(s) for s in att.steps],
         "colorscale": ATTENTION_COLORS,
+        "measures": ["weight", "norm"] if norms is not None else ["weight"],
+        "ablation": ablation,
+        "heads": heads,
     }
 
 
-def decode_attention(payload: dict[str, Any]) -> Attention:
-    """The weights and tokens exactly as the browser sees them (quantised), as an `Attention`."""
+def decode_attention(payload: dict[str, Any], measure: str = "weight") -> Attention:
+    """The weights (or the row-normalised norms) and tokens exactly as the browser sees them (quantised),
+    as an `Attention`."""
     toks = payload["tokens"]
     steps = [StepRecord(i, s["token"], s["p"], [(t, p) for t, _, p in s["top"]])
              for i, s in enumerate(payload["steps"])]
-    return Attention(*(decode_array(payload["kinds"][k]["weights"]) for k in KINDS), toks["src"]["raw"],
-                     toks["tgt_in"]["raw"], toks["tgt_out"]["raw"], steps)
+    key = "weights" if measure == "weight" else "norm"
+    return Attention(*(decode_array(payload["kinds"][k][key]) for k in KINDS), toks["src"]["raw"],
+                     toks["tgt_in"]["raw"], toks["tgt_out"]["raw"], steps, measure=measure)

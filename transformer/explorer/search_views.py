@@ -77,14 +77,16 @@ class SearchView:
         return self.trace.nbest[0] if self.trace.nbest else len(self.trace.nodes) - 1
 
 
-def record_search(tr: Translator, source: str, method: str, beam_size: int, length_penalty: float) -> SearchView:
-    """Decode `source` again as it was decoded, recording the search (and greedy's), and draw the tree."""
+def record_search(tr: Translator, source: str, method: str, beam_size: int, length_penalty: float,
+                  head_mask: Any = None) -> SearchView:
+    """Decode `source` again as it was decoded (with the same heads switched off, `head_mask`), recording the
+    search (and greedy's), and draw the tree."""
     search = tr.translate(source, method=method, beam_size=beam_size, length_penalty=length_penalty,
-                          return_attention=False, record_search=True)
+                          return_attention=False, record_search=True, head_mask=head_mask)
     greedy = None
     if method != "greedy":
         greedy = tr.translate(source, method="greedy", length_penalty=length_penalty, return_attention=False,
-                              record_search=True).search
+                              record_search=True, head_mask=head_mask).search
     assert search.search is not None  # record_search=True always returns a trace
     tree = figure_json(search_viz.beam_tree_figure(search.search, greedy))
     return SearchView(search, search.search, greedy, tree, next(_REVISIONS))

@@ -13,10 +13,13 @@ URL parameters (all optional; layer and head are 1-based as on screen):
     text, compare   the source sentence and the "compare with" sentence
     model           a model label of the selector
     method          greedy | beam          beam   1..10         lp  0..2 (length penalty)
-    tab             attention | tree | compare | training
+    tab             attention | tree | compare | training | heads
     kind            encoder | decoder | cross | steps (the attention view)
     layer           1..n_layers             head   mean | 1..n_heads
     rows            input | predicted       hide, merge, present   0 | 1
+    off             heads switched off, comma-separated KIND LAYER . HEAD with KIND e (encoder),
+                    d (decoder) or c (cross), e.g. e1.3,c4.8
+    measure         weight | norm (Kobayashi et al.'s ‖α f(x)‖, row-normalised)
 """
 from __future__ import annotations
 
@@ -26,8 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ViewState", "TABS", "VIEW_KINDS", "PARAMS", "UI_MAX_BEAM", "DEFAULT_BEAM", "DEFAULT_LENGTH_PENALTY",
-           "MAX_INPUT_CHARS", "MAX_LENGTH_PENALTY", "MEAN_HEADS", "ROWS_INPUT", "ROWS_PREDICTED"]
+__all__ = ["ViewState", "TABS", "VIEW_KINDS", "PARAMS", "MEASURES", "KIND_CODES", "off_text", "parse_off",
+           "UI_MAX_BEAM", "DEFAULT_BEAM", "DEFAULT_LENGTH_PENALTY", "MAX_INPUT_CHARS", "MAX_LENGTH_PENALTY",
+           "MEAN_HEADS", "ROWS_INPUT", "ROWS_PREDICTED"]
 
 UI_MAX_BEAM = 10  # the slider's range; the API enforces the same
 DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY = 5, 0.6
@@ -36,11 +40,14 @@ MAX_INPUT_CHARS = 2000  # longer text is cut before tokenising (the model then c
 MEAN_HEADS = -1  # head selector value for "mean over heads"
 ROWS_INPUT, ROWS_PREDICTED = "decoder input token", "predicted token"
 
-TABS = ("attention", "tree", "compare", "training")  # the app's tabs (gr.Tab ids)
+TABS = ("attention", "tree", "compare", "training", "heads")  # the app's tabs (gr.Tab ids)
 VIEW_KINDS = ("encoder", "decoder", "cross", "steps")  # the attention tab's views (explorer.js `state.tab`)
 ROWS_CODES = {"input": ROWS_INPUT, "predicted": ROWS_PREDICTED}
 PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "layer", "head", "rows", "hide",
-          "merge", "present")
+          "merge", "present", "off", "measure")
+MEASURES = ("weight", "norm")  # what the attention maps show: α, or ‖α f(x)‖
+KIND_CODES = {"e": "encoder", "d": "decoder", "c": "cross"}  # `off`'s kind letters
+MAX_OFF_CHARS = 1200  # `off` may name every head of a large model
 MAX_LAYERS = 64  # the bound on `layer`/`head` when the model's own sizes are not known
 MAX_VALUE_CHARS = 200  # any parameter but the texts
 _BOOLS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
@@ -75,11 +82,18 @@ class ViewState:
     hide_special: bool = False
     merge_subwords: bool = False
     step: int = 1
+    off: tuple[tuple[str, int, int], ...] = ()  # heads switched off: (kind, layer, head), 0-based, sorted
+    measure: str = "weight"
 
     def client(self) -> dict[str, Any]:
-        """The browser-side fields under the names explorer.js uses."""
-        return {"tab": self.kind, "layer": self.layer, "head": self.head, "rows": self.rows,
-                "hide": self.hide_special, "merge": self.merge_subwords, "step": self.step}
+        """The browser-side fields under the names explorer.js uses (`off` and `measure` when not the default)."""
+        client = {"tab": self.kind, "layer": self.layer, "head": self.head, "rows": self.rows,
+                  "hide": self.hide_special, "merge": self.merge_subwords, "step": self.step}
+        if self.off:
+            client["off"] = [list(h) for h in self.off]
+        if self.measure != "weight":
+            client["measure"] = self.measure
+        return client
 
     def to_query(self) -> dict[str, str]:
         """URL query parameters for this view (empty texts and an unknown layer are left out)."""
@@ -89,7 +103,8 @@ class ViewState:
                  "head": "mean" if self.head < 0 else str(self.head + 1),
                  "rows": "predicted" if self.rows == ROWS_PREDICTED else "input",
                  "hide": str(int(self.hide_special)), "merge": str(int(self.merge_subwords)),
-                 "present": str(int(self.present))}
+                 "present": str(int(self.present)), "off": off_text(self.off),
+                 "measure": "" if self.measure == "weight" else self.measure}
         return {k: v for k, v in query.items() if v != ""}
 
     @classmethod
@@ -112,8 +127,10 @@ class ViewState:
         notes += _read_toggles(view, values)
         # the model is settled now, and its size bounds the layer and the head
         sizes = limits(view.model) if limits is not None and view.model else None
-        n_layers, n_heads = sizes if sizes else (MAX_LAYERS, MAX_LAYERS)
+        n_layers, n_heads = sizes[:2] if sizes else (MAX_LAYERS, MAX_LAYERS)
         notes += _read_layer_and_head(view, values, n_layers, n_heads)
+        kind_layers = sizes[2] if sizes and len(sizes) > 2 else dict.fromkeys(KIND_CODES.values(), n_layers)
+        notes += _read_heads_off(view, values, kind_layers, n_heads)
         return view, notes
 
     @staticmethod
@@ -165,8 +182,9 @@ def _drop_overlong(values: dict[str, str]) -> list[str]:
     """Removes every value but the texts longer than MAX_VALUE_CHARS; no valid one is that long."""
     notes = []
     for key in [k for k in PARAMS if k in values and k not in ("text", "compare")]:
-        if len(values[key]) > MAX_VALUE_CHARS:
-            notes.append(f"{key} (longer than {MAX_VALUE_CHARS} characters)")
+        limit = MAX_OFF_CHARS if key == "off" else MAX_VALUE_CHARS
+        if len(values[key]) > limit:
+            notes.append(f"{key} (longer than {limit} characters)")
             del values[key]
     return notes
 
@@ -181,7 +199,7 @@ def _read_choices(view: ViewState, values: Mapping[str, str], models: Sequence[s
         else:
             notes.append(_ignored(values, "model", "not a model of this app"
                                   + (f"; using {default_model}" if default_model else "")))
-    choice = {"method": ("greedy", "beam"), "tab": TABS, "kind": VIEW_KINDS}
+    choice = {"method": ("greedy", "beam"), "tab": TABS, "kind": VIEW_KINDS, "measure": MEASURES}
     for key, allowed in choice.items():
         if key in values:
             if values[key] in allowed:
@@ -245,6 +263,40 @@ def _read_layer_and_head(view: ViewState, values: Mapping[str, str], n_layers: i
         else:
             notes.append(_ignored(values, "head", f"must be mean or a whole number from 1 to {n_heads}"))
     return notes
+
+
+def _read_heads_off(view: ViewState, values: Mapping[str, str], kind_layers: Mapping[str, int],
+                    n_heads: int) -> list[str]:
+    """`off`: heads switched off, each within its kind's layers and the model's heads; one bad entry drops it all."""
+    if "off" not in values:
+        return []
+    off, why = parse_off(values["off"], kind_layers, n_heads)
+    if why:
+        return [_ignored(values, "off", why)]
+    view.off = off
+    return []
+
+
+def parse_off(text: str, kind_layers: Mapping[str, int], n_heads: int
+              ) -> tuple[tuple[tuple[str, int, int], ...], str | None]:
+    """"e1.3,c4.8" -> ((("encoder", 0, 2), ("cross", 3, 7)), None), sorted without repeats; ((), why) if bad."""
+    heads = set()
+    for item in filter(None, text.split(",")):
+        match = re.fullmatch(r"([edc])([0-9]{1,3})\.([0-9]{1,3})", item)
+        if not match:
+            return (), "each head must be written like e1.3 (e, d or c, then layer.head)"
+        kind, layer, head = KIND_CODES[match[1]], int(match[2]), int(match[3])
+        if not (1 <= layer <= kind_layers.get(kind, 0) and 1 <= head <= n_heads):
+            return (), f"{item}: this model's {kind} has {kind_layers.get(kind, 0)} layers of {n_heads} heads"
+        heads.add((kind, layer - 1, head - 1))
+    order = {kind: i for i, kind in enumerate(KIND_CODES.values())}
+    return tuple(sorted(heads, key=lambda h: (order[h[0]], h[1], h[2]))), None
+
+
+def off_text(off: Sequence[Sequence[Any]]) -> str:
+    """The inverse of `parse_off`: ((kind, layer, head), ...) 0-based -> "e1.3,c4.8"."""
+    letters = {kind: code for code, kind in KIND_CODES.items()}
+    return ",".join(f"{letters[k]}{layer + 1}.{head + 1}" for k, layer, head in off)
 
 
 # ----------------------------------------------------------------------------- checking one value

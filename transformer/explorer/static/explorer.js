@@ -9,6 +9,9 @@
 // The transforms mirror transformer/explorer/viz.py (hide_special, merge_subwords) and transformer/explorer/logic.py
 // (focus_view, model_view, rollout_view, step_view); tests/test_browser.py compares the arrays drawn here
 // with those Python functions.
+// Two things need the model, so they go back to the server with gr.HTML's `trigger("rerun", {off, measure})`:
+// heads switched off (the translation, n-best list and maps without them) and the norm maps ‖α f(x)‖
+// (computed only when asked). The answer is a new payload; everything else stays in the browser.
 
 function initExplorer(root, props, watch) {
   "use strict";
@@ -17,6 +20,10 @@ function initExplorer(root, props, watch) {
   const MEAN = -1;
   const ROWS_PREDICTED = "predicted token";
   const EMPTY = "Translate a sentence to see its attention.";
+  const MEASURE_LABEL = {weight: "weight", norm: "norm \u2016\u03b1 f(x)\u2016 (row share)"};
+  const KIND_CODE = {encoder: "e", decoder: "d", cross: "c"};
+  // the model pass of gr.HTML's custom event (undefined where the explorer runs without gradio)
+  const rerun = typeof trigger === "function" ? (request) => trigger("rerun", request) : null;
   const PLOT_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
 
   // ---- the view state: the one place that says what is shown (payload aside)
@@ -24,6 +31,9 @@ function initExplorer(root, props, watch) {
   const [shared, created] = attentionView();
   const state = shared.state;
   if (created) Object.assign(state, props.view || {});
+  state.off = Array.isArray(state.off) ? state.off : [];
+  state.measure = state.measure === "norm" ? "norm" : "weight";
+  let offMode = false;  // clicks in the head summary switch heads off (not part of the shared view)
   const share = shared.share;
   let data = null;  // the decoded payload
   const drawn = {};  // view id -> key of what it shows now (redraw only on change)
@@ -47,7 +57,8 @@ function initExplorer(root, props, watch) {
   function decode(payload) {
     const kinds = {};
     for (const kind of KINDS) {
-      kinds[kind] = {weights: decodeArray(payload.kinds[kind].weights), entropy: payload.kinds[kind].entropy};
+      const k = payload.kinds[kind];
+      kinds[kind] = {weights: decodeArray(k.weights), entropy: k.entropy, norm: k.norm ? decodeArray(k.norm) : null};
     }
     return Object.assign({}, payload, {kinds, rolloutArray: payload.rollout ? decodeArray(payload.rollout) : null,
       lut: colorLut(payload.colorscale)});
@@ -69,6 +80,12 @@ function initExplorer(root, props, watch) {
     for (let h = 0; h < H; h++) maps.push(slice2d(arr, layer, h));
     return maps[0].map((row, i) => row.map((_, j) => maps.reduce((s, m) => s + m[i][j], 0) / H));
   }
+
+  // what the maps show: the weights α, or (when asked for and arrived) the row-normalised norms ‖α f(x)‖
+  const showNorm = () => state.measure === "norm" && Boolean(data.kinds.encoder.norm);
+  const mapsOf = (kind) => (showNorm() ? data.kinds[kind].norm : data.kinds[kind].weights);
+  const offKey = (off) => (off || []).map((h) => `${KIND_CODE[h[0]]}${h[1] + 1}.${h[2] + 1}`).sort().join(",");
+  const isOff = (kind, l, h) => state.off.some((x) => x[0] === kind && x[1] === l && x[2] === h);
 
   // tokens of one axis: what the transforms need to follow along
   function axis(info) {
@@ -133,7 +150,7 @@ function initExplorer(root, props, watch) {
 
   // explorer.focus_view's arrays: one layer and head (or the mean) of one kind, transformed
   function focusData(kind) {
-    const arr = data.kinds[kind].weights;
+    const arr = mapsOf(kind);
     const [L, H] = arr.shape;
     if (L === 0) return {message: `This model has no ${kind} layers.`, hidden: null};
     const layer = clampLayer(L), head = headOf(H);
@@ -141,6 +158,8 @@ function initExplorer(root, props, watch) {
     const view = transform(headMap(arr, layer, head), q, k);
     let title = `${TITLES[kind]} · layer ${layer + 1} · ${headLabel(head)}${suffix()}`;
     if (layer !== state.layer) title += ` (this stack has ${L} layers)`;
+    if (showNorm()) title += " · norm \u2016\u03b1 f(x)\u2016";
+    if (head >= 0 && isOff(kind, layer, head)) title += " · switched off";
     if (!view.z.length || !view.z[0].length) {
       return {message: "Nothing left to show after hiding special tokens.", hidden: view.hidden};
     }
@@ -193,8 +212,10 @@ function initExplorer(root, props, watch) {
     const customdata = view.z.map((row, i) => row.map((_, j) => [view.q.label[i], view.k.label[j]]));
     const n = Math.max(view.q.label.length, view.k.label.length);
     const big = present();
+    const measure = view.measure || "weight";
     const trace = {type: "heatmap", z: view.z, customdata, coloraxis: "coloraxis",
-      hovertemplate: "query: %{customdata[0]}<br>key: %{customdata[1]}<br>weight: %{z:.1%}<extra></extra>"};
+      hovertemplate: `query: %{customdata[0]}<br>key: %{customdata[1]}<br>${measure === "weight" ? "weight" : "norm share"}: ` +
+        "%{z:.1%}<extra></extra>"};
     const layout = baseLayout(view.title, {
       // presentation: no "key" title above the rotated labels, so the map itself gets the height
       xaxis: tokenAxis(view.k.label, {side: "top", tickangle: big ? -45 : -60, constrain: "domain",
@@ -202,7 +223,7 @@ function initExplorer(root, props, watch) {
       yaxis: tokenAxis(view.q.label, {autorange: "reversed", scaleanchor: "x", scaleratio: 1, constrain: "domain",
         title: {text: "query"}}),
       coloraxis: {cmin: 0, cmax: zmax, colorscale: data.colorscale,
-        colorbar: {title: {text: "weight"}, tickformat: ".0%", thickness: 14}},
+        colorbar: {title: {text: measure === "weight" ? "weight" : "norm share"}, tickformat: ".0%", thickness: 14}},
       // presentation: as tall as the screen allows below the controls (a 1280x720 projector)
       height: big ? Math.max(420, Math.min(900, window.innerHeight - 190))
         : Math.min(900, Math.max(420, 260 + 16 * n)),
@@ -215,7 +236,22 @@ function initExplorer(root, props, watch) {
   // ---- the views
   function drawFocus(kind, view) {
     if (view.message) { setMessage(`focus-${kind}`, view.message); return; }
+    view.measure = showNorm() ? "norm" : "weight";
     heatmap(`focus-${kind}`, view, 1);
+  }
+
+  // what the checkpoint's head analysis says about one head: role letters, and a line for the tooltip
+  function headRoles(kind, l, h) {
+    const heads = data.heads && data.heads.kinds[kind];
+    if (!heads || !heads.tags[l]) return {letters: "", text: ""};
+    const tags = heads.tags[l][h] || [];
+    const letters = tags.map((t) => data.heads.codes[t] || "?").join("");
+    const shares = Object.entries(heads.shares).map(([role, grid]) =>
+      `${data.heads.names[role] || role} ${(grid[l][h] * 100).toFixed(0)}%` +
+      `${tags.includes(role) ? " \u2713" : ""} (tag at ${(data.heads.thresholds[role] * 100).toFixed(0)}%)`);
+    const importance = heads.importance[l] ? ` · importance ${heads.importance[l][h].toFixed(2)}` : "";
+    return {letters, text: `${importance}\nroles: ${tags.length ? tags.map((t) => data.heads.names[t]).join(", ") : "none"}` +
+      `\n${shares.join("\n")}`};
   }
 
   function drawSummary(kind) {
@@ -243,11 +279,21 @@ function initExplorer(root, props, watch) {
           button.title = `layer ${l + 1}, mean over heads`;
         } else {
           const value = ent.values[l][c - 1];
+          const roles = headRoles(kind, l, c - 1);
           button.textContent = value.toFixed(2);
-          button.title = `layer ${l + 1}, head ${c}: mean row entropy ${value.toFixed(3)} nats`;
+          if (roles.letters) {
+            const tag = button.appendChild(document.createElement("span"));
+            tag.className = "roles";
+            tag.textContent = roles.letters;
+          }
+          const off = isOff(kind, l, c - 1);
+          button.title = `layer ${l + 1}, head ${c}${off ? " (switched off)" : ""}: mean row entropy ` +
+            `${value.toFixed(3)} nats${roles.text}`;
+          button.dataset.kind = kind;
           button.style.background = ent.colors[l][c - 1];
           const [r, g, b] = ent.colors[l][c - 1].match(/[\d.]+/g).map(Number);
           button.style.color = 0.299 * r + 0.587 * g + 0.114 * b > 140 ? "#111" : "#fff";
+          if (off) button.classList.add("off");
         }
         if (l === selLayer && c - 1 === selHead) button.classList.add("selected");
       }
@@ -257,7 +303,7 @@ function initExplorer(root, props, watch) {
 
   function drawModel(kind) {
     const div = $(`#model-${kind}`);
-    const arr = data.kinds[kind].weights;
+    const arr = mapsOf(kind);
     const [L, H] = arr.shape;
     if (L === 0) { setMessage(`model-${kind}`, `This model has no ${kind} layers.`); return; }
     const [q0, k0] = kindAxes(kind);
@@ -340,7 +386,7 @@ function initExplorer(root, props, watch) {
     state.step = Math.min(Math.max(state.step, 1), Math.max(n, 1));
     slider.value = state.step;
     const text = $("#step-text");
-    const arr = data.kinds.cross.weights;
+    const arr = mapsOf("cross");
     if (!n) { text.textContent = ""; setMessage("step-plot", "No decoding steps."); return; }
     if (!arr.shape[0]) { text.textContent = ""; setMessage("step-plot", "This model has no decoder layers."); return; }
     const t = state.step - 1, rec = data.steps[t];
@@ -361,7 +407,8 @@ function initExplorer(root, props, watch) {
     const attention = {type: "bar", x: src.label.map((_, i) => i), y: view.z[0] || [], xaxis: "x2", yaxis: "y2",
       marker: {color: "#1f77b4"}, customdata: src.label, hovertemplate: "%{customdata}: %{y:.1%}<extra></extra>",
       showlegend: false};
-    const title = `Step ${t + 1}: chose ${rec.label} · cross-attention layer ${layer + 1}, ${headLabel(head)}`;
+    const title = `Step ${t + 1}: chose ${rec.label} · cross-attention layer ${layer + 1}, ${headLabel(head)}` +
+      (showNorm() ? " · norm \u2016\u03b1 f(x)\u2016" : "");
     const panel = (text, x) => ({text, x, y: 1.02, xref: "paper", yref: "paper", xanchor: "center",
       yanchor: "bottom", showarrow: false, font: {size: fontSize()}});
     const layout = baseLayout(title, {
@@ -411,6 +458,9 @@ function initExplorer(root, props, watch) {
     $$("#rows input").forEach((r) => { r.checked = r.value === state.rows; });
     $("#hide input").checked = state.hide;
     $("#merge input").checked = state.merge;
+    $$("#measure input").forEach((r) => { r.checked = r.value === state.measure; });
+    $("#ablate input").checked = offMode;
+    $("#heads-on").disabled = !state.off.length;
     $$("[role=tab]").forEach((tab) => {
       const on = tab.dataset.tab === state.tab;
       tab.setAttribute("aria-selected", on ? "true" : "false");
@@ -445,6 +495,7 @@ function initExplorer(root, props, watch) {
       $("#step-text").textContent = "";
       $("#hidden-mass").textContent = hiddenText({});
       $("#caption").replaceChildren();
+      $("#ablation").hidden = true;
       for (const id in drawn) delete drawn[id];
       return;
     }
@@ -462,14 +513,15 @@ function initExplorer(root, props, watch) {
       arrow.textContent = "\u2192";
       caption.append(data.source, arrow, data.translation + suffix());
     }
-    const common = [data.rev, state.rows, state.hide, state.merge, present()].join("|");
+    showAblation();
+    const common = [data.rev, state.rows, state.hide, state.merge, present(), showNorm()].join("|");
     const pick = [state.layer, state.head].join("|");
     const draw = (id, key, fn) => { if (drawn[id] !== key) { fn(); drawn[id] = key; } };
     if (KINDS.includes(state.tab)) {
       const kind = state.tab;
       draw(`focus-${kind}`, `${common}|${pick}`, () => drawFocus(kind, focus[kind]));
       afterPaint(() => {  // the views below the focus view follow once it is on screen
-        draw(`grid-${kind}`, `${data.rev}|${pick}`, () => drawSummary(kind));
+        draw(`grid-${kind}`, `${data.rev}|${pick}|${offKey(state.off)}|${offMode}`, () => drawSummary(kind));
         draw(`model-${kind}`, `${common}|${pick}|${$(`#model-${kind}`).clientWidth}`, () => drawModel(kind));
         if (kind === "encoder") draw("rollout", common, drawRollout);
       });
@@ -482,6 +534,41 @@ function initExplorer(root, props, watch) {
     Object.assign(state, changes);
     render();
     share.sync();
+    askModel();
+  }
+
+  // ---- heads switched off, norms: what only the model can answer
+  function showAblation() {
+    const note = $("#ablation");
+    const ab = data && data.ablation;
+    const waiting = asked !== null;
+    note.hidden = !ab && !waiting;
+    if (note.hidden) { note.textContent = ""; return; }
+    const n = ab ? ab.off.length : 0;
+    note.textContent = waiting ? "Asking the model\u2026" :
+      `${n} head${n === 1 ? "" : "s"} switched off (${offKey(ab.off)}): the maps, the translation and the n-best ` +
+      `list are the model's without them. With every head: \u201c${ab.unmasked}\u201d`;
+  }
+
+  // send a request when the payload differs from the view (other heads off, norms wanted but not sent);
+  // each payload is asked about once, so an answer the server changed does not ask again
+  let asked = null;
+  function askModel() {
+    if (!data || !rerun) return;
+    const have = offKey(data.ablation ? data.ablation.off : []), want = offKey(state.off);
+    const needNorm = state.measure === "norm" && !data.kinds.encoder.norm;
+    if (have === want && !needNorm) return;
+    const key = `${data.rev}|${want}|${state.measure}`;
+    if (asked === key) return;
+    asked = key;
+    showAblation();
+    rerun({off: state.off, measure: state.measure});
+  }
+
+  function toggleHead(kind, l, h) {
+    const off = isOff(kind, l, h) ? state.off.filter((x) => !(x[0] === kind && x[1] === l && x[2] === h))
+      : [...state.off, [kind, l, h]];
+    update({off});
   }
 
   $("#layer select").addEventListener("change", (e) => update({layer: Number(e.target.value)}));
@@ -499,10 +586,16 @@ function initExplorer(root, props, watch) {
     update({tab: next.dataset.tab});
     next.focus();
   }));
+  $$("#measure input").forEach((r) => r.addEventListener("change", (e) => update({measure: e.target.value})));
+  $("#ablate input").addEventListener("change", (e) => { offMode = e.target.checked; render(); });
+  $("#heads-on").addEventListener("click", () => update({off: []}));
   for (const kind of KINDS) {
     $(`#grid-${kind}`).addEventListener("click", (e) => {
       const button = e.target.closest("button[data-layer]");
-      if (button) update({layer: Number(button.dataset.layer), head: Number(button.dataset.head)});
+      if (!button) return;
+      const l = Number(button.dataset.layer), h = Number(button.dataset.head);
+      if (offMode && h >= 0) toggleHead(kind, l, h);
+      else update({layer: l, head: h});
     });
     const canvas = $(`#model-${kind} canvas`), tip = $(`#model-${kind} .tip`);
     canvas.addEventListener("mousemove", (e) => {
@@ -526,12 +619,19 @@ function initExplorer(root, props, watch) {
     payload = value;
     data = value && value.kinds ? decode(value) : null;
     if (data) {
-      if (lastModel !== null && lastModel !== data.model) { state.layer = null; state.head = MEAN; }
+      if (lastModel !== null && lastModel !== data.model) { state.layer = null; state.head = MEAN; state.off = []; }
       lastModel = data.model;
       state.step = 1;
+      if (asked !== null) {  // the answer to a request: the view takes what the server did
+        state.off = data.ablation ? data.ablation.off : [];
+        if (state.measure === "norm" && !data.kinds.encoder.norm) state.measure = "weight";
+        asked = null;
+      }
       fillSelectors();
     }
     render();
+    share.sync();
+    askModel();
   }
 
   // presentation mode (body.present) changes sizes: redraw what is visible
@@ -547,7 +647,7 @@ function initExplorer(root, props, watch) {
   watch("value", () => setPayload(props.value));
   // ---- the shared view (static/share.js): the tree and compare panels and the page URL use this state too
   const refresh = () => render();
-  const handle = {state, update, setPayload, refresh, get payload() { return payload; }};
+  const handle = {state, update, setPayload, refresh, get payload() { return payload; }, get asked() { return asked; }};
   $(".explorer").__explorer = handle;  // a handle for tests and benchmarks
   shared.explorer = handle;
   setPayload(props.value);

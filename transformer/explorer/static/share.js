@@ -8,7 +8,7 @@ function attentionView() {
   "use strict";
   if (window.__attention) return [window.__attention, false];
   const state = {tab: "encoder", layer: null, head: -1, rows: "decoder input token", hide: false, merge: false,
-    step: 1};
+    step: 1, off: [], measure: "weight"};
   const view = {state, explorer: null};
   view.viewJson = () => JSON.stringify({kind: state.tab, layer: state.layer, head: state.head, rows: state.rows});
   view.share = makeShare(state);
@@ -21,6 +21,8 @@ function attentionView() {
     if (["decoder input token", "predicted token"].includes(v.rows)) state.rows = v.rows;
     if (typeof v.hide === "boolean") state.hide = v.hide;
     if (typeof v.merge === "boolean") state.merge = v.merge;
+    if (Array.isArray(v.off)) state.off = v.off;  // validated by the server (share.py), like the rest
+    if (["weight", "norm"].includes(v.measure)) state.measure = v.measure;
     if (view.explorer) view.explorer.refresh();
   };
   // the panels change the shared state; the explorer redraws (now, or when it shows again)
@@ -59,6 +61,10 @@ function makeShare(state) {
     p.set("rows", state.rows === "predicted token" ? "predicted" : "input");
     p.set("hide", state.hide ? "1" : "0");
     p.set("merge", state.merge ? "1" : "0");
+    const codes = {encoder: "e", decoder: "d", cross: "c"};
+    const off = (state.off || []).map((h) => `${codes[h[0]]}${h[1] + 1}.${h[2] + 1}`).sort();
+    if (off.length) p.set("off", off.join(","));
+    if (state.measure === "norm") p.set("measure", "norm");
     p.set("present", document.body.classList.contains("present") ? "1" : "0");
     return p;
   };
