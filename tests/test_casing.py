@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "checkpoints" / "en-de"
 # Our own sentences: the casing a small truecaser learns from them.
 OWN = ["Yesterday I saw Ingeborg in Hamburg.", "Do you know where Ingeborg lives?", "We drove from Hamburg to Kiel.",
-       "The museum is closed on Mondays.", "My friend and I like the sea.", "Is the train to Kiel late again?"]
+       "The little museum is shut on Mondays.", "My friend and I like the sea.", "Is the train to Kiel late again?"]
 
 
 @pytest.fixture(scope="module")
