@@ -197,7 +197,7 @@ def cli() -> None:
     """The command line: errors the user can fix are one line, not a traceback."""
     try:
         main()
-    except (FileNotFoundError, ValueError) as err:  # a missing corpus, a bad --corpus, a foreign run directory: one line
+    except (FileNotFoundError, ValueError) as err:  # a missing file or corpus, a bad option: one line
         sys.exit(f"error: {err}")
 
 
