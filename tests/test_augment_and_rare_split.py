@@ -5,7 +5,14 @@ import random
 
 import pytest
 
-from transformer.training.augment import NAMES, entity_swapped_pairs, shared_entities, swap_entities
+from transformer.training.augment import (
+    NAMES,
+    entity_swapped_pairs,
+    shared_entities,
+    spelled_name,
+    substitute_name,
+    swap_entities,
+)
 from transformer.training.corpora import CorpusSpec
 from transformer.training.data import DataError
 from transformer.training.entities import read_entity_set, survives
@@ -42,6 +49,16 @@ def test_the_names_and_numbers_set_holds_no_name_the_augmentation_draws():
     entities = {e for _, es in rows for e in es}
     assert not entities & set(NAMES)
     assert sum(e.isdigit() for e in entities) >= 50 and sum(e.isalpha() for e in entities) >= 50
+
+
+def test_substitute_names_mix_real_syllable_and_spelled_names():
+    rng = random.Random(3)
+    names = [substitute_name(rng) for _ in range(600)]
+    real = sum(n in NAMES for n in names)
+    assert 120 < real < 280  # a third real names, the rest made up
+    spelled = [spelled_name(random.Random(i)) for i in range(200)]
+    assert all(n[0].isupper() and n[1:].islower() and n.isalpha() and 4 <= len(n) <= 21 for n in spelled)
+    assert len(set(spelled)) > 190  # no corpus holds them, and they rarely repeat
 
 
 def test_survival_rules():

@@ -143,3 +143,13 @@ def test_toy_tokenizer_decode_drops_special_tokens():
     tok = TextTokenizer(toy_tokenizer(6))
     assert tok.decode([2, 8, 4, 3, 0, 0]) == "e a"
     assert tok.decode_batch([[2, 5, 3], [2, 6, 0]]) == ["b", "c"]
+
+
+def test_bpe_dropout_copy_samples_finer_segmentations_that_decode_to_the_same_text(tokenizer):
+    text = "the children were playing with their grandmother yesterday afternoon"
+    sampled = tokenizer.with_dropout(0.5)
+    segmentations = {tuple(sampled.encode(text)) for _ in range(20)}
+    assert len(segmentations) > 1  # merges are dropped at random
+    assert all(len(ids) >= len(tokenizer.encode(text)) for ids in segmentations)
+    assert all(tokenizer.decode(list(ids)) == text for ids in segmentations)
+    assert tokenizer.tokenizer.model.dropout is None  # the original is untouched

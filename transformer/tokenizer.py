@@ -79,6 +79,12 @@ class TextTokenizer:
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
+    def with_dropout(self, p: float) -> "TextTokenizer":
+        """A copy that drops each BPE merge with probability p (BPE-dropout, for training data only)."""
+        sampled = Tokenizer.from_str(self.tokenizer.to_str())
+        sampled.model.dropout = p
+        return TextTokenizer(sampled)
+
     def decode(self, ids: Iterable[int]) -> str:
         """Ids -> text; special tokens are dropped."""
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)

@@ -33,6 +33,13 @@ NAMES = (
 _SYLLABLES = ("ka ri to mi sa lu na be do fe gi ha jo ke la mo ne pi ra si ta vo wa ya zu an el in or us "
               "bri dra fla gro kle pra sta tri").split()
 
+# Sounds spelled the ways many languages spell them ("Tbilisi", "Nguyen", "Oluwaseun", "Dzhamila"), so the
+# model meets letter sequences no English or German word has and learns to copy any spelling.
+_ONSETS = ("b br c ch d dj dm dz f g gw h j k kh kw l m mb n ng nk ny p ph q r s sh sk sv t tb th ts "
+           "tz v w x y z zh").split()
+_VOWELS = "a e i o u a e i o u a e i o u ai au ei ia ie io ou ue y".split()
+_CODAS = ("",) * 12 + ("n", "r", "s", "l", "k", "m", "sh", "x", "t", "ng")
+
 _NUMBER = re.compile(r"(?<![\d:.,])\d{1,4}(?![\d:.,]\d)")
 _CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
 _NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
@@ -43,8 +50,16 @@ def made_up_name(rng: random.Random) -> str:
     return "".join(rng.choice(_SYLLABLES) for _ in range(rng.choice((2, 2, 3)))).capitalize()
 
 
+def spelled_name(rng: random.Random) -> str:
+    """A made-up name of 2-3 syllables from onsets, vowels and codas of many spelling systems."""
+    syllables = (rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(rng.randint(2, 3)))
+    return "".join(syllables).capitalize()
+
+
 def substitute_name(rng: random.Random) -> str:
-    return rng.choice(NAMES) if rng.random() < 0.5 else made_up_name(rng)
+    """A real name from NAMES, a made-up syllable name or a made-up spelled name, a third each."""
+    draw = rng.random()
+    return rng.choice(NAMES) if draw < 1 / 3 else made_up_name(rng) if draw < 2 / 3 else spelled_name(rng)
 
 
 def substitute_number(original: str, rng: random.Random) -> str:

@@ -114,8 +114,9 @@ def measure_roles(tr: Translator, sample: Sample, outputs: list[list[int]], alig
     for src, out in zip(sample.src_ids, outputs):
         src_ids, tgt_in, out_ids = src + [cfg.eos_id], [cfg.bos_id] + out, out + [cfg.eos_id]
         with torch.inference_mode():
-            att = tr.model(torch.tensor([src_ids]), torch.tensor([tgt_in]), return_attention=True).attention
-        maps = SentenceMaps(*(torch.stack([w[0] for w in ws]).float().numpy()
+            att = tr.model(torch.tensor([src_ids], device=tr.device), torch.tensor([tgt_in], device=tr.device),
+                           return_attention=True).attention
+        maps = SentenceMaps(*(torch.stack([w[0] for w in ws]).float().cpu().numpy()
                               for ws in (att.encoder, att.decoder, att.cross)),
                             tr.tokenizer.ids_to_tokens(src_ids), src_ids, tr.tokenizer.ids_to_tokens(tgt_in), tgt_in,
                             tr.tokenizer.ids_to_tokens(out_ids))
@@ -148,7 +149,7 @@ def pruning_json(tr: Translator, sample: Sample, importance: dict[str, np.ndarra
         shape = kind_shape(tr, kind)
 
         def score(off, kind=kind, shape=shape):
-            mask = HeadMask(**{kind: torch.from_numpy(mask_without(shape, off))})
+            mask = HeadMask(**{kind: torch.from_numpy(mask_without(shape, off)).to(tr.device)})
             return greedy_bleu(tr, sample, mask)[0]
 
         n = shape[0] * shape[1]
@@ -185,6 +186,7 @@ def parse_args(argv: list[str] | None):
                    help="what to (re)compute, comma-separated; pruning (the slow part) needs importance. A file's "
                         "parts not recomputed are kept")
     p.add_argument("--threads", type=int, help="torch threads (default: all cores)")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda where there is a GPU (the numbers then come from it)")
     return p.parse_args(argv)
 
 
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> tuple[dict, dict]:
     if args.threads:
         torch.set_num_threads(args.threads)
     directory = Path(args.checkpoint)
-    model = load_checkpoint(directory)
+    model = load_checkpoint(directory, device=args.device)
     tr = Translator(model, model.tokenizer, directory.name, truecaser=model.truecaser)
     sample = load_sample(tr, args.corpus or list(DEFAULT_CORPORA), args.split, args.per_corpus, args.seed)
     jobs = set(args.jobs.split(","))

@@ -20,7 +20,7 @@ KINDS = HeadMask.KINDS
 def head_importance(model: Transformer, pairs: Sequence[tuple[list[int], list[int]]],
                     batch_size: int = 32) -> dict[str, np.ndarray]:
     """(source ids, target ids) pairs without specials -> per kind (L, H) mean |∂L/∂ξ_h| over the pairs."""
-    cfg = model.config
+    cfg, device = model.config, next(model.parameters()).device
     layers = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
     total = {k: torch.zeros(layers[k], cfg.n_heads) for k in KINDS}
     was_training, needs_grad = model.training, [p.requires_grad for p in model.parameters()]
@@ -34,7 +34,9 @@ def head_importance(model: Transformer, pairs: Sequence[tuple[list[int], list[in
             tgt = [t[: cfg.max_len - 1] for _, t in chunk]
             tgt_in = pad_sequences([[cfg.bos_id] + t for t in tgt], cfg.pad_id)
             tgt_out = pad_sequences([t + [cfg.eos_id] for t in tgt], cfg.pad_id)
-            masks = {k: torch.ones(len(chunk), layers[k], cfg.n_heads, requires_grad=True) for k in KINDS}
+            src, tgt_in, tgt_out = src.to(device), tgt_in.to(device), tgt_out.to(device)
+            masks = {k: torch.ones(len(chunk), layers[k], cfg.n_heads, device=device, requires_grad=True)
+                     for k in KINDS}
             with torch.enable_grad():
                 logits = model(src, tgt_in, head_mask=HeadMask(**masks))
                 nll = torch.nn.functional.cross_entropy(logits.float().transpose(1, 2), tgt_out,
@@ -42,7 +44,7 @@ def head_importance(model: Transformer, pairs: Sequence[tuple[list[int], list[in
                 per_sentence = nll.sum(1) / (tgt_out != cfg.pad_id).sum(1)
                 per_sentence.sum().backward()
             for k in KINDS:
-                total[k] += masks[k].grad.abs().sum(0)
+                total[k] += masks[k].grad.abs().sum(0).cpu()
     finally:
         for p, flag in zip(model.parameters(), needs_grad):
             p.requires_grad_(flag)

@@ -85,8 +85,8 @@ def render_card(directory: Path) -> str:
     training = _read_json(directory / "training.json")
     metrics = _read_json(directory / "metrics.json")
     cfg = training.get("train_config", {})
-    preset = directory.name
-    lines = [FRONT_MATTER, f"# {preset}", ""]
+    preset = training.get("preset", directory.name)  # the recipe, where it is not the directory's name
+    lines = [FRONT_MATTER, f"# {directory.name}", ""]
     corpora = [CorpusSpec.parse(c) for c in cfg.get("corpora") or ()]
     if cfg.get("task", "multi30k") == "multi30k" and not corpora:
         lines += ["An encoder–decoder Transformer trained from scratch for English→German on Multi30k task 1 "

@@ -106,6 +106,8 @@ class RunData:
             swapped = entity_swapped_pairs(sources, targets, cfg.name_swap_copies, cfg.number_swap_copies, cfg.seed)
             sources, targets = sources + swapped[0], targets + swapped[1]
             sizes.append(len(swapped[0]))
+        if cfg.bpe_dropout:  # each pair (and each source variant) gets one sampled segmentation
+            enc = self.tokenizer.with_dropout(cfg.bpe_dropout).encode_batch
         target_ids = enc(targets)
         if self.noise.active:
             forms = list(zip(*(source_variants(text) for text in sources)))  # one tuple per variant
