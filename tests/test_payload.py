@@ -123,3 +123,17 @@ def test_rows_choices_match_the_explorer():
     assert page.ROWS_CHOICES == (logic.ROWS_INPUT, logic.ROWS_PREDICTED)
     assert page.KIND_TITLES == logic.KIND_TITLES
     assert logic.ViewState().client()["rows"] == logic.ROWS_INPUT
+
+
+def test_entropy_colours_are_plotlys_viridis_at_the_scaled_score():
+    from plotly.colors import sample_colorscale
+    payload = attention_payload(make_attention(n_enc=3, heads=5))
+    values = np.array(payload["kinds"]["encoder"]["entropy"]["values"])
+    scaled = (values - values.min()) / (values.max() - values.min())
+    expected = sample_colorscale("Viridis", scaled.ravel().tolist(), colortype="rgb")
+    got = np.array(payload["kinds"]["encoder"]["entropy"]["colors"]).ravel()
+
+    def rgb(c):
+        return np.array([float(x) for x in c[4:-1].split(",")])
+    for g, e in zip(got, expected):  # 256 levels: within one step of 255 per channel
+        assert np.abs(rgb(g) - rgb(e)).max() <= 2.0, (g, e)
