@@ -7,10 +7,18 @@ differs. The two are timed in alternating rounds so load on the machine hits
 both alike. Prints one JSON object.
 
     python bench/train_throughput.py --threads 2 --rounds 3 --steps 5
+
+`--compare-bf16` times our model in float32 against the same model (same initial weights, same batches)
+under `torch.autocast("cpu", dtype=torch.bfloat16)` instead, for CPUs with bf16 matrix units (AMX,
+AVX-512 BF16: `lscpu | grep -o 'amx\\w*\\|avx512_bf16'`); `--en-de` uses the en-de configuration (16k
+vocabulary, 6 encoder layers). It also reports each copy's mean training loss over the timed steps.
+
+    python bench/train_throughput.py --compare-bf16 --en-de --threads 2 --rounds 4 --steps 4 --max-tokens 4096
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import random
@@ -93,6 +101,7 @@ def time_steps(model: nn.Module, batches: list, steps: int, offset: int, bf16: b
     opt = model._bench_opt
     model.train()
     tokens, start = 0, time.perf_counter()
+    model._bench_losses = getattr(model, "_bench_losses", [])
     for i in range(steps):
         b = batches[(offset + i) % len(batches)]
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
@@ -101,6 +110,7 @@ def time_steps(model: nn.Module, batches: list, steps: int, offset: int, bf16: b
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        model._bench_losses.append(loss.item())
         tokens += b.n_tokens
     return time.perf_counter() - start, tokens
 
@@ -114,29 +124,44 @@ def main() -> None:
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for both models")
     p.add_argument("--norm-first", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--data-dir", type=Path, default=Path("../shared/data/multi30k"))
+    p.add_argument("--compare-bf16", action="store_true", help="ours in float32 against ours under bf16 autocast")
+    p.add_argument("--en-de", action="store_true", help="the en-de configuration (16k vocabulary, 6+4 layers)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4,
+    vocab, n_enc = (16000, 6) if args.en_de else (8000, 4)
+    cfg = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=256, n_heads=8, n_encoder_layers=n_enc,
                       n_decoder_layers=4, d_ff=1024, dropout=0.1, norm_first=args.norm_first)
     lengths, source = batch_lengths(4000, args.data_dir, seed=0)
     batches = make_batches(lengths, cfg.src_vocab_size, args.max_tokens, seed=0)
-    models = {"ours": Transformer(cfg), "torch.nn.Transformer": TorchReference(cfg)}
-    for m in models.values():
+    if args.compare_bf16:
+        ours = Transformer(cfg)
+        models, bf16 = {"float32": ours, "bf16 autocast": copy.deepcopy(ours)}, {"float32": False, "bf16 autocast": True}
+    else:
+        models = {"ours": Transformer(cfg), "torch.nn.Transformer": TorchReference(cfg)}
+        bf16 = dict.fromkeys(models, args.bf16)
+    for name, m in models.items():
         m._bench_opt = torch.optim.AdamW(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-        time_steps(m, batches, 2, 0, args.bf16)  # warm-up
+        time_steps(m, batches, 2, 0, bf16[name])  # warm-up
     rates: dict[str, list[float]] = {k: [] for k in models}
     for r in range(args.rounds):
         for name, m in models.items():
-            seconds, tokens = time_steps(m, batches, args.steps, r * args.steps, args.bf16)
+            seconds, tokens = time_steps(m, batches, args.steps, 2 + r * args.steps, bf16[name])
             rates[name].append(tokens / seconds)
-    ours, ref = statistics.median(rates["ours"]), statistics.median(rates["torch.nn.Transformer"])
+    first, second = (statistics.median(rates[k]) for k in models)
     print(json.dumps({
-        "threads": args.threads, "bf16": args.bf16, "norm_first": args.norm_first, "lengths": source,
+        "cpu": cpu_model(), "threads": args.threads, "bf16": bf16, "norm_first": args.norm_first, "lengths": source,
         "max_tokens": args.max_tokens, "parameters": {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()},
-        "tokens_per_s": {"ours": round(ours), "torch.nn.Transformer": round(ref)},
-        "ratio": round(ours / ref, 3), "rounds": args.rounds, "steps_per_round": args.steps,
+        "tokens_per_s": {k: round(statistics.median(v)) for k, v in rates.items()},
+        "ratio": round(first / second, 3), "rounds": args.rounds, "steps_per_round": args.steps,
+        "mean_loss_timed_steps": {k: round(statistics.mean(m._bench_losses[2:]), 4) for k, m in models.items()},
     }))
+
+
+def cpu_model() -> str:
+    names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+             if line.startswith("model name")] if Path("/proc/cpuinfo").is_file() else []
+    return names[0] if names else "unknown"
 
 
 if __name__ == "__main__":

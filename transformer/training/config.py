@@ -83,7 +83,7 @@ PRESETS: dict[str, dict] = {
         src_lowercase_prob=0.2, src_no_punct_prob=0.2, name_swap_copies=2, number_swap_copies=16, bpe_dropout=0.1,
         d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
         max_tokens=16384, accum_steps=1, lr=5e-4, warmup_steps=200, schedule="cosine", max_steps=1500,
-        max_epochs=100, max_minutes=0, val_every=500, patience=0, bf16=True,
+        max_epochs=100, max_minutes=0, val_every=500, patience=0, bf16=False,  # CUDA autocasts to bf16 anyway
         run_dir="runs/en-de-names", output="checkpoints/en-de-names", keep_last=3, average_last=3,
     ),
     "multi30k-en-de": dict(
