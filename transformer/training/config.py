@@ -16,7 +16,7 @@ class TrainConfig:
     rare_holdout: str = ""  # hold this corpus's rare-word split (rare_split.py) out of train; select on it too
     name_swap_copies: int = 0  # entity-swapped copies of each pair sharing a name (augment.py); 0: none
     number_swap_copies: int = 0  # entity-swapped copies of each pair sharing a number or clock time
-    bpe_dropout: float = 0.0  # BPE-dropout (Provilkov et al. 2020) when encoding training pairs; 0: none
+    bpe_dropout: float = 0.0  # BPE-dropout (Provilkov et al. 2020) on training pairs (unseeded in tokenizers); 0: none
     src_lang: str = "en"
     tgt_lang: str = "de"
     vocab_size: int = 8000
@@ -50,7 +50,7 @@ class TrainConfig:
     max_steps: int = 0  # 0: no limit
     max_minutes: float = 0.0  # wall-clock training budget across resumes; 0: none
     patience: int = 0  # epochs without a better validation score before stopping; 0: never
-    bf16: bool = False  # bf16 autocast (always on CUDA)
+    bf16: bool = False  # bf16 autocast (always on CUDA); on CPU it pays only with bf16 units (README, Training)
     # checkpoints and logging
     run_dir: str = "runs/multi30k-en-de"
     output: str = ""  # export the final model here (Hugging Face layout)

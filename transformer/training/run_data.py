@@ -38,7 +38,8 @@ def run_corpora(cfg: TrainConfig) -> list[CorpusSpec]:
 
 
 class RunData:
-    """Everything a run reads: built once per process, deterministic given the config."""
+    """Everything a run reads: built once per process, deterministic given the config (except the
+    segmentations BPE-dropout samples: `tokenizers` draws them from its own unseeded generator)."""
 
     def __init__(self, cfg: TrainConfig, run_dir: Path, resume: bool, is_main: bool, rank: int = 0, world: int = 1):
         self.cfg, self.rank, self.world = cfg, rank, world
