@@ -217,3 +217,21 @@ def test_missing_corpus_directory_is_one_clear_line(tmp_path):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, proc.stderr
     assert str(missing) in lines[0] and "tatoeba-en-de" in lines[0] and "TATOEBA_EN_DE_DIR" in lines[0]
+
+
+def test_bpe_dropout_trains_and_the_card_names_it_and_the_recipe(tmp_path):
+    import json
+
+    from transformer.training.model_card import render_card
+
+    tatoeba = write_corpus(tmp_path / "t", EVERYDAY)
+    out = tmp_path / "out"
+    train.main([*TINY, "--corpus", f"tatoeba-en-de={tatoeba}", "--run-dir", str(tmp_path / "run"), "--max-steps", "2",
+                "--val-every", "2", "--output", str(out), "--no-half-precision", "--bpe-dropout", "0.2"])
+    card = (out / "README.md").read_text()
+    assert "BPE-dropout 0.2" in card and "--preset out`" in card and "\n# out\n" in card
+    training = json.loads((out / "training.json").read_text())
+    assert training["train_config"]["bpe_dropout"] == 0.2
+    (out / "training.json").write_text(json.dumps({**training, "preset": "en-de-names"}))
+    card = render_card(out)  # the recipe named where it is not the directory's name
+    assert "--preset en-de-names`" in card and "\n# out\n" in card

@@ -64,10 +64,13 @@ def _corpus_lines(cfg: dict, corpora: list[CorpusSpec], truecased: bool) -> list
         lines += [f"The rare-word split of {cfg['rare_holdout']} (1000 train pairs whose English holds a word seen "
                   "at most twice, and their duplicates) is held out of training and used for selection too.", ""]
     if cfg.get("name_swap_copies") or cfg.get("number_swap_copies"):
-        lines += [f"Entity-swap augmentation: {cfg.get('name_swap_copies', 0)} copy of each pair sharing a name and "
-                  f"{cfg.get('number_swap_copies', 0)} of each pair sharing a number or clock time, with that "
+        lines += [f"Entity-swap augmentation: swapped copies ({cfg.get('name_swap_copies', 0)} of each pair sharing a "
+                  f"name, {cfg.get('number_swap_copies', 0)} of each pair sharing a number or clock time), with that "
                   "entity replaced on both sides by another (real names from many languages, made-up names, "
                   "random numbers), so that the model learns to copy names and numbers.", ""]
+    if cfg.get("bpe_dropout"):
+        lines += [f"BPE-dropout {cfg['bpe_dropout']:g} (Provilkov et al., 2020): each training pair is tokenised "
+                  "once with merges dropped at random.", ""]
     noise = [f"{100 * cfg[k]:g} % {what}" for k, what in (("src_lowercase_prob", "lowercased"),
                                                          ("src_no_punct_prob", "without final punctuation"))
              if cfg.get(k)]
