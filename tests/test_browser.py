@@ -69,6 +69,13 @@ def open_browser(p):
     return p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
 
 
+def open_page(browser):
+    """A desktop-sized page with the test timeout, and what `watch_page` collects on it."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    return page, watch_page(page)
+
+
 def watch_page(page) -> tuple[list[str], list[str], list[str]]:
     """Collect dialogs, requests that leave 127.0.0.1, and script errors."""
     dialogs: list[str] = []
@@ -245,9 +252,7 @@ def test_browser_views_match_python():
     with sync_api.sync_playwright() as p:
         browser = open_browser(p)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS)
-            dialogs, external, errors = watch_page(page)
+            page, (dialogs, external, errors) = open_page(browser)
             page.goto(server.url)
             page.wait_for_selector("#explorer .explorer[data-ready]")
             handle = "document.querySelector('#explorer .explorer').__explorer"
@@ -499,9 +504,7 @@ def test_browser_bad_link_parameters():
     with sync_api.sync_playwright() as p:
         browser = open_browser(p)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS)
-            dialogs, external, errors = watch_page(page)
+            page, (dialogs, external, errors) = open_page(browser)
             query = urlencode({"model": "no-such-model", "beam": "999", "lp": "NaN", "tab": "evil", "kind": "x",
                                "layer": "99", "head": "99", "compare": EVIL, "present": "<b>",
                                "text": "<script>alert(1)</script>"})
@@ -612,9 +615,7 @@ def test_browser_heads_off_norms_and_roles():
     with sync_api.sync_playwright() as p:
         browser = open_browser(p)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS)
-            dialogs, external, errors = watch_page(page)
+            page, (dialogs, external, errors) = open_page(browser)
             page.goto(server.url)
             page.locator("#source textarea, #source input").first.fill("h e l l o")
             page.locator("#translate").click()
