@@ -532,9 +532,9 @@ function initExplorer(root, props, watch) {
 
   function update(changes) {
     Object.assign(state, changes);
-    askModel();  // first: the server decodes while this page draws what it can already show
     render();
     share.sync();
+    askModel();
   }
 
   // ---- heads switched off, norms: what only the model can answer
