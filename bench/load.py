@@ -8,7 +8,9 @@ Phase 2, after a 2 s pause: --sequential requests from one client (one press alo
 VmRSS (from /proc/<pid>/status) before/after.
 
 Usage: python bench/load.py [--clients 16] [--requests 25] [--sequential 1000] [--checkpoint PATH] [--api-only]
-                            [--precision int8|fp32] [--app-dir OTHER_CHECKOUT]
+                            [--precision int8|fp32] [--app-dir OTHER_CHECKOUT] [--tls-context-per-call]
+The clients share the server's cores, so what they cost is taken from the server: they share one TLS
+context (`shared_tls_context`); `--tls-context-per-call` measures the way runs before 2026-11-23 did.
 The burst of issue 19 (a class of 30 pressing Translate; before/after from the same session, idle machine):
     python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de
     python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de --app-dir ../before
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import ssl
 import statistics
 import sys
 import time
@@ -42,6 +45,16 @@ def cpu_model() -> str:
     names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
              if line.startswith("model name")] if Path("/proc/cpuinfo").is_file() else []
     return names[0] if names else "unknown"
+
+
+def shared_tls_context() -> ssl.SSLContext:
+    """One TLS context for every HTTP call of every client. gradio_client opens a new httpx client per call,
+    and httpx builds a TLS context for each (loading certifi's CA bundle), even for plain http: with 30
+    clients that was 56 % of the load generator's CPU (py-spy), taken from the 2 cores the server is
+    measured on. The users of a real classroom run on their own machines; their browsers reuse connections."""
+    import certifi  # httpx's own CA bundle: the same verification as its default
+
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def rss_kb(pid: int) -> int:
@@ -129,6 +142,9 @@ def main() -> None:
                                                                      "(default: the app's own, int8)")
     parser.add_argument("--app-dir", default=str(ROOT), help="the checkout whose app.py serves (before/after runs)")
     parser.add_argument("--api-only", action="store_true")
+    parser.add_argument("--tls-context-per-call", action="store_true",
+                        help="let gradio_client build a TLS context for every HTTP call, as it does by default "
+                             "(the load generator's own CPU cost; how the runs before 2026-11-23 measured)")
     args = parser.parse_args()
 
     from gradio_client import Client
@@ -149,8 +165,11 @@ def main() -> None:
                     "precision": args.precision or "app default", "cpu": cpu_model()}
 
     with running_app(env, timeout_s=300, app_dir=Path(args.app_dir)) as server:
+        report["tls_context"] = "per call" if args.tls_context_per_call else "shared"
         report["rss_start_mb"] = round(rss_kb(server.pid) / 1024, 1)
-        clients = [Client(server.url, verbose=False) for _ in range(max(args.clients, 1))]
+        # gradio_client hands `ssl_verify` to httpx as `verify`, which takes a ready TLS context too
+        tls = {} if args.tls_context_per_call else {"ssl_verify": shared_tls_context()}
+        clients = [Client(server.url, verbose=False, **tls) for _ in range(max(args.clients, 1))]
         one_request(clients[0], sentences[0], args.api_only)  # warm-up
         report["concurrent"] = concurrent_phase(clients[: args.clients], sentences, args.requests, args.api_only)
         report["rss_after_concurrent_mb"] = round(rss_kb(server.pid) / 1024, 1)
