@@ -16,6 +16,8 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -65,8 +67,15 @@ def selected(page, elem_id: str) -> str:
                          "return s.options[s.selectedIndex].textContent; }", elem_id)
 
 
-def open_browser(p):
-    return p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+@contextmanager
+def chromium() -> Iterator[sync_api.Browser]:
+    """The system's Chromium under Playwright, closed afterwards."""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def open_page(browser):
@@ -90,146 +99,142 @@ def watch_page(page) -> tuple[list[str], list[str], list[str]]:
 
 def test_browser_end_to_end(tmp_path):
     server = shared_app(ENV)
-    with sync_api.sync_playwright() as p:
-        browser = open_browser(p)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-            page.set_default_timeout(TIMEOUT_MS)
-            dialogs, external, errors = watch_page(page)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+        page.set_default_timeout(TIMEOUT_MS)
+        dialogs, external, errors = watch_page(page)
+        page.goto(server.url)
+
+        # translate with the button
+        source = page.locator("#source textarea, #source input").first
+        source.fill("h e l l o")
+        page.locator("#translate").click()
+        page.wait_for_function(
+            "document.querySelector('#translation textarea, #translation input').value.length > 0")
+        page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+        page.wait_for_selector("#rollout .js-plotly-plot g.hm")
+        page.wait_for_selector("#grid-encoder [data-testid='cell-0-1']")
+        n_maps = page.evaluate("document.querySelector('#model-encoder canvas').__maps.length")
+        assert n_maps == 2 * 4  # every layer x head of the toy model
+        translation = page.locator("#translation textarea, #translation input").first.input_value()
+        if WHICH == "toy-reverse":
+            assert translation == "o l l e h"
+        assert page.locator("#nbest [data-testid='cell-0-1']").text_content().strip() == translation
+        # only the tab on screen is drawn
+        assert page.locator("#focus-cross .js-plotly-plot").count() == 0
+
+        # the screenshot for the docs: cross-attention of the best candidate, last layer, mean over heads
+        page.get_by_role("tab", name="Cross-attention").click()
+        page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
+        wait_for_title(page, "cross", "mean over heads")
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOT), full_page=True)
+        page.get_by_role("tab", name="Encoder self-attention").click()
+
+        # another n-best candidate: every view switches to it (attention_for, no new beam search)
+        page.locator("#nbest [data-testid='cell-1-1']").click()
+        wait_for_title(page, "encoder", "candidate 2")
+        assert page.locator("#candidate input").input_value().startswith("2:")
+
+        # hiding <bos>/<eos> reports the hidden mass and renormalises the plotted rows
+        page.locator("#hide input").check()
+        page.wait_for_function("document.querySelector('#hidden-mass').textContent.includes('mass hidden')")
+        z = page.evaluate("document.querySelector('#focus-encoder .plot').__view.z")
+        np.testing.assert_allclose(np.array(z).sum(1), 1.0, atol=1e-5)
+
+        # the three attention tabs: focus and model view render in each
+        for name, kind in [("Decoder self-attention", "decoder"), ("Cross-attention", "cross"),
+                           ("Encoder self-attention", "encoder")]:
+            page.get_by_role("tab", name=name).click()
+            page.wait_for_selector(f"#focus-{kind} .js-plotly-plot g.hm")
+            assert page.locator(f"#model-{kind} canvas").is_visible()
+            assert f"{name.split()[0]}" in focus_title(page, kind)
+
+        # layer and head selectors redraw the focus view
+        page.locator("#layer select").select_option(label="Layer 1")
+        wait_for_title(page, "encoder", "layer 1", "mean over heads")
+        page.locator("#head select").select_option(label="Head 2")
+        wait_for_title(page, "encoder", "layer 1", "head 2")
+        # a head-summary cell focuses that head (row 1 = layer 2, column 3 = head 3)
+        page.locator("#grid-encoder [data-testid='cell-1-3']").click()
+        wait_for_title(page, "encoder", "layer 2", "head 3")
+        assert selected(page, "head") == "Head 3" and selected(page, "layer") == "Layer 2"
+        # the layer column: the layer's mean over heads
+        page.locator("#grid-encoder [data-testid='cell-0-0']").click()
+        wait_for_title(page, "encoder", "layer 1", "mean over heads")
+        # decoder rows by predicted token: the last row is the one that predicted <eos>
+        page.get_by_role("tab", name="Decoder self-attention").click()
+        page.locator("#hide input").uncheck()
+        page.locator("#rows label", has_text="predicted token").click()
+        page.wait_for_function("document.querySelector('#focus-decoder .plot').__view.q.raw.slice(-1)[0]"
+                               " === '<eos>'")
+
+        # step-by-step tab: the slider moves through the steps
+        page.get_by_role("tab", name="Step by step").click()
+        page.wait_for_selector("#step-plot .js-plotly-plot .barlayer")
+        assert "Step 1 of" in page.locator("#step-text").text_content()
+        page.locator("#step input").focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("document.querySelector('#step-text').textContent.includes('Step 2 of')")
+
+        # export: the .npz downloads and holds the tensors and tokens
+        with page.expect_download() as download_info:
+            page.locator("#download").click()
+        saved = tmp_path / "attention.npz"
+        download_info.value.save_as(saved)
+        with np.load(saved, allow_pickle=False) as z:
+            assert {"encoder", "decoder", "cross", "src_tokens", "tgt_out_tokens"} <= set(z.files)
+            assert z["cross"].ndim == 4
+
+        # an example translates on click; greedy decoding disables the beam width slider
+        page.get_by_role("tab", name="Cross-attention").click()
+        page.locator("#method label", has_text="greedy").click()
+        page.wait_for_function("document.querySelector('#beam input[type=range]').disabled")
+        page.locator("#examples button", has_text="a b c d e f g").click()
+        page.wait_for_function(
+            "document.querySelector('#source textarea, #source input').value === 'a b c d e f g' && "
+            "document.querySelector('#nbest [data-testid=\\'cell-0-1\\']').textContent.trim() === "
+            "document.querySelector('#translation textarea, #translation input').value && "
+            "document.querySelectorAll('#nbest [data-testid^=\\'cell-\\'][data-testid$=\\'-0\\']').length === 1")
+        if WHICH == "toy-reverse":
+            assert page.locator("#translation textarea, #translation input").first.input_value() == "g f e d c b a"
+
+        # HTML / script in the input: Enter submits, nothing runs, everything shows as text
+        source.fill(EVIL)
+        source.press("Enter")
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#focus-cross .xtick text')]"
+            ".some(t => t.textContent.includes('<unk>') || t.textContent.includes('<img'))")
+        page.wait_for_timeout(500)
+        assert dialogs == []
+        assert source.input_value() == EVIL
+        assert page.locator("img[src='x']").count() == 0
+        ticks = page.locator("#focus-cross .xtick text").all_text_contents()
+        assert any(re.search(r"<unk>|<img", t) for t in ticks), ticks  # shown literally, not parsed
+        assert "&lt;" not in " ".join(ticks)
+        assert external == [], f"requests left the machine: {external}"
+        assert errors == [], errors
+
+        # switching model in a fresh session (flagship, when trained): examples and views follow;
+        # its cross-attention replaces the toy screenshot
+        if (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file():
             page.goto(server.url)
-
-            # translate with the button
-            source = page.locator("#source textarea, #source input").first
-            source.fill("h e l l o")
+            page.locator("#source textarea, #source input").first.fill("h e l l o")
             page.locator("#translate").click()
-            page.wait_for_function(
-                "document.querySelector('#translation textarea, #translation input').value.length > 0")
             page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
-            page.wait_for_selector("#rollout .js-plotly-plot g.hm")
-            page.wait_for_selector("#grid-encoder [data-testid='cell-0-1']")
-            n_maps = page.evaluate("document.querySelector('#model-encoder canvas').__maps.length")
-            assert n_maps == 2 * 4  # every layer x head of the toy model
-            translation = page.locator("#translation textarea, #translation input").first.input_value()
-            if WHICH == "toy-reverse":
-                assert translation == "o l l e h"
-            assert page.locator("#nbest [data-testid='cell-0-1']").text_content().strip() == translation
-            # only the tab on screen is drawn
-            assert page.locator("#focus-cross .js-plotly-plot").count() == 0
-
-            # the screenshot for the docs: cross-attention of the best candidate, last layer, mean over heads
+            choose(page, "model", FLAGSHIP)
+            page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
+                                   f".value.includes('{FLAGSHIP} is ready')")
+            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm", state="detached")
+            example = page.locator("#examples button").first
+            assert " " in example.text_content().strip() and "." in example.text_content()  # English now
+            example.click()
+            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
             page.get_by_role("tab", name="Cross-attention").click()
             page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
-            wait_for_title(page, "cross", "mean over heads")
-            SCREENSHOT.parent.mkdir(exist_ok=True)
+            assert page.locator("#translation textarea, #translation input").first.input_value().strip()
             page.screenshot(path=str(SCREENSHOT), full_page=True)
-            page.get_by_role("tab", name="Encoder self-attention").click()
-
-            # another n-best candidate: every view switches to it (attention_for, no new beam search)
-            page.locator("#nbest [data-testid='cell-1-1']").click()
-            wait_for_title(page, "encoder", "candidate 2")
-            assert page.locator("#candidate input").input_value().startswith("2:")
-
-            # hiding <bos>/<eos> reports the hidden mass and renormalises the plotted rows
-            page.locator("#hide input").check()
-            page.wait_for_function("document.querySelector('#hidden-mass').textContent.includes('mass hidden')")
-            z = page.evaluate("document.querySelector('#focus-encoder .plot').__view.z")
-            np.testing.assert_allclose(np.array(z).sum(1), 1.0, atol=1e-5)
-
-            # the three attention tabs: focus and model view render in each
-            for name, kind in [("Decoder self-attention", "decoder"), ("Cross-attention", "cross"),
-                               ("Encoder self-attention", "encoder")]:
-                page.get_by_role("tab", name=name).click()
-                page.wait_for_selector(f"#focus-{kind} .js-plotly-plot g.hm")
-                assert page.locator(f"#model-{kind} canvas").is_visible()
-                assert f"{name.split()[0]}" in focus_title(page, kind)
-
-            # layer and head selectors redraw the focus view
-            page.locator("#layer select").select_option(label="Layer 1")
-            wait_for_title(page, "encoder", "layer 1", "mean over heads")
-            page.locator("#head select").select_option(label="Head 2")
-            wait_for_title(page, "encoder", "layer 1", "head 2")
-            # a head-summary cell focuses that head (row 1 = layer 2, column 3 = head 3)
-            page.locator("#grid-encoder [data-testid='cell-1-3']").click()
-            wait_for_title(page, "encoder", "layer 2", "head 3")
-            assert selected(page, "head") == "Head 3" and selected(page, "layer") == "Layer 2"
-            # the layer column: the layer's mean over heads
-            page.locator("#grid-encoder [data-testid='cell-0-0']").click()
-            wait_for_title(page, "encoder", "layer 1", "mean over heads")
-            # decoder rows by predicted token: the last row is the one that predicted <eos>
-            page.get_by_role("tab", name="Decoder self-attention").click()
-            page.locator("#hide input").uncheck()
-            page.locator("#rows label", has_text="predicted token").click()
-            page.wait_for_function("document.querySelector('#focus-decoder .plot').__view.q.raw.slice(-1)[0]"
-                                   " === '<eos>'")
-
-            # step-by-step tab: the slider moves through the steps
-            page.get_by_role("tab", name="Step by step").click()
-            page.wait_for_selector("#step-plot .js-plotly-plot .barlayer")
-            assert "Step 1 of" in page.locator("#step-text").text_content()
-            page.locator("#step input").focus()
-            page.keyboard.press("ArrowRight")
-            page.wait_for_function("document.querySelector('#step-text').textContent.includes('Step 2 of')")
-
-            # export: the .npz downloads and holds the tensors and tokens
-            with page.expect_download() as download_info:
-                page.locator("#download").click()
-            saved = tmp_path / "attention.npz"
-            download_info.value.save_as(saved)
-            with np.load(saved, allow_pickle=False) as z:
-                assert {"encoder", "decoder", "cross", "src_tokens", "tgt_out_tokens"} <= set(z.files)
-                assert z["cross"].ndim == 4
-
-            # an example translates on click; greedy decoding disables the beam width slider
-            page.get_by_role("tab", name="Cross-attention").click()
-            page.locator("#method label", has_text="greedy").click()
-            page.wait_for_function("document.querySelector('#beam input[type=range]').disabled")
-            page.locator("#examples button", has_text="a b c d e f g").click()
-            page.wait_for_function(
-                "document.querySelector('#source textarea, #source input').value === 'a b c d e f g' && "
-                "document.querySelector('#nbest [data-testid=\\'cell-0-1\\']').textContent.trim() === "
-                "document.querySelector('#translation textarea, #translation input').value && "
-                "document.querySelectorAll('#nbest [data-testid^=\\'cell-\\'][data-testid$=\\'-0\\']').length === 1")
-            if WHICH == "toy-reverse":
-                assert page.locator("#translation textarea, #translation input").first.input_value() == "g f e d c b a"
-
-            # HTML / script in the input: Enter submits, nothing runs, everything shows as text
-            source.fill(EVIL)
-            source.press("Enter")
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('#focus-cross .xtick text')]"
-                ".some(t => t.textContent.includes('<unk>') || t.textContent.includes('<img'))")
-            page.wait_for_timeout(500)
-            assert dialogs == []
-            assert source.input_value() == EVIL
-            assert page.locator("img[src='x']").count() == 0
-            ticks = page.locator("#focus-cross .xtick text").all_text_contents()
-            assert any(re.search(r"<unk>|<img", t) for t in ticks), ticks  # shown literally, not parsed
-            assert "&lt;" not in " ".join(ticks)
-            assert external == [], f"requests left the machine: {external}"
             assert errors == [], errors
-
-            # switching model in a fresh session (flagship, when trained): examples and views follow;
-            # its cross-attention replaces the toy screenshot
-            if (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file():
-                page.goto(server.url)
-                page.locator("#source textarea, #source input").first.fill("h e l l o")
-                page.locator("#translate").click()
-                page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
-                choose(page, "model", FLAGSHIP)
-                page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
-                                       f".value.includes('{FLAGSHIP} is ready')")
-                page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm", state="detached")
-                example = page.locator("#examples button").first
-                assert " " in example.text_content().strip() and "." in example.text_content()  # English now
-                example.click()
-                page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
-                page.get_by_role("tab", name="Cross-attention").click()
-                page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
-                assert page.locator("#translation textarea, #translation input").first.input_value().strip()
-                page.screenshot(path=str(SCREENSHOT), full_page=True)
-                assert errors == [], errors
-        finally:
-            browser.close()
 
 
 def test_browser_views_match_python():
@@ -249,113 +254,105 @@ def test_browser_views_match_python():
     payload = attention_payload(make_attention(3, 2, 4, src, out), model="fake", candidate=1, n_candidates=2)
     att = decode_attention(payload)
     server = shared_app(ENV)
-    with sync_api.sync_playwright() as p:
-        browser = open_browser(p)
-        try:
-            page, (dialogs, external, errors) = open_page(browser)
-            page.goto(server.url)
-            page.wait_for_selector("#explorer .explorer[data-ready]")
-            handle = "document.querySelector('#explorer .explorer').__explorer"
-            page.evaluate(f"(p) => {handle}.setPayload(p)", payload)
-            # views below the focus view are drawn after the next frame: read once they are
-            read = f"""(s) => new Promise((done) => {{ {handle}.update(s);
-              requestAnimationFrame(() => setTimeout(() => setTimeout(() => {{
-                const plot = (id) => {{ const d = document.querySelector(id + ' .plot');
-                                        return d && !d.hidden && d.__view ? d.__view : null; }};
-                const f = plot('#focus-' + s.tab);
-                const maps = document.querySelector('#model-' + s.tab + ' canvas').__maps;
-                done({{focus: f && {{z: f.z, q: f.q.label, k: f.k.label, title: f.title}},
-                         title: document.querySelector('#focus-' + s.tab + ' .gtitle').textContent,
-                         maps: maps.map(m => m.z), rollout: s.tab === 'encoder' ? plot('#rollout').z : null,
-                         hidden: document.querySelector('#hidden-mass').textContent}}); }}, 0), 0)); }})"""
-            checked = 0
-            for kind in logic.KINDS:
-                for rows in (logic.ROWS_INPUT, logic.ROWS_PREDICTED):
-                    for hide in (False, True):
-                        for merge in (False, True):
-                            for layer, head in ((0, logic.MEAN_HEADS), (1, 2), (2, 0)):
-                                opts = logic.ViewOptions(layer, head, rows, hide, merge)
-                                got = page.evaluate(read, {"tab": kind, "layer": layer, "head": head, "rows": rows,
-                                                           "hide": hide, "merge": merge})
-                                fig, _ = logic.focus_view(att, kind, opts, " · candidate 2")
-                                np.testing.assert_allclose(got["focus"]["z"], np.asarray(fig.data[0].z), atol=1e-5)
-                                assert got["focus"]["k"] == list(fig.layout.xaxis.ticktext)
-                                assert got["focus"]["q"] == list(fig.layout.yaxis.ticktext)
-                                assert got["title"] == got["focus"]["title"]
-                                assert got["focus"]["title"] == fig.layout.title.text
-                                masses = {k: logic.focus_view(att, k, opts)[1] for k in logic.KINDS}
-                                assert got["hidden"] == logic.hidden_text(masses)
-                                w, q, k = logic.kind_maps(att, kind, rows)
-                                ref, *_ = logic.transform(w, q, k, hide, merge)
-                                maps = np.array(got["maps"]).reshape(ref.shape)
-                                np.testing.assert_allclose(maps, ref, atol=1e-5)
-                                if kind == "encoder":
-                                    r, *_ = logic.transform(decode_array(payload["rollout"]), src, src, hide,
-                                                               merge)
-                                    np.testing.assert_allclose(got["rollout"], r, atol=1e-5)
-                                checked += 1
-            # the step view: the chosen step's cross-attention row, with the same toggles
-            for step in (1, 4, 7):
-                for hide, merge, head in ((False, False, logic.MEAN_HEADS), (True, True, 1)):
-                    opts = logic.ViewOptions(1, head, logic.ROWS_INPUT, hide, merge)
-                    got = page.evaluate(
-                        f"(s) => {{ {handle}.update(s); const v = document.querySelector('#step-plot .plot').__view;"
-                        " return {row: v.z[0], keys: v.k.label,"
-                        " title: document.querySelector('#step-plot .gtitle').textContent}; }",
-                        {"tab": "steps", "step": step, "layer": 1, "head": head, "hide": hide, "merge": merge})
-                    fig, text = logic.step_view(att, step, opts)
-                    np.testing.assert_allclose(got["row"], np.asarray(fig.data[1].y), atol=1e-5)
-                    assert got["keys"] == list(fig.layout.xaxis2.ticktext)
-                    # plotly shows the escaped title decoded; Python's title is the escaped text
-                    assert got["title"] == html.unescape(fig.layout.title.text).replace("&#36;", "$")
-            assert checked == 72
-            assert dialogs == [] and external == [] and errors == []
-            assert page.locator("img[src='x']").count() == 0
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page, (dialogs, external, errors) = open_page(browser)
+        page.goto(server.url)
+        page.wait_for_selector("#explorer .explorer[data-ready]")
+        handle = "document.querySelector('#explorer .explorer').__explorer"
+        page.evaluate(f"(p) => {handle}.setPayload(p)", payload)
+        # views below the focus view are drawn after the next frame: read once they are
+        read = f"""(s) => new Promise((done) => {{ {handle}.update(s);
+          requestAnimationFrame(() => setTimeout(() => setTimeout(() => {{
+            const plot = (id) => {{ const d = document.querySelector(id + ' .plot');
+                                    return d && !d.hidden && d.__view ? d.__view : null; }};
+            const f = plot('#focus-' + s.tab);
+            const maps = document.querySelector('#model-' + s.tab + ' canvas').__maps;
+            done({{focus: f && {{z: f.z, q: f.q.label, k: f.k.label, title: f.title}},
+                     title: document.querySelector('#focus-' + s.tab + ' .gtitle').textContent,
+                     maps: maps.map(m => m.z), rollout: s.tab === 'encoder' ? plot('#rollout').z : null,
+                     hidden: document.querySelector('#hidden-mass').textContent}}); }}, 0), 0)); }})"""
+        checked = 0
+        for kind in logic.KINDS:
+            for rows in (logic.ROWS_INPUT, logic.ROWS_PREDICTED):
+                for hide in (False, True):
+                    for merge in (False, True):
+                        for layer, head in ((0, logic.MEAN_HEADS), (1, 2), (2, 0)):
+                            opts = logic.ViewOptions(layer, head, rows, hide, merge)
+                            got = page.evaluate(read, {"tab": kind, "layer": layer, "head": head, "rows": rows,
+                                                       "hide": hide, "merge": merge})
+                            fig, _ = logic.focus_view(att, kind, opts, " · candidate 2")
+                            np.testing.assert_allclose(got["focus"]["z"], np.asarray(fig.data[0].z), atol=1e-5)
+                            assert got["focus"]["k"] == list(fig.layout.xaxis.ticktext)
+                            assert got["focus"]["q"] == list(fig.layout.yaxis.ticktext)
+                            assert got["title"] == got["focus"]["title"]
+                            assert got["focus"]["title"] == fig.layout.title.text
+                            masses = {k: logic.focus_view(att, k, opts)[1] for k in logic.KINDS}
+                            assert got["hidden"] == logic.hidden_text(masses)
+                            w, q, k = logic.kind_maps(att, kind, rows)
+                            ref, *_ = logic.transform(w, q, k, hide, merge)
+                            maps = np.array(got["maps"]).reshape(ref.shape)
+                            np.testing.assert_allclose(maps, ref, atol=1e-5)
+                            if kind == "encoder":
+                                r, *_ = logic.transform(decode_array(payload["rollout"]), src, src, hide,
+                                                           merge)
+                                np.testing.assert_allclose(got["rollout"], r, atol=1e-5)
+                            checked += 1
+        # the step view: the chosen step's cross-attention row, with the same toggles
+        for step in (1, 4, 7):
+            for hide, merge, head in ((False, False, logic.MEAN_HEADS), (True, True, 1)):
+                opts = logic.ViewOptions(1, head, logic.ROWS_INPUT, hide, merge)
+                got = page.evaluate(
+                    f"(s) => {{ {handle}.update(s); const v = document.querySelector('#step-plot .plot').__view;"
+                    " return {row: v.z[0], keys: v.k.label,"
+                    " title: document.querySelector('#step-plot .gtitle').textContent}; }",
+                    {"tab": "steps", "step": step, "layer": 1, "head": head, "hide": hide, "merge": merge})
+                fig, text = logic.step_view(att, step, opts)
+                np.testing.assert_allclose(got["row"], np.asarray(fig.data[1].y), atol=1e-5)
+                assert got["keys"] == list(fig.layout.xaxis2.ticktext)
+                # plotly shows the escaped title decoded; Python's title is the escaped text
+                assert got["title"] == html.unescape(fig.layout.title.text).replace("&#36;", "$")
+        assert checked == 72
+        assert dialogs == [] and external == [] and errors == []
+        assert page.locator("img[src='x']").count() == 0
 
 
 def test_browser_presentation_mode():
     """?present=1 turns presentation mode on (large fonts, big focus view) at 1280x720; the checkbox turns it off."""
     server = shared_app(ENV)
     flagship = (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file()
-    with sync_api.sync_playwright() as p:
-        browser = open_browser(p)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 720})
-            page.set_default_timeout(TIMEOUT_MS)
-            dialogs, external, errors = watch_page(page)
-            page.goto(server.url + "?present=1")
-            page.wait_for_function("document.body.classList.contains('present')")
-            assert page.locator("#present input").is_checked()
-            if flagship:
-                choose(page, "model", FLAGSHIP)
-                page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
-                                       f".value.includes('{FLAGSHIP} is ready')")
-                text = "The old fisherman repairs his nets on the beach."
-            else:
-                text = "t r a n s f o r m e r"
-            page.locator("#source textarea, #source input").first.fill(text)
-            page.locator("#translate").click()
-            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
-            page.get_by_role("tab", name="Cross-attention").click()
-            page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
-            page.locator("#tabs").scroll_into_view_if_needed()
-            page.evaluate("document.querySelector('#explorer').scrollIntoView()")
-            focus = page.locator("#focus-cross .plot").bounding_box()
-            assert focus["height"] >= 500 and focus["width"] >= 600, focus  # the focus view dominates the screen
-            tick_px = page.evaluate("parseFloat(getComputedStyle(document.querySelector('#focus-cross .xtick text'))"
-                                    ".fontSize)")
-            assert tick_px >= 16, tick_px
-            assert page.locator("#examples").is_hidden() and page.locator("#howto").is_hidden()
-            SCREENSHOT_PRESENT.parent.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT_PRESENT))
-            page.locator("#present input").uncheck()
-            page.wait_for_function("!document.body.classList.contains('present')")
-            assert page.locator("#examples").is_visible()
-            assert dialogs == [] and external == [] and errors == []
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.set_default_timeout(TIMEOUT_MS)
+        dialogs, external, errors = watch_page(page)
+        page.goto(server.url + "?present=1")
+        page.wait_for_function("document.body.classList.contains('present')")
+        assert page.locator("#present input").is_checked()
+        if flagship:
+            choose(page, "model", FLAGSHIP)
+            page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
+                                   f".value.includes('{FLAGSHIP} is ready')")
+            text = "The old fisherman repairs his nets on the beach."
+        else:
+            text = "t r a n s f o r m e r"
+        page.locator("#source textarea, #source input").first.fill(text)
+        page.locator("#translate").click()
+        page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+        page.get_by_role("tab", name="Cross-attention").click()
+        page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
+        page.locator("#tabs").scroll_into_view_if_needed()
+        page.evaluate("document.querySelector('#explorer').scrollIntoView()")
+        focus = page.locator("#focus-cross .plot").bounding_box()
+        assert focus["height"] >= 500 and focus["width"] >= 600, focus  # the focus view dominates the screen
+        tick_px = page.evaluate("parseFloat(getComputedStyle(document.querySelector('#focus-cross .xtick text'))"
+                                ".fontSize)")
+        assert tick_px >= 16, tick_px
+        assert page.locator("#examples").is_hidden() and page.locator("#howto").is_hidden()
+        SCREENSHOT_PRESENT.parent.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOT_PRESENT))
+        page.locator("#present input").uncheck()
+        page.wait_for_function("!document.body.classList.contains('present')")
+        assert page.locator("#examples").is_visible()
+        assert dialogs == [] and external == [] and errors == []
 
 
 # ----------------------------------------------------------------------------- issue 12: tree, compare, shared links
@@ -379,121 +376,117 @@ def window_address(page) -> str:
 def test_browser_tree_compare_and_link_round_trip():
     """Tree tab (dropdown and click select a node), compare, greedy vs beam, copy link, open it in a new page."""
     server = shared_app(ENV)
-    with sync_api.sync_playwright() as p:
-        browser = open_browser(p)
-        try:
-            context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url.rstrip("/"))
-            page = context.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            dialogs, external, errors = watch_page(page)
-            page.goto(server.url)
-            page.wait_for_function("window.__attention && window.__attention.share.ready")
-            model, text, other = flagship_or_toy(page)
-            if model == FLAGSHIP:
-                choose(page, "model", FLAGSHIP)
-                page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
-                                       f".value.includes('{FLAGSHIP} is ready')")
-            page.locator("#source textarea, #source input").first.fill(text)
-            page.locator("#translate").click()
-            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
-            translation = page.locator("#translation textarea, #translation input").first.input_value()
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url.rstrip("/"))
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        dialogs, external, errors = watch_page(page)
+        page.goto(server.url)
+        page.wait_for_function("window.__attention && window.__attention.share.ready")
+        model, text, other = flagship_or_toy(page)
+        if model == FLAGSHIP:
+            choose(page, "model", FLAGSHIP)
+            page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
+                                   f".value.includes('{FLAGSHIP} is ready')")
+        page.locator("#source textarea, #source input").first.fill(text)
+        page.locator("#translate").click()
+        page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+        translation = page.locator("#translation textarea, #translation input").first.input_value()
 
-            # the tree tab: recorded when opened; the best hypothesis's end is selected
-            page.get_by_role("tab", name="Beam-search tree").click()
-            ready(page, "#tree-panel", "tree-")
-            page.wait_for_selector("#tree-plot.js-plotly-plot .scatterlayer .points path", state="attached")
-            best = page.evaluate("document.querySelector('#tree-panel').dataset.selected")
-            labels = page.locator("#tree-node option").all_text_contents()
-            assert len(labels) > 3 and any("n-best #1" in label for label in labels)
-            assert "&lt;" not in " ".join(labels)  # plain text, not escaped markup
-            assert page.locator("#tree-prefix").text_content().strip()
-            # choose another node from the list: its prefix and attention row are shown
-            page.locator("#tree-node select").select_option(index=1)
-            page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected !== '{best}'")
-            prefix = page.locator("#tree-prefix").text_content()
-            assert labels[1].endswith(" \u00b7 " + prefix) and labels[1].startswith("step 1 ")
-            # a click on a node in the figure selects it
-            chosen = page.evaluate("document.querySelector('#tree-panel').dataset.selected")
-            page.locator("#tree-plot .scatterlayer .trace .points path").last.click(force=True)
-            page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected !== '{chosen}'")
-            ready(page, "#tree-panel", "tree-")
-            page.locator("#tree-node select").select_option(value=best)
-            page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected === '{best}'")
-            ready(page, "#tree-panel", "tree-")
-            page.locator("#search").scroll_into_view_if_needed()
-            page.wait_for_timeout(300)
-            page.locator("#search").screenshot(path=str(SCREENSHOT_TREE))
+        # the tree tab: recorded when opened; the best hypothesis's end is selected
+        page.get_by_role("tab", name="Beam-search tree").click()
+        ready(page, "#tree-panel", "tree-")
+        page.wait_for_selector("#tree-plot.js-plotly-plot .scatterlayer .points path", state="attached")
+        best = page.evaluate("document.querySelector('#tree-panel').dataset.selected")
+        labels = page.locator("#tree-node option").all_text_contents()
+        assert len(labels) > 3 and any("n-best #1" in label for label in labels)
+        assert "&lt;" not in " ".join(labels)  # plain text, not escaped markup
+        assert page.locator("#tree-prefix").text_content().strip()
+        # choose another node from the list: its prefix and attention row are shown
+        page.locator("#tree-node select").select_option(index=1)
+        page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected !== '{best}'")
+        prefix = page.locator("#tree-prefix").text_content()
+        assert labels[1].endswith(" \u00b7 " + prefix) and labels[1].startswith("step 1 ")
+        # a click on a node in the figure selects it
+        chosen = page.evaluate("document.querySelector('#tree-panel').dataset.selected")
+        page.locator("#tree-plot .scatterlayer .trace .points path").last.click(force=True)
+        page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected !== '{chosen}'")
+        ready(page, "#tree-panel", "tree-")
+        page.locator("#tree-node select").select_option(value=best)
+        page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected === '{best}'")
+        ready(page, "#tree-panel", "tree-")
+        page.locator("#search").scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        page.locator("#search").screenshot(path=str(SCREENSHOT_TREE))
 
-            # compare: prefilled with the source; change a word and compare
-            page.get_by_role("tab", name="Compare").click()
-            box = page.locator("#compare-source textarea, #compare-source input").first
-            page.wait_for_function("(t) => document.querySelector('#compare-source textarea, #compare-source input')"
-                                   ".value === t", arg=text)
-            box.fill(other)
-            page.locator("#compare-run").click()
-            ready(page, "#compare-panel", "compare-")
-            page.wait_for_selector("#compare-pair.js-plotly-plot g.hm", state="attached")
-            assert page.locator("#compare-left .output").text_content() == translation
-            assert page.locator("#compare-right .source").text_content() == other
-            page.locator("#compare-kind select").select_option("cross")
-            page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.startsWith('cross')")
-            ready(page, "#compare-panel", "compare-")
-            page.locator("#compare-head select").select_option(label="Head 2")
-            page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.includes('head 2')")
-            page.wait_for_timeout(300)
-            page.locator("#tabs").screenshot(path=str(SCREENSHOT_COMPARE))
+        # compare: prefilled with the source; change a word and compare
+        page.get_by_role("tab", name="Compare").click()
+        box = page.locator("#compare-source textarea, #compare-source input").first
+        page.wait_for_function("(t) => document.querySelector('#compare-source textarea, #compare-source input')"
+                               ".value === t", arg=text)
+        box.fill(other)
+        page.locator("#compare-run").click()
+        ready(page, "#compare-panel", "compare-")
+        page.wait_for_selector("#compare-pair.js-plotly-plot g.hm", state="attached")
+        assert page.locator("#compare-left .output").text_content() == translation
+        assert page.locator("#compare-right .source").text_content() == other
+        page.locator("#compare-kind select").select_option("cross")
+        page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.startsWith('cross')")
+        ready(page, "#compare-panel", "compare-")
+        page.locator("#compare-head select").select_option(label="Head 2")
+        page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.includes('head 2')")
+        page.wait_for_timeout(300)
+        page.locator("#tabs").screenshot(path=str(SCREENSHOT_COMPARE))
 
-            # the link: copied to the clipboard and shown; the address bar follows too
-            page.locator("#copy-link").click()
-            page.wait_for_function("document.querySelector('#share-link textarea, #share-link input').value")
-            link = page.locator("#share-link textarea, #share-link input").first.input_value()
-            assert page.evaluate("navigator.clipboard.readText()") == link
-            page.wait_for_function("(l) => window.location.href === l", arg=link)
-            for part in ("tab=compare", "kind=cross", "head=2", f"model={model}"):
-                assert part in link, (part, link)
-            # colour bars drawn before the address changed must still find their gradients (Gradio's
-            # <base> makes Plotly write url(<address>#id) references)
-            fills = page.evaluate("[...document.querySelectorAll('#compare-panel .js-plotly-plot [style*=\"url(\"]')]"
-                                  ".map((el) => el.style.fill).filter((f) => f.startsWith('url('))")
-            assert fills and all(window_address(page) in f for f in fills), fills
+        # the link: copied to the clipboard and shown; the address bar follows too
+        page.locator("#copy-link").click()
+        page.wait_for_function("document.querySelector('#share-link textarea, #share-link input').value")
+        link = page.locator("#share-link textarea, #share-link input").first.input_value()
+        assert page.evaluate("navigator.clipboard.readText()") == link
+        page.wait_for_function("(l) => window.location.href === l", arg=link)
+        for part in ("tab=compare", "kind=cross", "head=2", f"model={model}"):
+            assert part in link, (part, link)
+        # colour bars drawn before the address changed must still find their gradients (Gradio's
+        # <base> makes Plotly write url(<address>#id) references)
+        fills = page.evaluate("[...document.querySelectorAll('#compare-panel .js-plotly-plot [style*=\"url(\"]')]"
+                              ".map((el) => el.style.fill).filter((f) => f.startsWith('url('))")
+        assert fills and all(window_address(page) in f for f in fills), fills
 
-            # greedy vs beam, one click (after the link was taken)
-            page.locator("#compare-methods").click()
-            page.wait_for_function("document.querySelector('#compare-left .label').textContent === 'greedy'")
+        # greedy vs beam, one click (after the link was taken)
+        page.locator("#compare-methods").click()
+        page.wait_for_function("document.querySelector('#compare-left .label').textContent === 'greedy'")
 
-            # attention tab: toggles into the state, then the link opens the same view in a new page
-            page.get_by_role("tab", name="Attention").click()
-            page.locator("#hide input").check()
-            page.locator("#merge input").check()
-            page.locator("#rows label", has_text="predicted token").click()
-            page.locator("#layer select").select_option(label="Layer 1")
-            page.locator("#copy-link").click()
-            page.wait_for_function("(l) => document.querySelector('#share-link textarea, #share-link input')"
-                                   ".value !== l", arg=link)
-            link = page.locator("#share-link textarea, #share-link input").first.input_value()
-            for part in ("tab=attention", "kind=cross", "layer=1", "head=2", "hide=1", "merge=1", "rows=predicted"):
-                assert part in link, (part, link)
-            state = page.evaluate("JSON.stringify(window.__attention.state)")
-            assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
+        # attention tab: toggles into the state, then the link opens the same view in a new page
+        page.get_by_role("tab", name="Attention").click()
+        page.locator("#hide input").check()
+        page.locator("#merge input").check()
+        page.locator("#rows label", has_text="predicted token").click()
+        page.locator("#layer select").select_option(label="Layer 1")
+        page.locator("#copy-link").click()
+        page.wait_for_function("(l) => document.querySelector('#share-link textarea, #share-link input')"
+                               ".value !== l", arg=link)
+        link = page.locator("#share-link textarea, #share-link input").first.input_value()
+        for part in ("tab=attention", "kind=cross", "layer=1", "head=2", "hide=1", "merge=1", "rows=predicted"):
+            assert part in link, (part, link)
+        state = page.evaluate("JSON.stringify(window.__attention.state)")
+        assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
 
-            fresh = context.new_page()
-            d2, x2, e2 = watch_page(fresh)
-            fresh.goto(link)
-            fresh.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
-            fresh.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input')"
-                                    ".value === t", arg=translation)
-            assert fresh.evaluate("JSON.stringify(window.__attention.state)") == state
-            assert fresh.locator("#hide input").is_checked() and fresh.locator("#merge input").is_checked()
-            assert fresh.evaluate("document.querySelector('#tab-cross').getAttribute('aria-selected')") == "true"
-            wait_for_title(fresh, "cross", "layer 1", "head 2")
-            assert fresh.locator("#model input").input_value() == model
-            assert fresh.locator("#link-note").count() == 0 or not fresh.locator("#link-note").is_visible()
-            fresh.wait_for_timeout(300)
-            fresh.screenshot(path=str(SCREENSHOT_LINK), full_page=True)
-            assert d2 == [] and x2 == [] and e2 == [], (d2, x2, e2)
-        finally:
-            browser.close()
+        fresh = context.new_page()
+        d2, x2, e2 = watch_page(fresh)
+        fresh.goto(link)
+        fresh.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
+        fresh.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input')"
+                                ".value === t", arg=translation)
+        assert fresh.evaluate("JSON.stringify(window.__attention.state)") == state
+        assert fresh.locator("#hide input").is_checked() and fresh.locator("#merge input").is_checked()
+        assert fresh.evaluate("document.querySelector('#tab-cross').getAttribute('aria-selected')") == "true"
+        wait_for_title(fresh, "cross", "layer 1", "head 2")
+        assert fresh.locator("#model input").input_value() == model
+        assert fresh.locator("#link-note").count() == 0 or not fresh.locator("#link-note").is_visible()
+        fresh.wait_for_timeout(300)
+        fresh.screenshot(path=str(SCREENSHOT_LINK), full_page=True)
+        assert d2 == [] and x2 == [] and e2 == [], (d2, x2, e2)
 
 
 def test_browser_bad_link_parameters():
@@ -501,35 +494,31 @@ def test_browser_bad_link_parameters():
     server = shared_app(ENV)
     from urllib.parse import urlencode
 
-    with sync_api.sync_playwright() as p:
-        browser = open_browser(p)
-        try:
-            page, (dialogs, external, errors) = open_page(browser)
-            query = urlencode({"model": "no-such-model", "beam": "999", "lp": "NaN", "tab": "evil", "kind": "x",
-                               "layer": "99", "head": "99", "compare": EVIL, "present": "<b>",
-                               "text": "<script>alert(1)</script>"})
-            page.goto(server.url + "?" + query)
-            page.wait_for_function("window.__attention && window.__attention.share.ready")
-            note = page.locator("#link-note textarea, #link-note input").first
-            page.wait_for_function("(document.querySelector('#link-note textarea, #link-note input') || {}).value")
-            text = note.input_value()
-            for word in ("model", "beam", "lp", "tab", "kind", "layer", "head", "compare", "present", "text"):
-                assert f"{word} " in text, (word, text)
-            assert page.locator("#source textarea, #source input").first.input_value() == ""
-            assert page.locator("#beam input[type=number]").input_value() == "5"
-            assert page.evaluate("document.querySelector('#tab-attention-button').getAttribute('aria-selected')") \
-                == "true"
-            assert not page.evaluate("document.body.classList.contains('present')")
-            # a long text: ignored with a note
-            page.goto(server.url + "?" + urlencode({"text": "a " * 2500, "beam": "3"}))
-            page.wait_for_function("(document.querySelector('#link-note textarea, #link-note input') || {}).value")
-            assert "5000 characters" in page.locator("#link-note textarea, #link-note input").first.input_value()
-            assert page.locator("#beam input[type=number]").input_value() == "3"
-            page.wait_for_timeout(500)
-            assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
-            assert page.locator("img[src='x']").count() == 0
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page, (dialogs, external, errors) = open_page(browser)
+        query = urlencode({"model": "no-such-model", "beam": "999", "lp": "NaN", "tab": "evil", "kind": "x",
+                           "layer": "99", "head": "99", "compare": EVIL, "present": "<b>",
+                           "text": "<script>alert(1)</script>"})
+        page.goto(server.url + "?" + query)
+        page.wait_for_function("window.__attention && window.__attention.share.ready")
+        note = page.locator("#link-note textarea, #link-note input").first
+        page.wait_for_function("(document.querySelector('#link-note textarea, #link-note input') || {}).value")
+        text = note.input_value()
+        for word in ("model", "beam", "lp", "tab", "kind", "layer", "head", "compare", "present", "text"):
+            assert f"{word} " in text, (word, text)
+        assert page.locator("#source textarea, #source input").first.input_value() == ""
+        assert page.locator("#beam input[type=number]").input_value() == "5"
+        assert page.evaluate("document.querySelector('#tab-attention-button').getAttribute('aria-selected')") \
+            == "true"
+        assert not page.evaluate("document.body.classList.contains('present')")
+        # a long text: ignored with a note
+        page.goto(server.url + "?" + urlencode({"text": "a " * 2500, "beam": "3"}))
+        page.wait_for_function("(document.querySelector('#link-note textarea, #link-note input') || {}).value")
+        assert "5000 characters" in page.locator("#link-note textarea, #link-note input").first.input_value()
+        assert page.locator("#beam input[type=number]").input_value() == "3"
+        page.wait_for_timeout(500)
+        assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
+        assert page.locator("img[src='x']").count() == 0
 
 
 # ----------------------------------------------------------------------------- issue 20: heads off, norms, roles
@@ -612,66 +601,62 @@ def test_browser_heads_off_norms_and_roles():
     from transformer.explorer.payload import decode_attention
 
     server = shared_app(ENV)
-    with sync_api.sync_playwright() as p:
-        browser = open_browser(p)
-        try:
-            page, (dialogs, external, errors) = open_page(browser)
-            page.goto(server.url)
-            page.locator("#source textarea, #source input").first.fill("h e l l o")
-            page.locator("#translate").click()
-            page.wait_for_selector("#grid-encoder [data-testid='cell-0-1']")
-            unmasked = payload_where(page, "true")["translation"]
+    with chromium() as browser:
+        page, (dialogs, external, errors) = open_page(browser)
+        page.goto(server.url)
+        page.locator("#source textarea, #source input").first.fill("h e l l o")
+        page.locator("#translate").click()
+        page.wait_for_selector("#grid-encoder [data-testid='cell-0-1']")
+        unmasked = payload_where(page, "true")["translation"]
 
-            # the norm: asked for once, drawn row-normalised; back to the weight without the server
-            page.locator("#measure label", has_text="norm").click()
-            payload = payload_where(page, "p.measures.includes('norm')")
-            wait_for_title(page, "encoder", "norm")
-            norms = decode_attention(payload, "norm").encoder
-            z = np.array(page.evaluate("document.querySelector('#focus-encoder .plot').__view.z"))
-            np.testing.assert_allclose(z, norms[-1].mean(0), atol=1e-5)
-            np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-3)
-            page.locator("#measure label", has_text="weight").click()
-            wait_for_title(page, "encoder", "mean over heads")
-            page.wait_for_function("!document.querySelector('#focus-encoder .gtitle').textContent.includes('norm')")
-            assert page.evaluate(f"{EXPLORER_JS}.payload.rev") == payload["rev"]  # no model pass
-            page.wait_for_function("!window.location.search.includes('measure=')")
+        # the norm: asked for once, drawn row-normalised; back to the weight without the server
+        page.locator("#measure label", has_text="norm").click()
+        payload = payload_where(page, "p.measures.includes('norm')")
+        wait_for_title(page, "encoder", "norm")
+        norms = decode_attention(payload, "norm").encoder
+        z = np.array(page.evaluate("document.querySelector('#focus-encoder .plot').__view.z"))
+        np.testing.assert_allclose(z, norms[-1].mean(0), atol=1e-5)
+        np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-3)
+        page.locator("#measure label", has_text="weight").click()
+        wait_for_title(page, "encoder", "mean over heads")
+        page.wait_for_function("!document.querySelector('#focus-encoder .gtitle').textContent.includes('norm')")
+        assert page.evaluate(f"{EXPLORER_JS}.payload.rev") == payload["rev"]  # no model pass
+        page.wait_for_function("!window.location.search.includes('measure=')")
 
-            # a head switched off by a click: the model's answer without it, beside the unmasked translation
-            page.locator("#ablate input").check()
-            page.locator("#grid-encoder [data-testid='cell-0-2']").click()
-            payload = payload_where(page, "p.ablation && p.ablation.off.length === 1")
-            assert payload["ablation"] == {"off": [["encoder", 0, 1]], "unmasked": unmasked}
-            assert not decode_attention(payload).encoder[0, 1].any()
-            assert "off" in page.locator("#grid-encoder [data-testid='cell-0-2']").get_attribute("class")
-            assert "switched off" in page.locator("#ablation").text_content() and unmasked in page.locator(
-                "#ablation").text_content()
-            page.wait_for_function("window.location.search.includes('off=e1.2')")
-            page.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input').value "
-                                   "=== t && document.querySelector('#notice textarea, #notice input').value"
-                                   ".includes('switched off')", arg=payload["translation"])
-            page.locator("#ablate input").uncheck()  # clicks focus again: the head switched off shows nothing
-            page.locator("#grid-encoder [data-testid='cell-0-2']").click()
-            wait_for_title(page, "encoder", "layer 1", "head 2", "switched off")
-            assert not np.array(page.evaluate("document.querySelector('#focus-encoder .plot').__view.z")).any()
-            page.locator("#heads-on").click()
-            payload_where(page, "p.ablation === null")
-            page.wait_for_function("!window.location.search.includes('off=')")
-            page.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input').value "
-                                   "=== t", arg=unmasked)
+        # a head switched off by a click: the model's answer without it, beside the unmasked translation
+        page.locator("#ablate input").check()
+        page.locator("#grid-encoder [data-testid='cell-0-2']").click()
+        payload = payload_where(page, "p.ablation && p.ablation.off.length === 1")
+        assert payload["ablation"] == {"off": [["encoder", 0, 1]], "unmasked": unmasked}
+        assert not decode_attention(payload).encoder[0, 1].any()
+        assert "off" in page.locator("#grid-encoder [data-testid='cell-0-2']").get_attribute("class")
+        assert "switched off" in page.locator("#ablation").text_content() and unmasked in page.locator(
+            "#ablation").text_content()
+        page.wait_for_function("window.location.search.includes('off=e1.2')")
+        page.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input').value "
+                               "=== t && document.querySelector('#notice textarea, #notice input').value"
+                               ".includes('switched off')", arg=payload["translation"])
+        page.locator("#ablate input").uncheck()  # clicks focus again: the head switched off shows nothing
+        page.locator("#grid-encoder [data-testid='cell-0-2']").click()
+        wait_for_title(page, "encoder", "layer 1", "head 2", "switched off")
+        assert not np.array(page.evaluate("document.querySelector('#focus-encoder .plot').__view.z")).any()
+        page.locator("#heads-on").click()
+        payload_where(page, "p.ablation === null")
+        page.wait_for_function("!window.location.search.includes('off=')")
+        page.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input').value "
+                               "=== t", arg=unmasked)
 
-            # a link with every cross-attention head off and the norm: the decoder no longer sees the source
-            off = ",".join(f"c{layer}.{head}" for layer in (1, 2) for head in (1, 2, 3, 4))
-            page.goto(server.url + f"?text=h+e+l+l+o&off={off}&measure=norm&kind=cross")
-            payload = payload_where(page, "p.ablation && p.ablation.off.length === 8 && p.measures.includes('norm')")
-            assert not decode_attention(payload).cross.any() and not decode_attention(payload, "norm").cross.any()
-            assert payload["ablation"]["unmasked"] == unmasked
-            wait_for_title(page, "cross", "norm")
-            assert page.locator("#measure input[value=norm]").is_checked()
-            assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
+        # a link with every cross-attention head off and the norm: the decoder no longer sees the source
+        off = ",".join(f"c{layer}.{head}" for layer in (1, 2) for head in (1, 2, 3, 4))
+        page.goto(server.url + f"?text=h+e+l+l+o&off={off}&measure=norm&kind=cross")
+        payload = payload_where(page, "p.ablation && p.ablation.off.length === 8 && p.measures.includes('norm')")
+        assert not decode_attention(payload).cross.any() and not decode_attention(payload, "norm").cross.any()
+        assert payload["ablation"]["unmasked"] == unmasked
+        wait_for_title(page, "cross", "norm")
+        assert page.locator("#measure input[value=norm]").is_checked()
+        assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
 
-            # a model with a head analysis: role letters and shares in the head summary, and the Heads tab
-            if (ROOT / "checkpoints" / "en-de" / "head_roles.json").is_file():
-                roles_and_heads_tab(page, server.url)
-            assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
-        finally:
-            browser.close()
+        # a model with a head analysis: role letters and shares in the head summary, and the Heads tab
+        if (ROOT / "checkpoints" / "en-de" / "head_roles.json").is_file():
+            roles_and_heads_tab(page, server.url)
+        assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
