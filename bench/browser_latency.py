@@ -23,7 +23,6 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -32,6 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from machine import cpu_model  # noqa: E402  (bench/, the script's own directory)
 from app_server import running_app  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -105,13 +105,6 @@ def watch_then(page, action, scope: str, title: list[str] | None) -> None:
     action()
     page.wait_for_function("window.__t1 !== null", timeout=TIMEOUT_MS)
 
-
-def cpu_model() -> str:
-    """The CPU's model name (numbers are only comparable on one machine)."""
-    info = Path("/proc/cpuinfo")
-    names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines()
-             if line.startswith("model name")] if info.is_file() else []
-    return names[0] if names else platform.processor() or platform.machine()
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -47,6 +47,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from machine import cpu_model  # noqa: E402  (bench/, the script's own directory)
 from transformer.config import ModelConfig  # noqa: E402
 from transformer.decoding import (  # noqa: E402
     Hypothesis, beam_search, default_max_len, greedy_decode, length_penalty_factor, next_token_log_probs,
@@ -248,13 +249,6 @@ def int8_rows(row: dict, int8_names: list[str], fp32_ms: float) -> None:
         if isinstance(row.get("marian_generate"), dict):
             row[f"{name}_speedup_vs_marian"] = round(row["marian_generate"]["p50_ms"] / ms, 2)
 
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (every number is only comparable on one machine)."""
-    info = Path("/proc/cpuinfo")
-    names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines()
-             if line.startswith("model name")] if info.is_file() else []
-    return names[0] if names else "unknown"
 
 
 def main() -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from machine import cpu_model  # noqa: E402  (bench/, the script's own directory)
 from app_server import running_app  # noqa: E402
 
 SENTENCES_EN = [  # my own sentences
@@ -40,11 +41,6 @@ SENTENCES_EN = [  # my own sentences
 PAUSE_S = 2.0  # between the phases
 SENTENCES_TOY = ["q u i c k b r o w n f o x", "h e l l o", "a b c d e f g", "z y x w v u t"]
 
-
-def cpu_model() -> str:
-    names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-             if line.startswith("model name")] if Path("/proc/cpuinfo").is_file() else []
-    return names[0] if names else "unknown"
 
 
 def shared_tls_context() -> ssl.SSLContext:

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from machine import cpu_model  # noqa: E402  (bench/, the script's own directory)
 from transformer.config import ModelConfig  # noqa: E402
 from transformer.training.data import collate  # noqa: E402
 from transformer.model import PositionalEncoding, Transformer  # noqa: E402
@@ -157,11 +158,6 @@ def main() -> None:
         "mean_loss_timed_steps": {k: round(statistics.mean(m._bench_losses[2:]), 4) for k, m in models.items()},
     }))
 
-
-def cpu_model() -> str:
-    names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-             if line.startswith("model name")] if Path("/proc/cpuinfo").is_file() else []
-    return names[0] if names else "unknown"
 
 
 if __name__ == "__main__":
