@@ -27,6 +27,7 @@ class ModelConfig:
     bos_id: int = 2
     eos_id: int = 3
     unk_id: int = 1
+    placeholders: int = 0  # the last ids of the vocabulary are placeholders ⟨1⟩.. (transformer.placeholders)
 
     def __post_init__(self) -> None:
         problems = []
@@ -51,6 +52,8 @@ class ModelConfig:
         for name, value in specials.items():
             if not 0 <= value < min(self.src_vocab_size, self.tgt_vocab_size):
                 problems.append(f"{name} ({value}) is outside the vocabulary")
+        if not 0 <= self.placeholders <= 9 or self.placeholders >= min(self.src_vocab_size, self.tgt_vocab_size):
+            problems.append(f"placeholders must be in 0..9 and fewer than the vocabulary, got {self.placeholders!r}")
         if len(set(specials.values())) != len(specials):
             problems.append(f"special token ids must be distinct, got {specials}")
         if problems:

@@ -19,6 +19,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_model
 
 from .casing import TRUECASE_FILE, Truecaser, load_truecaser
+from .placeholders import read_copied_words, write_copied_words
 from .config import ModelConfig
 from .model import Transformer
 from .tokenizer import TextTokenizer
@@ -50,6 +51,7 @@ class PretrainedTransformer(
         super().__init__(config)
         self.tokenizer: TextTokenizer | None = None
         self.truecaser: Truecaser | None = None  # how typed input is recased (casing.py); None: unshout only
+        self.copied_words: set[str] = set()  # names the training data copies (placeholders.py)
 
     def _save_pretrained(self, save_directory: Path) -> None:
         # Shared (tied) tensors are stored once; safetensors' save_model handles that.
@@ -58,6 +60,8 @@ class PretrainedTransformer(
             self.tokenizer.save(save_directory / TOKENIZER_FILE)
         if self.truecaser is not None:
             self.truecaser.save(save_directory / TRUECASE_FILE)
+        if self.config.placeholders:
+            write_copied_words(self.copied_words, save_directory)
 
     @classmethod
     def from_pretrained(
@@ -156,9 +160,11 @@ def load_checkpoint(directory: str | os.PathLike, device: str = "cpu") -> Pretra
         model.truecaser = load_truecaser(directory)
     except (ValueError, IndexError, UnicodeDecodeError) as err:
         raise CheckpointError(f"{directory / TRUECASE_FILE}: not a Moses truecase model ({err})") from None
-    if model.tokenizer.vocab_size > config.src_vocab_size:
+    model.copied_words = read_copied_words(directory)
+    if model.tokenizer.vocab_size + config.placeholders > config.src_vocab_size:
         raise CheckpointError(
-            f"{tok_path}: {model.tokenizer.vocab_size} tokens, more than the model's vocabulary ({config.src_vocab_size})"
+            f"{tok_path}: {model.tokenizer.vocab_size} tokens and {config.placeholders} placeholders, more than the "
+            f"model's vocabulary ({config.src_vocab_size})"
         )
     return model.to(device).eval()
 
@@ -169,6 +175,7 @@ def save_checkpoint(
     directory: str | os.PathLike,
     half_precision: bool = False,
     truecaser: Truecaser | None = None,
+    copied_words: set[str] | None = None,
 ) -> Path:
     """Write config.json, model.safetensors (optionally float16), tokenizer.json and, when given, the
     truecase model into `directory`."""
@@ -179,6 +186,7 @@ def save_checkpoint(
         pretrained.half()
     pretrained.tokenizer = tokenizer
     pretrained.truecaser = truecaser
+    pretrained.copied_words = set(copied_words or ())
     pretrained.save_pretrained(directory, config=model.config)
     return directory
 

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Encoding, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>")  # ids 0, 1, 2, 3, recorded in ModelConfig
 PAD, UNK, BOS, EOS = SPECIAL_TOKENS
@@ -77,7 +77,11 @@ class TextTokenizer:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+        return [e.ids for e in self.encodings(texts)]
+
+    def encodings(self, texts: list[str]) -> list[Encoding]:
+        """The `tokenizers` encodings: ids, token strings and each token's character offsets."""
+        return self.tokenizer.encode_batch(texts, add_special_tokens=False)
 
     def with_dropout(self, p: float) -> "TextTokenizer":
         """A copy that drops each BPE merge with probability p (BPE-dropout, for training data only)."""

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Sequence
+
+from transformer.placeholders import placeholder_text
 
 # Real first names and places from many languages. The held-out names-and-numbers test set
 # (tests/data/names_numbers.tsv) uses other names, so its score measures copying, not recall.
@@ -116,3 +119,36 @@ def entity_swapped_pairs(sources: Sequence[str], targets: Sequence[str], name_co
             out_src.append(swapped[0])
             out_tgt.append(swapped[1])
     return out_src, out_tgt
+
+
+def with_placeholders(src: str, tgt: str, limit: int) -> tuple[str, str] | None:
+    """The pair with each shared entity written as a placeholder ("⟨1⟩", numbered in order of the source),
+    as `transformer.placeholders` reads a typed sentence; None without shared entities or with more than
+    `limit` of them."""
+    entities = shared_entities(src, tgt)
+    if not entities or len(entities) > limit:
+        return None
+    entities.sort(key=lambda e: src.find(e[1]))
+    for k, (kind, old) in enumerate(entities):  # a private-use character first: "⟨1⟩" holds a number
+        new = chr(0xE000 + k)
+        src, tgt = _replace(src, old, new, kind != "name"), _replace(tgt, old, new, kind != "name")
+    marks = {chr(0xE000 + k): placeholder_text(k) for k in range(len(entities))}
+    return tuple("".join(marks.get(c, c) for c in text) for text in (src, tgt))
+
+
+def placeholder_pairs(sources: Sequence[str], targets: Sequence[str], limit: int) -> tuple[list[str], list[str]]:
+    """`with_placeholders` of every pair that shares an entity."""
+    out = [p for p in (with_placeholders(s, t, limit) for s, t in zip(sources, targets)) if p is not None]
+    return [s for s, _ in out], [t for _, t in out]
+
+
+def copied_words(sources: Sequence[str], targets: Sequence[str], min_share: float = 0.5) -> set[str]:
+    """Capitalised source words that the target writes unchanged in at least `min_share` of the pairs
+    holding them ("Tom", "Boston"; not "Monday" or "Germany"): names the placeholders stand for."""
+    seen: Counter[str] = Counter()
+    copied: Counter[str] = Counter()
+    for src, tgt in zip(sources, targets):
+        words = set(_NAME.findall(src))
+        seen.update(words)
+        copied.update(w for kind, w in shared_entities(src, tgt) if kind == "name")
+    return {w for w, n in copied.items() if n >= min_share * seen[w]}

@@ -16,6 +16,7 @@ class TrainConfig:
     rare_holdout: str = ""  # hold this corpus's rare-word split (rare_split.py) out of train; select on it too
     name_swap_copies: int = 0  # entity-swapped copies of each pair sharing a name (augment.py); 0: none
     number_swap_copies: int = 0  # entity-swapped copies of each pair sharing a number or clock time
+    placeholder_copies: int = 0  # copies of each pair sharing an entity, with the entities as placeholders
     bpe_dropout: float = 0.0  # BPE-dropout (Provilkov et al. 2020) on training pairs (unseeded in tokenizers); 0: none
     src_lang: str = "en"
     tgt_lang: str = "de"
@@ -36,6 +37,7 @@ class TrainConfig:
     norm_first: bool = True
     tie_embeddings: bool = True
     max_len: int = 256
+    placeholders: int = 0  # placeholder tokens ⟨1⟩..⟨N⟩ after the tokenizer's vocabulary (transformer.placeholders)
     init_from: str = ""  # start from this checkpoint's weights and tokenizer (fine-tuning); "": from scratch
     # optimisation
     max_tokens: int = 4096  # padded target/source tokens per batch, per process
@@ -95,6 +97,17 @@ PRESETS: dict[str, dict] = {
         max_tokens=4096, accum_steps=1, lr=2e-4, warmup_steps=100, schedule="cosine", max_steps=2000,
         max_epochs=100, max_minutes=80, val_every=500, patience=0, bf16=True,  # AVX-512 BF16: 1.9x (README)
         threads=2, run_dir="runs/en-de-names-cpu", output="checkpoints/en-de-names-cpu", keep_last=3, average_last=3,
+    ),
+    "en-de-placeholders-cpu": dict(  # en-de-names-cpu fine-tuned to read and write names as placeholders (issue 18)
+        # init_from: the en-de-names-cpu model (checkpoints/en-de at commit c66dc83); 8 placeholder ids added
+        task="translation", corpora=("tatoeba-en-de", "multi30k:3"), vocab_size=16000, init_from="checkpoints/en-de",
+        rare_holdout="tatoeba-en-de", placeholders=8, placeholder_copies=2,
+        src_lowercase_prob=0.2, src_no_punct_prob=0.2, name_swap_copies=4, number_swap_copies=8, bpe_dropout=0.1,
+        d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
+        max_tokens=4096, accum_steps=1, lr=2e-4, warmup_steps=100, schedule="cosine", max_steps=2000,
+        max_epochs=100, max_minutes=72, val_every=500, patience=0, bf16=True,
+        threads=2, run_dir="runs/en-de-placeholders-cpu", output="checkpoints/en-de-placeholders-cpu", keep_last=3,
+        average_last=3,
     ),
     "multi30k-en-de": dict(
         task="multi30k", vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4, n_decoder_layers=4, d_ff=1024,

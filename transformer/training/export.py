@@ -75,7 +75,7 @@ def export_candidates(run: RunDirectory, cfg: TrainConfig, step: int) -> dict[st
 
 def export_run(run: RunDirectory, cfg: TrainConfig, model: Transformer, tokenizer: TextTokenizer,
                validate: Callable[[Transformer], dict], progress: Progress, world: int = 1,
-               truecaser: Truecaser | None = None) -> dict:
+               truecaser: Truecaser | None = None, copied_words: set[str] | None = None) -> dict:
     """Choose on validation between the export candidates (or the model as it is, when there are
     none); export the winner to `cfg.output`, in float16 when that moves validation by < 0.1;
     return the training summary (also written as training.json)."""
@@ -96,7 +96,7 @@ def export_run(run: RunDirectory, cfg: TrainConfig, model: Transformer, tokenize
         half = abs(score16 - score) < 0.1
         log.info("float16 round trip: validation score %.2f (%s)", score16, "kept" if half else "rejected")
     out = Path(cfg.output)
-    save_checkpoint(model, tokenizer, out, half_precision=half, truecaser=truecaser)
+    save_checkpoint(model, tokenizer, out, half_precision=half, truecaser=truecaser, copied_words=copied_words)
     (out / "metrics.json").unlink(missing_ok=True)  # scores of the model this export replaces
     if run.log_path.is_file():
         shutil.copyfile(run.log_path, out / "train_log.jsonl")

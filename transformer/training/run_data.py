@@ -3,12 +3,14 @@ each epoch's batches (the corpus mixture, source noise, token buckets, this rank
 from __future__ import annotations
 
 import shutil
+from functools import partial
 from pathlib import Path
 
 from transformer.casing import Truecaser
+from transformer.placeholders import encode_marked
 from transformer.tokenizer import TextTokenizer, toy_tokenizer, train_tokenizer
 
-from .augment import entity_swapped_pairs
+from .augment import copied_words, entity_swapped_pairs, placeholder_pairs
 from .config import TrainConfig
 from .corpora import (
     CorpusSpec,
@@ -46,6 +48,7 @@ class RunData:
         self.noise = SourceNoise(cfg.src_lowercase_prob, cfg.src_no_punct_prob)
         self.corpora = run_corpora(cfg)
         self.tokenizer = self._tokenizer(run_dir, resume, is_main)
+        self.copied_words: set[str] = set()  # names the training data copies (placeholders.py), set by _pairs
         self.train_set, self.corpus_sizes, self.val_sets, self.val_refs = self._pairs()
         self.truecaser = Truecaser.train(self.train_sources, cfg.src_lang) if self.corpora else None
 
@@ -103,12 +106,19 @@ class RunData:
                 val_sets[name] = PairDataset(list(zip(enc(va_src), enc(va_tgt))), cfg.max_len)
                 val_refs[name] = va_tgt
         self.train_sources = sources[:]  # the English the truecaser learns from (no augmented pairs)
+        self.copied_words = copied_words(sources, targets) if cfg.placeholders else set()
         if cfg.name_swap_copies or cfg.number_swap_copies:  # one more block, drawn with weight 1
             swapped = entity_swapped_pairs(sources, targets, cfg.name_swap_copies, cfg.number_swap_copies, cfg.seed)
             sources, targets = sources + swapped[0], targets + swapped[1]
             sizes.append(len(swapped[0]))
-        if cfg.bpe_dropout:  # each pair (and each source variant) gets one sampled segmentation
-            enc = self.tokenizer.with_dropout(cfg.bpe_dropout).encode_batch
+        if cfg.placeholders and cfg.placeholder_copies:  # one more block: entities as placeholders
+            marked = placeholder_pairs(self.train_sources, targets[: len(self.train_sources)], cfg.placeholders)
+            sources, targets = sources + marked[0] * cfg.placeholder_copies, targets + marked[1] * cfg.placeholder_copies
+            sizes.append(len(marked[0]) * cfg.placeholder_copies)
+        tokenizer = self.tokenizer.with_dropout(cfg.bpe_dropout) if cfg.bpe_dropout else self.tokenizer
+        # each pair (and each source variant) gets one sampled segmentation
+        enc = partial(encode_marked, tokenizer, first_id=tokenizer.vocab_size) if cfg.placeholders else \
+            tokenizer.encode_batch
         target_ids = enc(targets)
         if self.noise.active:
             forms = list(zip(*(source_variants(text) for text in sources)))  # one tuple per variant

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from transformer.config import ModelConfig
-from transformer.hub import load_weights_into, read_weights
+from transformer.hub import TIED_NAMES, load_weights_into, read_weights
 from transformer.model import Transformer
 
 from . import resume
@@ -61,8 +61,21 @@ def model_config(cfg: TrainConfig, data: RunData) -> ModelConfig:
     names = {f.name for f in fields(ModelConfig)}
     kwargs = {k: v for k, v in asdict(cfg).items() if k in names}
     t = data.tokenizer
-    return ModelConfig(**kwargs, src_vocab_size=t.vocab_size, tgt_vocab_size=t.vocab_size,
+    vocab = t.vocab_size + cfg.placeholders  # placeholder ids come after the tokenizer's
+    return ModelConfig(**kwargs, src_vocab_size=vocab, tgt_vocab_size=vocab,
                        pad_id=t.pad_id, bos_id=t.bos_id, eos_id=t.eos_id, unk_id=t.unk_id)
+
+
+def grown_vocabulary(weights: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
+    """Starting weights with embedding rows added for ids the checkpoint lacks (placeholders added when
+    fine-tuning), drawn with the spread of the existing rows; every other tensor unchanged."""
+    grown = dict(weights)
+    for name in TIED_NAMES:
+        old = grown.get(name)
+        if old is not None and old.size(0) < config.src_vocab_size:
+            extra = torch.randn(config.src_vocab_size - old.size(0), old.size(1), dtype=old.dtype, device=old.device)
+            grown[name] = torch.cat([old, extra * old.float().std().to(old.dtype)])
+    return grown
 
 
 class Trainer:
@@ -85,7 +98,8 @@ class Trainer:
         self.validate = Validator(self.tokenizer, self.data.val_sets, self.data.val_refs, self.device,
                                   cfg.max_tokens, cfg.val_batch_size, self.autocast)
         if cfg.init_from:  # fine-tuning: the starting weights; a resume state replaces them later
-            load_weights_into(self.model, read_weights(Path(cfg.init_from), str(self.device)), Path(cfg.init_from))
+            weights = read_weights(Path(cfg.init_from), str(self.device))
+            load_weights_into(self.model, grown_vocabulary(weights, self.model.config), Path(cfg.init_from))
         self.progress = Progress()  # restored by --resume
         self.steps_per_epoch = len(self.data.epoch_batches(0)) // cfg.accum_steps
         self.optimizer, self.scheduler = self._optimizer()
@@ -267,4 +281,4 @@ class Trainer:
     def export(self) -> dict:
         """Choose the final model on validation and write it to --output (`export.export_run`)."""
         return export_run(self.run, self.cfg, self.model, self.tokenizer, self.validate, self.progress, self.world,
-                          truecaser=self.data.truecaser)
+                          truecaser=self.data.truecaser, copied_words=self.data.copied_words)
