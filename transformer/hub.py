@@ -161,9 +161,12 @@ def load_checkpoint(directory: str | os.PathLike, device: str = "cpu") -> Pretra
     except (ValueError, IndexError, UnicodeDecodeError) as err:
         raise CheckpointError(f"{directory / TRUECASE_FILE}: not a Moses truecase model ({err})") from None
     model.copied_words = read_copied_words(directory)
-    if model.tokenizer.vocab_size + config.placeholders > config.src_vocab_size:
+    model.tokenizer.placeholders = config.placeholders
+    fits = (model.tokenizer.vocab_size + config.placeholders == config.src_vocab_size if config.placeholders else
+            model.tokenizer.vocab_size <= config.src_vocab_size)
+    if not fits:
         raise CheckpointError(
-            f"{tok_path}: {model.tokenizer.vocab_size} tokens and {config.placeholders} placeholders, more than the "
+            f"{tok_path}: {model.tokenizer.vocab_size} tokens and {config.placeholders} placeholders do not fit the "
             f"model's vocabulary ({config.src_vocab_size})"
         )
     return model.to(device).eval()

@@ -25,16 +25,16 @@ from pathlib import Path
 
 from tokenizers import Encoding
 
-from .tokenizer import TextTokenizer
+from .tokenizer import PLACEHOLDER, TextTokenizer
 
 COPIED_WORDS_FILE = "copied_words.txt"  # in a checkpoint directory: one word a line
-PLACEHOLDER = "⟨{}⟩"  # the text of placeholder k (1-based)
 PLACEHOLDER_SPAN = re.compile(r"⟨(\d)⟩")
 
-_CLOCK = r"\d{1,2}:\d{2}(?!\d)"
-_NUMBER = r"\d+(?:[.,]\d+)*"
-_WORD = r"[^\W\d_]+(?:-[^\W\d_]+)*"  # "Jean-Luc"; "Greta's" and "didn't" end at the apostrophe
-_TOKEN = re.compile(rf"(?<![\w:.,])(?:{_CLOCK}|{_NUMBER})(?!\w)|(?<![\w'’-]){_WORD}")
+# A clock time or a plain number: "3,500" and "2.5" stay text, as training never marks them (German writes
+# "3.500" and "2,5"). A word: letters, or letters joined by hyphens ("Jean-Luc"); it ends at an apostrophe.
+_CLOCK = r"\d{1,2}:\d{2}"
+_WORD = r"[^\W\d_]+(?:-[^\W\d_]+)*"
+_TOKEN = re.compile(rf"(?<![\w:.,])(?:{_CLOCK}|\d+)(?!\w|[.,:]\d)|(?<![\w'’-]){_WORD}")
 
 
 @dataclass(frozen=True)

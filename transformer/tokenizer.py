@@ -8,11 +8,12 @@ Characters never seen in training become `<unk>`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tokenizers import Encoding, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+PLACEHOLDER = "⟨{}⟩"  # the text of placeholder k (1-based; transformer.placeholders)
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>")  # ids 0, 1, 2, 3, recorded in ModelConfig
 PAD, UNK, BOS, EOS = SPECIAL_TOKENS
 
@@ -55,6 +56,7 @@ class TextTokenizer:
         self.pad_id, self.unk_id, self.bos_id, self.eos_id = (tokenizer.token_to_id(t) for t in SPECIAL_TOKENS)
         if None in (self.pad_id, self.unk_id, self.bos_id, self.eos_id):
             raise ValueError(f"tokenizer lacks one of the special tokens {SPECIAL_TOKENS}")
+        self.placeholders = 0  # ids vocab_size .. vocab_size + placeholders - 1 are ⟨1⟩, ⟨2⟩, ... (placeholders.py)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "TextTokenizer":
@@ -89,18 +91,27 @@ class TextTokenizer:
         sampled.model.dropout = p
         return TextTokenizer(sampled)
 
-    def decode(self, ids: Iterable[int]) -> str:
-        """Ids -> text; special tokens are dropped."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+    def decode(self, ids: Iterable[int], entities: Sequence[str] = ()) -> str:
+        """Ids -> text; special tokens are dropped, placeholder k becomes `entities[k]` as a word (dropped
+        when there is no such entity)."""
+        ids = list(ids)
+        first = self.vocab_size
+        if not any(i >= first for i in ids):
+            return self.tokenizer.decode(ids, skip_special_tokens=True)
+        specials = {self.pad_id, self.unk_id, self.bos_id, self.eos_id}
+        tokens = [("▁" + entities[i - first] if i - first < len(entities) else "") if i >= first
+                  else self.tokenizer.id_to_token(i) for i in ids if i not in specials]
+        return self.tokenizer.decoder.decode([t for t in tokens if t])
 
     def decode_batch(self, batch: list[list[int]]) -> list[str]:
         return self.tokenizer.decode_batch(batch, skip_special_tokens=True)
 
     def id_to_token(self, i: int) -> str:
-        return self.tokenizer.id_to_token(i)
+        k = i - self.vocab_size
+        return PLACEHOLDER.format(k + 1) if 0 <= k < self.placeholders else self.tokenizer.id_to_token(i)
 
     def ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
-        return [self.tokenizer.id_to_token(i) for i in ids]
+        return [self.id_to_token(i) for i in ids]
 
 
 def toy_tokenizer(n_symbols: int = 26) -> Tokenizer:

@@ -41,9 +41,10 @@ from .decoding import (
     strip_specials,
     translate_ids,
 )
-from .casing import Truecaser, prepare_source
+from .casing import Truecaser, case_form, prepare_source
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
 from .model import HeadMask, Transformer, causal_mask, pad_sequences
+from .placeholders import entity_spans, find_entities, splice
 from .quantize import PRECISIONS, int8_search_model
 from .search_trace import SearchTrace
 from .tokenizer import TextTokenizer
@@ -99,6 +100,7 @@ class Source:
     ids: list[int]  # model input, <eos> included
     truncated: bool  # the text was longer than the model's source limit and was cut
     text: str  # the text as the model read it (`Translator.prepare`)
+    entities: tuple[str, ...] = ()  # what placeholder ⟨k+1⟩ stands for (`transformer.placeholders`)
 
 
 @dataclass
@@ -116,6 +118,7 @@ class Translation:
     attention: Attention | None = None
     search: SearchTrace | None = None  # only with translate(..., record_search=True)
     model_input: str = ""  # the text as the model read it (`Translator.prepare`: recased when typed in one case)
+    entities: tuple[str, ...] = ()  # what placeholder ⟨k+1⟩ of the tokens stands for (`transformer.placeholders`)
     head_mask: HeadMask | None = None  # heads switched off (`translate(..., head_mask=...)`); None: all on
 
     @property
@@ -164,6 +167,7 @@ class Translator:
         self.tokenizer = tokenizer
         self.truecaser = truecaser if truecaser is not None else getattr(model, "truecaser", None)
         self.prepare_input = prepare_input  # False: the text goes to the tokenizer as typed (measurements)
+        self.copied_words: set[str] = getattr(model, "copied_words", set())  # names placeholders stand for
         self.name = name
         self.device = next(model.parameters()).device
         # what greedy and beam search run (an int8 copy of the decoder: `quantize.int8_search_model`);
@@ -187,14 +191,24 @@ class Translator:
         if not text.strip():
             raise ValueError("text is empty: type a sentence to translate")
         prepared = self.prepare(text)
-        ids = self.tokenizer.encode(prepared)
+        encoding = self.tokenizer.encodings([prepared])[0]
+        ids, entities = encoding.ids, ()
+        if self.model.config.placeholders:  # names and numbers as placeholder ids
+            found = find_entities(prepared, self._known, self.copied_words, one_case=case_form(text) != "mixed",
+                                  limit=self.model.config.placeholders)
+            spans, entities = entity_spans(found)
+            ids = splice(encoding, spans, first_id=self.tokenizer.vocab_size)
         if not ids:
             raise ValueError("text has nothing to translate after normalisation")
         truncated = len(ids) > self.max_source_tokens
-        return Source(ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated, prepared)
+        return Source(ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated, prepared, tuple(entities))
 
-    def _candidate(self, hyp: Hypothesis) -> Candidate:
-        text = self.tokenizer.decode(strip_specials(hyp.tokens, self.model))
+    def _known(self, word: str) -> bool:
+        """Whether the training English holds `word` (no truecase model: every word counts as known)."""
+        return self.truecaser is None or self.truecaser.knows(word)
+
+    def _candidate(self, hyp: Hypothesis, source: Source) -> Candidate:
+        text = self.tokenizer.decode(strip_specials(hyp.tokens, self.model), source.entities)
         return Candidate(text, self.tokenizer.ids_to_tokens(hyp.tokens), hyp.tokens, hyp.score, hyp.log_prob)
 
     def translate(
@@ -257,12 +271,13 @@ class Translator:
             nbests, traces = (out.hypotheses, out.traces) if record_search else (out, [])
         results = []
         for i, (source, hyps) in enumerate(zip(sources, nbests)):
-            candidates = [self._candidate(h) for h in hyps]
+            candidates = [self._candidate(h, source) for h in hyps]
             best = candidates[0]
             results.append(Translation(
                 text=best.text, src_tokens=self.tokenizer.ids_to_tokens(source.ids), tgt_tokens=best.tokens,
                 score=best.score, log_prob=best.log_prob, truncated=source.truncated, candidates=candidates,
                 method=method, beam_size=beam_size, src_ids=source.ids, model_input=source.text, head_mask=mask,
+                entities=source.entities,
                 search=traces[i].name_tokens(self.tokenizer.ids_to_tokens) if traces else None,
             ))
         if return_attention:
@@ -349,14 +364,20 @@ class Translator:
         (`prepare`), so `translate_batch(xs)[i] == translate(xs[i]).text`. Empty inputs give empty outputs."""
         check_options(method, beam_size, length_penalty, None)
         mask = as_head_mask(head_mask, self.model.config, self.device)
-        sources = [self.tokenizer.encode(self.prepare(t))[: self.max_source_tokens] if t.strip() else [] for t in texts]
-        keep = [i for i, s in enumerate(sources) if s]
-        outputs = translate_ids(self.search_model, [sources[i] for i in keep], method, beam_size, length_penalty,
-                                batch_size, head_mask=mask)
+        sources = [self._source_or_none(t) for t in texts]
+        keep = [i for i, s in enumerate(sources) if s is not None]
+        outputs = translate_ids(self.search_model, [sources[i].ids[:-1] for i in keep], method, beam_size,
+                                length_penalty, batch_size, head_mask=mask)
         texts_out = [""] * len(texts)
         for i, ids in zip(keep, outputs):
-            texts_out[i] = self.tokenizer.decode(ids)
+            texts_out[i] = self.tokenizer.decode(ids, sources[i].entities)
         return texts_out
+
+    def _source_or_none(self, text: str) -> Source | None:
+        try:
+            return self.source(text)
+        except ValueError:  # nothing to translate: an empty output
+            return None
 
 
 def load_pretrained(name_or_path: str | os.PathLike, device: str = "cpu", quantize: str | None = None,

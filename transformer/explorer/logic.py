@@ -27,6 +27,7 @@ import plotly.graph_objects as go
 
 from transformer.batching import BatcherBusy
 from transformer.hub import resolve_checkpoint, training_progress
+from transformer.placeholders import placeholder_text
 from transformer.translator import Attention, Translation, Translator, load_pretrained
 
 from . import page, viz
@@ -317,6 +318,10 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
     if translation.model_input != text:
         notices.append(f"Read as “{translation.model_input}”: text typed all in capitals or all in lower case is "
                        "recased the way the training sentences are written, so that names keep their capitals.")
+    if translation.entities:
+        shown = ", ".join(f"{placeholder_text(k)} {e}" for k, e in enumerate(translation.entities))
+        notices.append(f"Names and numbers as placeholders ({shown}): the model reads and writes the placeholder "
+                       "token, which is what the maps show, and the translation puts the name or number back.")
     if translation.truncated:
         notices.append(f"The input is longer than this model's limit of {tr.max_source_tokens} tokens: "
                        f"only the first {tr.max_source_tokens} tokens were translated.")

@@ -1,0 +1,134 @@
+"""Names and numbers as placeholders (transformer/placeholders.py): which words become placeholders,
+how their tokens are spliced, that training text and typed text give the same ids, and the way back."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer.config import ModelConfig
+from transformer.hub import CheckpointError, load_checkpoint, save_checkpoint
+from transformer.model import Transformer
+from transformer.placeholders import encode_marked, entity_spans, find_entities, splice
+from transformer.tokenizer import TextTokenizer
+from transformer.training.augment import copied_words, placeholder_pairs, with_placeholders
+from transformer.training.trainer import grown_vocabulary
+from transformer.translator import Translator
+
+ROOT = Path(__file__).resolve().parents[1]
+KNOWN = {"my", "name", "is", "i", "met", "in", "on", "monday", "at", "and", "the", "didn", "t", "see", "well", "known",
+         "tom", "germany", "it", "or", "car", "dog", "s", "v", "brother", "has", "eggs", "since", "time"}
+
+
+def known(word: str) -> bool:
+    return word.lower() in KNOWN
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> TextTokenizer:
+    return TextTokenizer.from_file(ROOT / "checkpoints" / "en-de" / "tokenizer.json")
+
+
+def texts(text: str, one_case: bool = False, copied: frozenset = frozenset({"Tom"}), limit: int = 8) -> list[str]:
+    return [e.text for e in find_entities(text, known, set(copied), one_case, limit)]
+
+
+def test_numbers_clock_times_copied_and_unseen_names_are_entities():
+    assert texts("I met Tom and Wairimu in Germany on Monday at 6:45 in 1983.") == ["Tom", "Wairimu", "6:45", "1983"]
+    assert texts("My name is Oluwaseun-Ade.") == ["Oluwaseun-Ade"]
+
+
+def test_separated_numbers_and_words_inside_others_stay_text():
+    assert texts("It is 3,500 or 2.5 or v2 or 12:30:11.") == []
+    assert texts("Tom's car didn't see Quillon's dog.") == ["Tom", "Quillon"]
+
+
+def test_unseen_lower_case_words_count_only_in_text_typed_in_one_case():
+    assert texts("my name is wairimu") == []
+    assert texts("my name is wairimu", one_case=True) == ["wairimu"]
+    assert texts("my well-known name", one_case=True) == []
+
+
+def test_at_most_limit_distinct_entities_and_repeats_share_one():
+    found = find_entities("Tom met Ayo, Tom met Ebi and 12.", known, {"Tom"}, False, limit=2)
+    spans, entities = entity_spans(found)
+    assert entities == ["Tom", "Ayo"] and [k for *_, k in spans] == [0, 1, 0]
+
+
+def test_splice_replaces_a_whole_word_with_one_id(tokenizer):
+    text = "My name is Oluwaseun, I met Tom's dog in 1983."
+    spans, entities = entity_spans(find_entities(text, known, {"Tom"}, False, 8))
+    ids = splice(tokenizer.encodings([text])[0], spans, first_id=tokenizer.vocab_size)
+    tokenizer.placeholders = 8
+    tokens = tokenizer.ids_to_tokens(ids)
+    assert entities == ["Oluwaseun", "Tom", "1983"]
+    assert tokens == ["▁My", "▁name", "▁is", "⟨1⟩", ",", "▁I", "▁met", "⟨2⟩", "'", "s", "▁dog", "▁in", "⟨3⟩", "."]
+    assert tokenizer.decode(ids, entities) == text
+
+
+def test_training_marks_give_the_ids_typed_entities_give(tokenizer):
+    for typed, entities in [("My name is Wairimu.", ["Wairimu"]), ("Tom has 12 eggs since 6:45.", ["Tom", "12", "6:45"]),
+                            ("Wairimu's brother", ["Wairimu"])]:
+        marked = typed
+        for k, entity in enumerate(entities):
+            marked = marked.replace(entity, f"⟨{k + 1}⟩")
+        spans, _ = entity_spans(find_entities(typed, known, {"Tom"}, False, 8))
+        expected = splice(tokenizer.encodings([typed])[0], spans, first_id=tokenizer.vocab_size)
+        assert encode_marked(tokenizer, [marked], first_id=tokenizer.vocab_size) == [expected]
+        dropout = tokenizer.with_dropout(0.5)  # any segmentation of the rest: the placeholder is one id
+        assert all(tokenizer.vocab_size in encode_marked(dropout, [marked], tokenizer.vocab_size)[0] for _ in range(5))
+
+
+def test_decode_drops_a_placeholder_the_source_did_not_have(tokenizer):
+    tokenizer.placeholders = 8
+    ids = tokenizer.encode("Ich sah.")
+    ids[-1:-1] = [tokenizer.vocab_size + 1, tokenizer.vocab_size]  # ⟨2⟩ ⟨1⟩ before the full stop
+    assert tokenizer.decode(ids, ["Ayo"]) == "Ich sah Ayo."
+    assert tokenizer.decode(tokenizer.encode("Ich sah.")) == "Ich sah."
+
+
+def test_with_placeholders_numbers_entities_in_source_order():
+    src, tgt = with_placeholders("Ayo met Ebi 1 time at 6:45.", "Um 6:45 traf Ayo Ebi 1 Mal.", limit=8)
+    assert (src, tgt) == ("⟨1⟩ met ⟨2⟩ ⟨3⟩ time at ⟨4⟩.", "Um ⟨4⟩ traf ⟨1⟩ ⟨2⟩ ⟨3⟩ Mal.")
+    assert with_placeholders("On Monday.", "Am Montag.", limit=8) is None
+    assert with_placeholders("Ayo, Ebi and Femi.", "Ayo, Ebi und Femi.", limit=2) is None
+    assert placeholder_pairs(["On Monday.", "Ayo is here."], ["Am Montag.", "Ayo ist hier."], 8) == (
+        ["⟨1⟩ is here."], ["⟨1⟩ ist hier."])
+
+
+def test_copied_words_are_names_the_targets_keep():
+    src = ["Ayo is here.", "On Monday Ayo left.", "Monday is fine.", "Germany is big.", "Ayo met Bea."]
+    tgt = ["Ayo ist hier.", "Am Montag ging Ayo.", "Montag ist gut.", "Deutschland ist groß.", "Ayo traf Bea."]
+    assert copied_words(src, tgt) == {"Ayo", "Bea"}
+
+
+def test_fine_tuning_grows_the_vocabulary_for_placeholders():
+    small = Transformer(ModelConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, d_ff=32,
+                                    n_encoder_layers=1, n_decoder_layers=1))
+    config = ModelConfig(src_vocab_size=23, tgt_vocab_size=23, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1,
+                         n_decoder_layers=1, placeholders=3)
+    grown = grown_vocabulary(small.state_dict(), config)
+    model = Transformer(config)
+    model.load_state_dict(grown)
+    assert torch.equal(model.src_embed.weight[:20], small.src_embed.weight)
+    assert model.generator.weight.data_ptr() == model.src_embed.weight.data_ptr()
+
+
+def test_a_placeholder_checkpoint_round_trips_and_translates(tmp_path, tokenizer):
+    config = ModelConfig(src_vocab_size=tokenizer.vocab_size + 2, tgt_vocab_size=tokenizer.vocab_size + 2,
+                         d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1, placeholders=2)
+    save_checkpoint(Transformer(config), tokenizer, tmp_path, copied_words={"Ayo"})
+    model = load_checkpoint(tmp_path)
+    assert model.copied_words == {"Ayo"} and model.tokenizer.placeholders == 2
+    translator = Translator(model, model.tokenizer)
+    result = translator.translate("Ayo met Ebi at 6:45 in 1983.", max_len=4)
+    # no truecase model, so every word counts as seen: Ebi stays text; at most 2 placeholders: 1983 too
+    assert result.entities == ("Ayo", "6:45") and result.src_tokens[0] == "⟨1⟩" and "⟨2⟩" in result.src_tokens
+    texts = ["Ayo and Ebi met Femi at 6:45.", "AYO IS HERE", "nothing to copy"]
+    assert translator.translate_batch(texts, method="greedy") == [translator.translate(t, method="greedy").text
+                                                                  for t in texts]
+    config.placeholders = 3
+    save_checkpoint(Transformer(config), tokenizer, tmp_path)  # 3 placeholders, vocabulary for 2
+    with pytest.raises(CheckpointError, match="placeholders do not fit"):
+        load_checkpoint(tmp_path)
