@@ -55,6 +55,7 @@ class Sample:
     references: list[str] = field(default_factory=list)
     src_ids: list[list[int]] = field(default_factory=list)  # prepared as the app prepares them, no specials
     ref_ids: list[list[int]] = field(default_factory=list)
+    entities: list[tuple[str, ...]] = field(default_factory=list)  # what each source's placeholders stand for
 
     def describe(self, split: str, seed: int) -> dict:
         counts = {c: self.corpus_of.count(i) for i, c in enumerate(self.corpora)}
@@ -67,12 +68,13 @@ def load_sample(tr: Translator, corpora: list[str], split: str, per_corpus: int,
         sources, references = CorpusSpec(name).load(split, "en", "de")
         pick = sorted(random.Random(seed).sample(range(len(sources)), min(per_corpus, len(sources))))
         for j in pick:
-            ids = tr.tokenizer.encode(tr.prepare(sources[j]))[: tr.max_source_tokens]
-            if ids:
+            source = tr.source(sources[j]) if sources[j].strip() else None
+            if source is not None and len(source.ids) > 1:
                 sample.corpus_of.append(i)
                 sample.sources.append(sources[j])
                 sample.references.append(references[j])
-                sample.src_ids.append(ids)
+                sample.src_ids.append(source.ids[:-1])
+                sample.entities.append(source.entities)
                 sample.ref_ids.append(tr.tokenizer.encode(references[j])[: tr.max_source_tokens])
     return sample
 
@@ -81,7 +83,7 @@ def greedy_bleu(tr: Translator, sample: Sample, head_mask: HeadMask | None = Non
                 batch_size: int = 64) -> tuple[dict[str, float], list[list[int]]]:
     """Greedy translations of the sample (with `head_mask`) -> (BLEU per corpus, output ids)."""
     outputs = translate_ids(tr.model, sample.src_ids, "greedy", batch_size=batch_size, head_mask=head_mask)
-    hyps = [tr.tokenizer.decode(ids) for ids in outputs]
+    hyps = [tr.tokenizer.decode(ids, entities) for ids, entities in zip(outputs, sample.entities)]
     scores = {}
     for i, name in enumerate(sample.corpora):
         idx = [j for j, c in enumerate(sample.corpus_of) if c == i]
