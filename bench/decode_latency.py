@@ -20,7 +20,8 @@ machine hits every row alike and the speedups stay comparable. Prints one JSON o
 
 `--compare DIR` also times another checkpoint's `translate(..., return_attention=True)` in the
 same rounds and reports `ratio_vs_compare`: our p50 over its p50 (each model translates the same
-sentence into its own output, whose length is reported beside it).
+sentence into its own output, whose length is reported beside it); and, loaded in int8 as the app
+serves both, `int8_ratio_vs_compare`: our `int8_with_attention` over its `compare_int8_with_attention`.
 
 int8 (issue 19): `int8_with_attention` / `int8_without_attention` are the same checkpoint loaded with
 `load_pretrained(..., quantize="int8")` (what the app serves by default: torch.ao dynamic quantisation
@@ -56,7 +57,7 @@ from transformer.hub import PretrainedTransformer  # noqa: E402
 from transformer.model import Transformer, causal_mask, padding_mask  # noqa: E402
 from transformer.quantize import int8_search_model  # noqa: E402
 from transformer.tokenizer import TextTokenizer, train_tokenizer  # noqa: E402
-from transformer.translator import Translator, load_pretrained  # noqa: E402
+from transformer.translator import Translation, Translator, load_pretrained  # noqa: E402
 
 SENTENCE = "A young man in a green jacket plays the guitar on the street."  # 13 words, our own
 
@@ -251,6 +252,15 @@ def int8_rows(row: dict, int8_names: list[str], fp32_ms: float) -> None:
 
 
 
+def compare_rows(row: dict, other_result: Translation, ours_ms: float) -> None:
+    """The --compare checkpoint's output length and our p50 over its p50, float32 and (as served) int8."""
+    row["compare_output_tokens"] = len(other_result.candidates[0].ids)
+    row["ratio_vs_compare"] = round(ours_ms / row["compare_with_attention"]["p50_ms"], 3)
+    if "int8_with_attention" in row:
+        row["int8_ratio_vs_compare"] = round(row["int8_with_attention"]["p50_ms"]
+                                             / row["compare_int8_with_attention"]["p50_ms"], 3)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", default="checkpoints/multi30k-en-de", help="used if present, else random weights")
@@ -264,6 +274,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     tr = load_pretrained(args.checkpoint) if Path(args.checkpoint).is_dir() else random_translator()
     other = load_pretrained(args.compare) if args.compare else None
+    other_int8 = load_pretrained(args.compare, quantize="int8") if args.compare else None
     sentence = args.sentence
     model = tr.model
     results: dict = {"model": tr.name, "parameters": model.num_parameters(), "threads": args.threads,
@@ -293,6 +304,7 @@ def main() -> None:
                 sentence, method=method, beam_size=beam, return_attention=True, record_search=True)
         if other is not None:
             fns["compare_with_attention"] = lambda: other.translate(sentence, method=method, beam_size=beam)
+            fns["compare_int8_with_attention"] = lambda: other_int8.translate(sentence, method=method, beam_size=beam)
         for name, t in int8.items():
             fns[f"{name}_with_attention"] = (lambda t=t: t.translate(sentence, method=method, beam_size=beam))
             if name == "int8":
@@ -311,8 +323,7 @@ def main() -> None:
             recording = row["ours_with_search_recording"]["p50_ms"]
             row["search_recording_overhead_pct"] = round(100 * (recording / ours - 1), 1)
         if other is not None:
-            row["compare_output_tokens"] = len(other.translate(sentence, method=method, beam_size=beam).candidates[0].ids)
-            row["ratio_vs_compare"] = round(ours / row["compare_with_attention"]["p50_ms"], 3)
+            compare_rows(row, other.translate(sentence, method=method, beam_size=beam), ours)
         if callable(marian):
             row["speedup_vs_marian"] = round(row["marian_generate"]["p50_ms"] / ours, 2)
         else:
