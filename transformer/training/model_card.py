@@ -68,6 +68,12 @@ def _corpus_lines(cfg: dict, corpora: list[CorpusSpec], truecased: bool) -> list
                   f"name, {cfg.get('number_swap_copies', 0)} of each pair sharing a number or clock time), with that "
                   "entity replaced on both sides by another (real names from many languages, made-up names, "
                   "random numbers), so that the model learns to copy names and numbers.", ""]
+    if cfg.get("placeholders"):
+        lines += [f"Names, numbers and clock times as placeholders: the model reads and writes them as tokens ⟨1⟩ to "
+                  f"⟨{cfg['placeholders']}⟩ (`transformer/placeholders.py`), and the translation puts them back. "
+                  f"Training added {cfg.get('placeholder_copies', 0)} copies of each pair whose two sides share such "
+                  "an entity, with the entities as placeholders; `copied_words.txt` lists the capitalised words "
+                  "the training data copies into German unchanged, which count as names.", ""]
     if cfg.get("bpe_dropout"):
         lines += [f"BPE-dropout {cfg['bpe_dropout']:g} (Provilkov et al., 2020): each training pair is tokenised "
                   "once with merges dropped at random.", ""]
