@@ -62,16 +62,45 @@ def rows_ending_at(limits: Sequence[int], rows_per_sentence: int = 1) -> dict[in
     return ending
 
 
+class PlaceholderRule:
+    """For a checkpoint with placeholders (`transformer.placeholders`): an output writes only placeholders
+    its source holds, and of a beam's finished hypotheses, those that write every one of them rank first
+    (the model's own n-best, reordered: a hypothesis that drops a name often scores higher, being
+    shorter). Forcing each placeholder instead, by forbidding <eos> until all are written, was tried: where
+    the model had left one out, it wrote on into nonsense."""
+
+    def __init__(self, model: Transformer, src: Tensor, rows_per_sentence: int = 1):
+        cfg = model.config
+        self.ids = torch.arange(cfg.tgt_vocab_size - cfg.placeholders, cfg.tgt_vocab_size, device=src.device)  # (P,)
+        self.present = (src[:, :, None] == self.ids).any(1)  # (B, P)
+        self.absent_rows = ~self.present.repeat_interleave(rows_per_sentence, 0)  # (N, P)
+
+    @classmethod
+    def for_model(cls, model: Transformer, src: Tensor, rows_per_sentence: int = 1) -> PlaceholderRule | None:
+        return cls(model, src, rows_per_sentence) if model.config.placeholders else None
+
+    def apply(self, log_probs: Tensor) -> None:
+        """Forbid, in `log_probs` (N, V), each row's placeholders that its source lacks."""
+        log_probs[:, self.ids] = log_probs[:, self.ids].masked_fill(self.absent_rows, float("-inf"))
+
+    def covering_first(self, nbest: list[list[Hypothesis]]) -> list[list[Hypothesis]]:
+        """Each sentence's hypotheses, those writing all of its source's placeholders first (stable)."""
+        wanted = [set(self.ids[row].tolist()) for row in self.present]
+        return [sorted(hyps, key=lambda h, w=w: not w <= set(h.tokens)) for hyps, w in zip(nbest, wanted)]
+
+
 def next_token_log_probs(model: Transformer, hidden: Tensor, step: int, max_len: int,
-                         ending_rows: list[int] | None = None) -> Tensor:
+                         ending_rows: list[int] | None = None, rule: PlaceholderRule | None = None) -> Tensor:
     """(N, 1, d_model) decoder output -> (N, V) log-probabilities of the next token.
 
-    <pad> and <bos> are never generated; on the last allowed step only <eos> is: step
-    `max_len - 1` for every row, or, when `ending_rows` is given, for those rows only.
+    <pad> and <bos> are never generated, nor placeholders `rule` forbids; on the last allowed step
+    only <eos> is: step `max_len - 1` for every row, or, when `ending_rows` is given, for those rows only.
     """
     cfg = model.config
     log_probs = model.project(hidden[:, -1]).float().log_softmax(-1)
     log_probs[:, [cfg.pad_id, cfg.bos_id]] = float("-inf")
+    if rule is not None:
+        rule.apply(log_probs)
     if ending_rows is None:
         ending_rows = list(range(log_probs.size(0))) if step == max_len - 1 else []
     if ending_rows:
@@ -151,9 +180,10 @@ def greedy_decode(
     log_probs = torch.zeros(B, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     recorder = SearchRecorder(B, "greedy", 1, length_penalty, cfg.bos_id) if record_search else None
+    rule = PlaceholderRule.for_model(model, src)
     for t in range(horizon):
         hidden, _, _ = model.decode(next_input, memory, src_mask, None, cache, head_mask=head_mask)
-        step_log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []))  # (B, V)
+        step_log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []), rule)  # (B, V)
         lp, token = step_log_probs.max(-1)  # (B,)
         if recorder is not None:
             _record_greedy_step(recorder, t, done, log_probs, step_log_probs, lp, token, cfg.eos_id,
@@ -281,9 +311,10 @@ def beam_search(
     beam_offset = (torch.arange(B, device=device) * K)[:, None]  # (B, 1)
     rank = torch.arange(2 * K, device=device)[None, :]  # (1, 2K)
     recorder = SearchRecorder(B, "beam", K, length_penalty, cfg.bos_id) if record_search else None
+    rule = PlaceholderRule.for_model(model, src, K)
     for t in range(horizon):
         hidden, _, _ = model.decode(tokens[:, -1:], memory, src_mask, None, cache, head_mask=beam_mask)
-        log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []))  # (B*K, V)
+        log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []), rule)  # (B*K, V)
         # A sentence's best 2K continuations are among the best 2K of each of its beams,
         # and ranking K * 2K numbers costs far less than ranking K * V.
         per_beam = min(2 * K, log_probs.size(-1))
@@ -309,6 +340,8 @@ def beam_search(
         if sentences.update(t, scores):
             break
     nbest = sentences.nbest(n_best)
+    if rule is not None:  # the K finished, covering ones first, then cut to n_best
+        nbest = [hyps[: n_best or K] for hyps in rule.covering_first(sentences.nbest(None))]
     if recorder is not None:
         return SearchOutput(nbest, recorder.finish(nbest))
     return nbest
