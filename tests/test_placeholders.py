@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from transformer.config import ModelConfig
+from transformer.decoding import Hypothesis, PlaceholderRule, beam_search, greedy_decode
 from transformer.hub import CheckpointError, load_checkpoint, save_checkpoint
 from transformer.model import Transformer
 from transformer.placeholders import encode_marked, entity_spans, find_entities, splice
@@ -132,3 +133,36 @@ def test_a_placeholder_checkpoint_round_trips_and_translates(tmp_path, tokenizer
     save_checkpoint(Transformer(config), tokenizer, tmp_path)  # 3 placeholders, vocabulary for 2
     with pytest.raises(CheckpointError, match="placeholders do not fit"):
         load_checkpoint(tmp_path)
+
+
+class FavouringPlaceholders(Transformer):
+    """A random model whose output layer always prefers the placeholders (ids 10 and 11 of 12)."""
+
+    def project(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = super().project(hidden)
+        logits[..., 10:] += 30.0
+        return logits
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam"])
+def test_the_search_writes_only_placeholders_the_source_holds(method):
+    torch.manual_seed(0)
+    model = FavouringPlaceholders(ModelConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=16, n_heads=2, d_ff=32,
+                                              n_encoder_layers=1, n_decoder_layers=1, placeholders=2)).eval()
+    src = torch.tensor([[5, 10, 6, 3], [5, 6, 7, 3]])  # ⟨1⟩ in the first sentence, no placeholder in the second
+    if method == "greedy":
+        outputs = [[h.tokens] for h in greedy_decode(model, src, max_len=6)]
+    else:
+        outputs = [[h.tokens for h in hyps] for hyps in beam_search(model, src, beam_size=3, max_len=6)]
+    assert all(11 not in tokens for tokens in outputs[0]) and any(10 in tokens for tokens in outputs[0])
+    assert all(10 not in tokens and 11 not in tokens for tokens in outputs[1])
+
+
+def test_hypotheses_that_write_every_placeholder_rank_first():
+    model = Transformer(ModelConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=16, n_heads=2, d_ff=32,
+                                    n_encoder_layers=1, n_decoder_layers=1, placeholders=2))
+    rule = PlaceholderRule(model, torch.tensor([[10, 11, 3], [4, 5, 3]]))
+    short, partial, full = Hypothesis([4, 3], -1.0, -1.0), Hypothesis([10, 3], -2.0, -2.0), \
+        Hypothesis([11, 10, 3], -3.0, -3.0)
+    assert rule.covering_first([[short, partial, full], [short, partial]]) == [[full, short, partial],
+                                                                                [short, partial]]
