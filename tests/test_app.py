@@ -26,7 +26,9 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 from transformer.explorer import logic  # noqa: E402
 from transformer.explorer.payload import decode_attention  # noqa: E402
-from transformer.translator import Attention, Candidate, StepRecord, Translation  # noqa: E402
+from transformer.translator import (  # noqa: E402
+    Attention, Candidate, StepRecord, Translation, load_pretrained,
+)
 
 EVIL = "<img src=x onerror=alert(1)>"
 ENV, WHICH = app_env()
@@ -155,6 +157,15 @@ def test_run_translation_says_how_it_read_all_caps_input(app):
     assert "Read as “the dog is sleeping.”" in notice and "Read as" not in quiet_notice
     assert shouted.translation.text == quiet.translation.text
     assert shouted.translation.src_tokens == quiet.translation.src_tokens
+
+
+def test_run_translation_lists_the_placeholders_the_model_read(app):
+    tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
+    result, notice = logic.run_translation(tr, "en-de", "My name is Wairimu and I was born in 1987.", "beam", 5)
+    translation = result.translation
+    assert "⟨1⟩ Wairimu, ⟨2⟩ 1987" in notice and translation.entities == ("Wairimu", "1987")
+    assert "⟨1⟩" in translation.src_tokens and "⟨2⟩" in translation.src_tokens  # what the maps show
+    assert "Wairimu" in translation.text and "1987" in translation.text  # what the translation says
 
 
 def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):

@@ -62,6 +62,7 @@ EXAMPLES_EN = [  # our own sentences: everyday English first, one caption last
     "The cat is sleeping on the sofa because it was very tired.",
     "We have lived in Munich for three years.",
     "She doesn't drink coffee, but she loves green tea.",
+    "My friend Oluwaseun moved to Plovdiv in 1983.",  # names and a year: placeholders in the maps
     "A man in a red jacket is riding his bike through the park.",
 ]
 EXAMPLES_CAPTIONS = [  # our own, for a model that only knows image captions
