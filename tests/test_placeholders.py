@@ -11,7 +11,7 @@ from transformer.config import ModelConfig
 from transformer.decoding import Hypothesis, PlaceholderRule, beam_search, greedy_decode
 from transformer.hub import CheckpointError, load_checkpoint, save_checkpoint
 from transformer.model import Transformer
-from transformer.placeholders import encode_marked, entity_spans, find_entities, splice
+from transformer.placeholders import encode_marked, entity_spans, find_entities, mark_entities, splice
 from transformer.tokenizer import TextTokenizer
 from transformer.training.augment import copied_words, placeholder_pairs, with_placeholders
 from transformer.training.trainer import grown_vocabulary
@@ -166,3 +166,11 @@ def test_hypotheses_that_write_every_placeholder_rank_first():
         Hypothesis([11, 10, 3], -3.0, -3.0)
     assert rule.covering_first([[short, partial, full], [short, partial]]) == [[full, short, partial],
                                                                                 [short, partial]]
+
+
+def test_a_reference_is_marked_as_training_marks_targets(tokenizer):
+    marked = mark_entities("Ayo traf Ayos Bruder um 6:45 und 16:45, nicht 6.", ["Ayo", "6:45", "6"])
+    assert marked == "⟨1⟩ traf ⟨1⟩s Bruder um ⟨2⟩ und 16:45, nicht ⟨3⟩."
+    ids = encode_marked(tokenizer, [marked], tokenizer.vocab_size)[0]
+    assert ids[0] == tokenizer.vocab_size and ids.count(tokenizer.vocab_size) == 2
+    assert ids.count(tokenizer.vocab_size + 1) == 1 and ids.count(tokenizer.vocab_size + 2) == 1

@@ -108,6 +108,15 @@ def splice(encoding: Encoding, spans: Sequence[tuple[int, int, int]], first_id: 
     return out + list(ids[j:])
 
 
+def mark_entities(text: str, entities: Sequence[str]) -> str:
+    """`text` (a reference translation) with each whole-word occurrence of `entities[k]` written as placeholder
+    k, as training marks targets (a name also before German's genitive s: "Ayos" -> "⟨1⟩s")."""
+    for k, entity in enumerate(entities):
+        end = r"(?![\w]|[.,:]\d)" if entity[:1].isdigit() else r"(?=s?\b)"
+        text = re.sub(rf"(?<![\w:.,]){re.escape(entity)}{end}", placeholder_text(k), text)
+    return text
+
+
 def encode_marked(tokenizer: TextTokenizer, texts: list[str], first_id: int) -> list[list[int]]:
     """`tokenizer.encode_batch(texts)`, with each placeholder string a text holds ("⟨1⟩") as the id
     `first_id + k` (training pairs from `transformer.training.augment.with_placeholders`)."""

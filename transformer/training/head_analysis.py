@@ -32,6 +32,7 @@ import torch
 
 from transformer.decoding import translate_ids
 from transformer.model import HeadMask
+from transformer.placeholders import encode_marked, mark_entities
 from transformer.translator import Translator
 
 from .aligner import IBM1
@@ -75,7 +76,9 @@ def load_sample(tr: Translator, corpora: list[str], split: str, per_corpus: int,
                 sample.references.append(references[j])
                 sample.src_ids.append(source.ids[:-1])
                 sample.entities.append(source.entities)
-                sample.ref_ids.append(tr.tokenizer.encode(references[j])[: tr.max_source_tokens])
+                reference = mark_entities(references[j], source.entities)  # what the model should write
+                sample.ref_ids.append(encode_marked(tr.tokenizer, [reference], tr.tokenizer.vocab_size)[0]
+                                      [: tr.max_source_tokens])
     return sample
 
 
