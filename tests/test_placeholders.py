@@ -129,6 +129,9 @@ def test_a_placeholder_checkpoint_round_trips_and_translates(tmp_path, tokenizer
     texts = ["Ayo and Ebi met Femi at 6:45.", "AYO IS HERE", "nothing to copy"]
     assert translator.translate_batch(texts, method="greedy") == [translator.translate(t, method="greedy").text
                                                                   for t in texts]
+    assert translator.translate_batch(["", "  "]) == ["", ""]
+    with pytest.raises(ValueError, match="must be a string"):
+        translator.translate_batch([None])
     config.placeholders = 3
     save_checkpoint(Transformer(config), tokenizer, tmp_path)  # 3 placeholders, vocabulary for 2
     with pytest.raises(CheckpointError, match="placeholders do not fit"):

@@ -374,9 +374,12 @@ class Translator:
         return texts_out
 
     def _source_or_none(self, text: str) -> Source | None:
+        """`source(text)`, or None for a string with nothing to translate (its output is empty)."""
+        if not isinstance(text, str):
+            return self.source(text)  # raises: text must be a string
         try:
             return self.source(text)
-        except ValueError:  # nothing to translate: an empty output
+        except ValueError:  # empty, or nothing left after normalisation
             return None
 
 
