@@ -69,8 +69,9 @@ def test_splice_replaces_a_whole_word_with_one_id(tokenizer):
 
 
 def test_training_marks_give_the_ids_typed_entities_give(tokenizer):
-    for typed, entities in [("My name is Wairimu.", ["Wairimu"]), ("Tom has 12 eggs since 6:45.", ["Tom", "12", "6:45"]),
-                            ("Wairimu's brother", ["Wairimu"])]:
+    cases = [("My name is Wairimu.", ["Wairimu"]), ("Tom has 12 eggs since 6:45.", ["Tom", "12", "6:45"]),
+             ("Wairimu's brother", ["Wairimu"])]
+    for typed, entities in cases:
         marked = typed
         for k, entity in enumerate(entities):
             marked = marked.replace(entity, f"⟨{k + 1}⟩")

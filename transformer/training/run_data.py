@@ -113,7 +113,8 @@ class RunData:
             sizes.append(len(swapped[0]))
         if cfg.placeholders and cfg.placeholder_copies:  # one more block: entities as placeholders
             marked = placeholder_pairs(self.train_sources, targets[: len(self.train_sources)], cfg.placeholders)
-            sources, targets = sources + marked[0] * cfg.placeholder_copies, targets + marked[1] * cfg.placeholder_copies
+            sources += marked[0] * cfg.placeholder_copies
+            targets += marked[1] * cfg.placeholder_copies
             sizes.append(len(marked[0]) * cfg.placeholder_copies)
         tokenizer = self.tokenizer.with_dropout(cfg.bpe_dropout) if cfg.bpe_dropout else self.tokenizer
         # each pair (and each source variant) gets one sampled segmentation
