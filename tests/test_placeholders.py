@@ -172,6 +172,10 @@ def test_hypotheses_that_write_every_placeholder_rank_first():
                                                                                 [short, partial]]
 
 
+def test_a_number_entity_never_matches_inside_an_earlier_placeholder():
+    assert mark_entities("Ayo hat 1 Hund und 12 Katzen.", ["Ayo", "1", "12"]) == "⟨1⟩ hat ⟨2⟩ Hund und ⟨3⟩ Katzen."
+
+
 def test_a_reference_is_marked_as_training_marks_targets(tokenizer):
     marked = mark_entities("Ayo traf Ayos Bruder um 6:45 und 16:45, nicht 6.", ["Ayo", "6:45", "6"])
     assert marked == "⟨1⟩ traf ⟨1⟩s Bruder um ⟨2⟩ und 16:45, nicht ⟨3⟩."

@@ -339,9 +339,9 @@ def beam_search(
         scores = live_scores
         if sentences.update(t, scores):
             break
-    nbest = sentences.nbest(n_best)
+    nbest = sentences.nbest(None if rule is not None else n_best)
     if rule is not None:  # the K finished, covering ones first, then cut to n_best
-        nbest = [hyps[: n_best or K] for hyps in rule.covering_first(sentences.nbest(None))]
+        nbest = [hyps[: n_best or K] for hyps in rule.covering_first(nbest)]
     if recorder is not None:
         return SearchOutput(nbest, recorder.finish(nbest))
     return nbest

@@ -29,6 +29,7 @@ from .tokenizer import PLACEHOLDER, TextTokenizer
 
 COPIED_WORDS_FILE = "copied_words.txt"  # in a checkpoint directory: one word a line
 PLACEHOLDER_SPAN = re.compile(r"⟨(\d)⟩")
+_MARK = 0xE000  # first of the private-use characters `write_placeholders` marks with
 
 # A clock time or a plain number: "3,500" and "2.5" stay text, as training never marks them (German writes
 # "3.500" and "2,5"). A word: letters, or letters joined by hyphens ("Jean-Luc"); it ends at an apostrophe.
@@ -108,13 +109,19 @@ def splice(encoding: Encoding, spans: Sequence[tuple[int, int, int]], first_id: 
     return out + list(ids[j:])
 
 
+def write_placeholders(text: str, patterns: Sequence[str]) -> str:
+    """`text` with every match of `patterns[k]` (regular expressions) written as placeholder k. Each match
+    becomes a private-use character first: "⟨1⟩" holds a digit that a later number's pattern would match."""
+    for k, pattern in enumerate(patterns):
+        text = re.sub(pattern, chr(_MARK + k), text)
+    return "".join(placeholder_text(ord(c) - _MARK) if _MARK <= ord(c) < _MARK + len(patterns) else c for c in text)
+
+
 def mark_entities(text: str, entities: Sequence[str]) -> str:
     """`text` (a reference translation) with each whole-word occurrence of `entities[k]` written as placeholder
     k, as training marks targets (a name also before German's genitive s: "Ayos" -> "⟨1⟩s")."""
-    for k, entity in enumerate(entities):
-        end = r"(?![\w]|[.,:]\d)" if entity[:1].isdigit() else r"(?=s?\b)"
-        text = re.sub(rf"(?<![\w:.,]){re.escape(entity)}{end}", placeholder_text(k), text)
-    return text
+    ends = [r"(?!\w|[.,:]\d)" if e[:1].isdigit() else r"(?=s?\b)" for e in entities]
+    return write_placeholders(text, [rf"(?<![\w:.,]){re.escape(e)}{end}" for e, end in zip(entities, ends)])
 
 
 def encode_marked(tokenizer: TextTokenizer, texts: list[str], first_id: int) -> list[list[int]]:

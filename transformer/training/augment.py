@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from transformer.placeholders import placeholder_text
+from transformer.placeholders import write_placeholders
 
 # Real first names and places from many languages. The held-out names-and-numbers test set
 # (tests/data/names_numbers.tsv) uses other names, so its score measures copying, not recall.
@@ -81,10 +81,13 @@ def shared_entities(src: str, tgt: str) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def _replace(text: str, old: str, new: str, digits: bool) -> str:
+def _pattern(old: str, digits: bool) -> str:
     # a name also inside German's genitive ("Toms Auto"), keeping the s
-    pattern = rf"(?<!\d){re.escape(old)}(?!\d)" if digits else rf"\b{re.escape(old)}(?=s?\b)"
-    return re.sub(pattern, lambda _: new, text)
+    return rf"(?<!\d){re.escape(old)}(?!\d)" if digits else rf"\b{re.escape(old)}(?=s?\b)"
+
+
+def _replace(text: str, old: str, new: str, digits: bool) -> str:
+    return re.sub(_pattern(old, digits), lambda _: new, text)
 
 
 def swap_entities(src: str, tgt: str, rng: random.Random) -> tuple[str, str] | None:
@@ -129,11 +132,8 @@ def with_placeholders(src: str, tgt: str, limit: int) -> tuple[str, str] | None:
     if not entities or len(entities) > limit:
         return None
     entities.sort(key=lambda e: src.find(e[1]))
-    for k, (kind, old) in enumerate(entities):  # a private-use character first: "⟨1⟩" holds a number
-        new = chr(0xE000 + k)
-        src, tgt = _replace(src, old, new, kind != "name"), _replace(tgt, old, new, kind != "name")
-    marks = {chr(0xE000 + k): placeholder_text(k) for k in range(len(entities))}
-    return tuple("".join(marks.get(c, c) for c in text) for text in (src, tgt))
+    patterns = [_pattern(old, kind != "name") for kind, old in entities]
+    return write_placeholders(src, patterns), write_placeholders(tgt, patterns)
 
 
 def placeholder_pairs(sources: Sequence[str], targets: Sequence[str], limit: int) -> tuple[list[str], list[str]]:
