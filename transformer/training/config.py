@@ -109,19 +109,6 @@ PRESETS: dict[str, dict] = {
         threads=2, run_dir="runs/en-de-placeholders-cpu", output="checkpoints/en-de-placeholders-cpu", keep_last=3,
         average_last=3,
     ),
-    "en-de-captions-cpu": dict(  # en-de-placeholders-cpu fine-tuned briefly with more image captions (issue 18)
-        # init_from: the en-de-placeholders-cpu model (checkpoints/en-de at commit 6b586df). Multi30k drawn 8 times
-        # instead of 3: that fine-tune cost Multi30k 0.4-0.5 BLEU; sized to the last ~22 minutes of the
-        # 8-hour CPU training budget.
-        task="translation", corpora=("tatoeba-en-de", "multi30k:8"), vocab_size=16000, init_from="checkpoints/en-de",
-        rare_holdout="tatoeba-en-de", placeholders=8, placeholder_copies=2,
-        src_lowercase_prob=0.2, src_no_punct_prob=0.2, name_swap_copies=4, number_swap_copies=8, bpe_dropout=0.1,
-        d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
-        max_tokens=4096, accum_steps=1, lr=1e-4, warmup_steps=50, schedule="cosine", max_steps=550,
-        max_epochs=100, max_minutes=16, val_every=275, patience=0, bf16=True,
-        threads=2, run_dir="runs/en-de-captions-cpu", output="checkpoints/en-de-captions-cpu", keep_last=2,
-        average_last=2,
-    ),
     "multi30k-en-de": dict(
         task="multi30k", vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4, n_decoder_layers=4, d_ff=1024,
         dropout=0.15, max_tokens=3000, lr=1.5e-3, warmup_steps=600, schedule="cosine", max_steps=3400,
