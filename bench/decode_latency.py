@@ -22,6 +22,9 @@ machine hits every row alike and the speedups stay comparable. Prints one JSON o
 same rounds and reports `ratio_vs_compare`: our p50 over its p50 (each model translates the same
 sentence into its own output, whose length is reported beside it); and, loaded in int8 as the app
 serves both, `int8_ratio_vs_compare`: our `int8_with_attention` over its `compare_int8_with_attention`.
+Where the float32 ratio comes from: `linear_floor_ratio_vs_compare` (the two models' matrix multiplications
+alone, each for its own output length) and `output_projection_ratio_vs_compare` (their vocabulary projections
+alone), with `weights_per_step` / `compare_weights_per_step`, the float32 megabytes one decoding step reads.
 
 int8 (issue 19): `int8_with_attention` / `int8_without_attention` are the same checkpoint loaded with
 `load_pretrained(..., quantize="int8")` (what the app serves by default: torch.ao dynamic quantisation
@@ -166,6 +169,29 @@ def linear_floor(model: Transformer, rows: int, steps: int, src_len: int):
     return run
 
 
+def output_projection(model: Transformer, rows: int, steps: int) -> Callable[[], None]:
+    """Only the vocabulary projection of `steps` decoding steps of `rows` hypotheses."""
+    x = torch.randn(rows, model.config.d_model)
+
+    def run() -> None:
+        for _ in range(steps):
+            model.project(x)
+
+    return run
+
+
+def megabytes_per_step(model: Transformer) -> dict[str, float]:
+    """The float32 weights one cached decoding step reads: every decoder layer's self-attention, cross-attention
+    query and output (its keys and values are cached), feed-forward, and the vocabulary projection."""
+    layer_bytes = 0
+    for layer in model.decoder.layers:
+        cross = layer.cross_attn
+        skip = {id(p) for p in (*cross.k_proj.parameters(), *cross.v_proj.parameters())}
+        layer_bytes += sum(p.numel() * 4 for p in layer.parameters() if id(p) not in skip)
+    projection = sum(p.numel() * 4 for p in model.generator.parameters())
+    return {"decoder_layers_mb": round(layer_bytes / 1e6, 1), "output_projection_mb": round(projection / 1e6, 1)}
+
+
 def narrow_search(model: Transformer, beam: int, steps: int, src_len: int) -> tuple[Callable[[], object], int]:
     """Our search over a model like `model` but 16 wide (d_model, d_ff), random weights -> (call, output length).
 
@@ -256,6 +282,8 @@ def compare_rows(row: dict, other_result: Translation, ours_ms: float) -> None:
     """The --compare checkpoint's output length and our p50 over its p50, float32 and (as served) int8."""
     row["compare_output_tokens"] = len(other_result.candidates[0].ids)
     row["ratio_vs_compare"] = round(ours_ms / row["compare_with_attention"]["p50_ms"], 3)
+    for name in ("linear_floor", "output_projection"):
+        row[f"{name}_ratio_vs_compare"] = round(row[name]["p50_ms"] / row[f"compare_{name}"]["p50_ms"], 3)
     if "int8_with_attention" in row:
         row["int8_ratio_vs_compare"] = round(row["int8_with_attention"]["p50_ms"]
                                              / row["compare_int8_with_attention"]["p50_ms"], 3)
@@ -280,7 +308,8 @@ def main() -> None:
     results: dict = {"model": tr.name, "parameters": model.num_parameters(), "threads": args.threads,
                      "sentence_words": len(sentence.split()), "cpu": cpu_model()}
     if other is not None:
-        results.update(compare_model=other.name, compare_parameters=other.model.num_parameters())
+        results.update(compare_model=other.name, compare_parameters=other.model.num_parameters(),
+                       weights_per_step=megabytes_per_step(model), compare_weights_per_step=megabytes_per_step(other.model))
     int8 = int8_translators(tr, not args.no_torchao)
     results["int8_unavailable"] = {name: why for name, why in int8.items() if isinstance(why, str)}
     int8 = {name: t for name, t in int8.items() if isinstance(t, Translator)}
@@ -305,6 +334,11 @@ def main() -> None:
         if other is not None:
             fns["compare_with_attention"] = lambda: other.translate(sentence, method=method, beam_size=beam)
             fns["compare_int8_with_attention"] = lambda: other_int8.translate(sentence, method=method, beam_size=beam)
+            other_src_len = len(other.source(sentence).ids)
+            other_steps = len(other.translate(sentence, method=method, beam_size=beam).candidates[0].ids)
+            fns["compare_linear_floor"] = linear_floor(other.model, beam, other_steps, other_src_len)
+            fns["output_projection"] = output_projection(model, beam, steps)
+            fns["compare_output_projection"] = output_projection(other.model, beam, other_steps)
         for name, t in int8.items():
             fns[f"{name}_with_attention"] = (lambda t=t: t.translate(sentence, method=method, beam_size=beam))
             if name == "int8":
