@@ -212,7 +212,8 @@ def build_model_tabs(info: ModelInfo) -> tuple[PlotTab, PlotTab]:
 
 def build_demo() -> tuple[gr.Blocks, Page]:
     """The page, top to bottom (every field of the initial view is set by the builders), and its events."""
-    view, info = ViewState(model=DEFAULT_MODEL), EXPLORER.model_info(DEFAULT_MODEL, DEFAULT_TRANSLATOR)
+    view = ViewState(model=DEFAULT_MODEL, length_penalty=EXPLORER.default_length_penalty)
+    info = EXPLORER.model_info(DEFAULT_MODEL, DEFAULT_TRANSLATOR)
     with gr.Blocks(title="Transformer attention explorer", analytics_enabled=False, delete_cache=(900, 3600)) as demo:
         states = States(model=gr.State(view.model), lp=gr.State(view.length_penalty), tab=gr.State(view.tab),
                         result=gr.State(None, time_to_live=3600), compare=gr.State(None, time_to_live=3600),

@@ -298,7 +298,10 @@ def main() -> None:
     p.add_argument("--compare", help="another checkpoint directory to time in the same rounds")
     p.add_argument("--sentence", default=SENTENCE, help="the English sentence to translate")
     p.add_argument("--no-torchao", action="store_true", help="skip the torchao rows")
+    p.add_argument("--length-penalty", type=float, default=0.6,
+                   help="for every model and reference alike (not each checkpoint's own default)")
     args = p.parse_args()
+    lp = args.length_penalty
     torch.set_num_threads(args.threads)
     tr = load_pretrained(args.checkpoint) if Path(args.checkpoint).is_dir() else random_translator()
     other = load_pretrained(args.compare) if args.compare else None
@@ -306,7 +309,7 @@ def main() -> None:
     sentence = args.sentence
     model = tr.model
     results: dict = {"model": tr.name, "parameters": model.num_parameters(), "threads": args.threads,
-                     "sentence_words": len(sentence.split()), "cpu": cpu_model()}
+                     "sentence_words": len(sentence.split()), "cpu": cpu_model(), "length_penalty": lp}
     if other is not None:
         results.update(compare_model=other.name, compare_parameters=other.model.num_parameters(),
                        weights_per_step=megabytes_per_step(model), compare_weights_per_step=megabytes_per_step(other.model))
@@ -314,35 +317,35 @@ def main() -> None:
     results["int8_unavailable"] = {name: why for name, why in int8.items() if isinstance(why, str)}
     int8 = {name: t for name, t in int8.items() if isinstance(t, Translator)}
     for method, beam in (("greedy", 1), ("beam", 5)):
-        r = tr.translate(sentence, method=method, beam_size=beam, return_attention=True)
+        r = tr.translate(sentence, method=method, beam_size=beam, length_penalty=lp, return_attention=True)
         src = torch.tensor([r.src_ids])
         max_len = default_max_len(model, src.size(1))
         steps = len(r.candidates[0].ids)
         narrow = narrow_search(model, beam, steps, src.size(1))
         fns = {
-            "ours_with_attention": lambda: tr.translate(sentence, method=method, beam_size=beam, return_attention=True),
-            "ours_without_attention": lambda: tr.translate(sentence, method=method, beam_size=beam,
+            "ours_with_attention": lambda: tr.translate(sentence, method=method, beam_size=beam, length_penalty=lp, return_attention=True),
+            "ours_without_attention": lambda: tr.translate(sentence, method=method, beam_size=beam, length_penalty=lp,
                                                            return_attention=False),
             "linear_floor": linear_floor(model, beam, steps, src.size(1)),
             "narrow_model": narrow[0],
             "seed_recompute_loop": (lambda: seed_greedy(model, src, max_len)) if beam == 1
-            else (lambda: seed_beam(model, src, beam, 0.6, max_len)),
+            else (lambda: seed_beam(model, src, beam, lp, max_len)),
         }
         if beam == 5:
             fns["ours_with_search_recording"] = lambda: tr.translate(
-                sentence, method=method, beam_size=beam, return_attention=True, record_search=True)
+                sentence, method=method, beam_size=beam, length_penalty=lp, return_attention=True, record_search=True)
         if other is not None:
-            fns["compare_with_attention"] = lambda: other.translate(sentence, method=method, beam_size=beam)
-            fns["compare_int8_with_attention"] = lambda: other_int8.translate(sentence, method=method, beam_size=beam)
+            fns["compare_with_attention"] = lambda: other.translate(sentence, method=method, beam_size=beam, length_penalty=lp)
+            fns["compare_int8_with_attention"] = lambda: other_int8.translate(sentence, method=method, beam_size=beam, length_penalty=lp)
             other_src_len = len(other.source(sentence).ids)
-            other_steps = len(other.translate(sentence, method=method, beam_size=beam).candidates[0].ids)
+            other_steps = len(other.translate(sentence, method=method, beam_size=beam, length_penalty=lp).candidates[0].ids)
             fns["compare_linear_floor"] = linear_floor(other.model, beam, other_steps, other_src_len)
             fns["output_projection"] = output_projection(model, beam, steps)
             fns["compare_output_projection"] = output_projection(other.model, beam, other_steps)
         for name, t in int8.items():
-            fns[f"{name}_with_attention"] = (lambda t=t: t.translate(sentence, method=method, beam_size=beam))
+            fns[f"{name}_with_attention"] = (lambda t=t: t.translate(sentence, method=method, beam_size=beam, length_penalty=lp))
             if name == "int8":
-                fns["int8_without_attention"] = lambda t=t: t.translate(sentence, method=method, beam_size=beam,
+                fns["int8_without_attention"] = lambda t=t: t.translate(sentence, method=method, beam_size=beam, length_penalty=lp,
                                                                         return_attention=False)
         marian = marian_generate(model.config, src.size(1), steps, beam)
         if callable(marian):
@@ -357,13 +360,13 @@ def main() -> None:
             recording = row["ours_with_search_recording"]["p50_ms"]
             row["search_recording_overhead_pct"] = round(100 * (recording / ours - 1), 1)
         if other is not None:
-            compare_rows(row, other.translate(sentence, method=method, beam_size=beam), ours)
+            compare_rows(row, other.translate(sentence, method=method, beam_size=beam, length_penalty=lp), ours)
         if callable(marian):
             row["speedup_vs_marian"] = round(row["marian_generate"]["p50_ms"] / ours, 2)
         else:
             row["marian_generate"] = marian
         int8_rows(row, list(int8), ours)
-        row["int8_same_output"] = {name: t.translate(sentence, method=method, beam_size=beam).text == r.text
+        row["int8_same_output"] = {name: t.translate(sentence, method=method, beam_size=beam, length_penalty=lp).text == r.text
                                    for name, t in int8.items()}
         results[method if beam == 1 else f"beam{beam}"] = row
     print(json.dumps(results))

@@ -89,6 +89,24 @@ def fake_result(app):
 # ----------------------------------------------------------------------------- pure functions
 
 
+def test_page_and_links_start_at_the_default_models_length_penalty(app, tmp_path, make_model):
+    from transformer.explorer.callbacks import Explorer
+    from transformer.hub import save_checkpoint
+    from transformer.tokenizer import TextTokenizer, toy_tokenizer
+
+    directory = save_checkpoint(make_model(), TextTokenizer(toy_tokenizer(12)), tmp_path / "en-de")
+    (directory / "generation_config.json").write_text('{"num_beams": 5, "length_penalty": 1.7}')
+    explorer = Explorer(logic.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
+    try:
+        assert explorer.default_length_penalty == 1.7  # what build_demo starts the slider at
+        assert explorer.restore("en-de", {"text": "a b"}).view.length_penalty == 1.7  # a link without lp
+        assert explorer.restore("en-de", {"lp": "nan"}).view.length_penalty == 1.7  # a bad one: noted, default
+        assert explorer.restore("en-de", {"lp": "0.3"}).view.length_penalty == 0.3  # a link's own
+    finally:
+        explorer.batcher.close()
+    assert app.EXPLORER.default_length_penalty == logic.DEFAULT_LENGTH_PENALTY  # the toy has no generation config
+
+
 def test_registry_lists_default_models_first_then_sorted_and_override_first(app, tmp_path):
     for name in ("toy-b", "multi30k-en-de", "toy-a", "incomplete", ".hidden"):
         (tmp_path / name).mkdir()

@@ -82,7 +82,7 @@ def test_concurrent_users_each_get_their_own_translation_as_alone(tr, batcher):
 
 def test_a_burst_from_many_threads_never_mixes_up_users(tr, batcher):
     texts = [text for text, *_ in REQUESTS]
-    expected = {t: tr.translate(t, beam_size=3, return_attention=False).text for t in texts}
+    expected = {t: tr.translate(t, beam_size=3, length_penalty=0.6, return_attention=False).text for t in texts}
     with ThreadPoolExecutor(12) as pool:
         jobs = [(texts[i % len(texts)], pool.submit(batcher.translate, tr, texts[i % len(texts)], "beam", 3, 0.6))
                 for i in range(24)]

@@ -30,8 +30,9 @@ def tr():
 
 @pytest.fixture(scope="module")
 def long_pair(tr):
-    """Beam 5 and greedy on a sentence where they end differently, both with their search recorded."""
-    beam = tr.translate(LONG, beam_size=5, return_attention=False, record_search=True)
+    """Beam 5 (length penalty 0.6) and greedy on a sentence where they end differently, both with their search
+    recorded."""
+    beam = tr.translate(LONG, beam_size=5, length_penalty=0.6, return_attention=False, record_search=True)
     greedy = tr.translate(LONG, method="greedy", return_attention=False, record_search=True)
     return beam, greedy
 

@@ -117,18 +117,19 @@ class Batcher:
 
     # ------------------------------------------------------------------------- callers (any thread)
 
-    def submit(self, translator: Translator, text: str, method: str = "beam", beam_size: int = 5,
-               length_penalty: float = 0.6, top_k: int = 5, return_attention: bool = True) -> Future:
+    def submit(self, translator: Translator, text: str, method: str = "beam", beam_size: int | None = None,
+               length_penalty: float | None = None, top_k: int = 5, return_attention: bool = True) -> Future:
         """Queue one translation; a Future of its `Translation`. Bad options or text raise ValueError here,
-        a full queue `BatcherBusy`."""
+        a full queue `BatcherBusy`. Options left out (None) are the checkpoint's, as in `Translator.translate`."""
+        beam_size, length_penalty = translator.decoding_options(beam_size, length_penalty)
         check_options(method, beam_size, length_penalty, None)
         source = translator.source(text)  # tokenised on the caller's thread
         beam_size = 1 if method == "greedy" else beam_size
         options = (method, beam_size, float(length_penalty), int(top_k), bool(return_attention))
         return self._put(_Translation(translator, source, options, Future()))
 
-    def translate(self, translator: Translator, text: str, method: str = "beam", beam_size: int = 5,
-                  length_penalty: float = 0.6, top_k: int = 5, return_attention: bool = True,
+    def translate(self, translator: Translator, text: str, method: str = "beam", beam_size: int | None = None,
+                  length_penalty: float | None = None, top_k: int = 5, return_attention: bool = True,
                   timeout_s: float | None = None) -> Translation:
         """`translator.translate(text, ...)`, decoded with whatever else is asked for at the same time."""
         if threading.current_thread() is self._thread:  # model work that translates (a `call`): no queue

@@ -1,6 +1,7 @@
-"""The one model configuration dataclass."""
+"""The model configuration dataclass, and the decoding defaults a checkpoint carries."""
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -72,4 +73,33 @@ class ModelConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"Unknown ModelConfig fields: {unknown}")
+        return cls(**data)
+
+
+@dataclass
+class GenerationConfig:
+    """How a checkpoint decodes when a caller does not say: its `generation_config.json` (Hugging Face's file
+    name and keys). The length penalty is the one validation chose (`python -m transformer.training.length_penalty`);
+    a checkpoint without the file decodes with these defaults."""
+
+    num_beams: int = 5
+    length_penalty: float = 0.6
+
+    def __post_init__(self) -> None:
+        if isinstance(self.num_beams, bool) or not isinstance(self.num_beams, int) or self.num_beams < 1:
+            raise ValueError(f"num_beams must be a positive integer, got {self.num_beams!r}")
+        lp = self.length_penalty
+        if isinstance(lp, bool) or not isinstance(lp, (int, float)) or not math.isfinite(lp) or lp < 0:
+            raise ValueError(f"length_penalty must be a finite number >= 0, got {lp!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GenerationConfig":
+        if not isinstance(data, dict):
+            raise ValueError(f"a generation config must be a JSON object, got {type(data).__name__}")
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"Unknown GenerationConfig fields: {unknown}")
         return cls(**data)

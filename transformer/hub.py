@@ -2,7 +2,9 @@
 
 A checkpoint directory holds `config.json` (the `ModelConfig`),
 `model.safetensors`, `tokenizer.json`, and, for trained models, `README.md`
-(model card), `metrics.json` and `train_log.jsonl`. Loading reads safetensors
+(model card), `metrics.json`, `train_log.jsonl`, the truecase model, the copied
+words of a placeholder model, and `generation_config.json` (the decoding defaults
+validation chose). Loading reads safetensors
 only (nothing is unpickled), checks keys and shapes strictly, and names the
 offending file in every error.
 """
@@ -19,15 +21,17 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_model
 
 from .casing import TRUECASE_FILE, Truecaser, load_truecaser
-from .placeholders import read_copied_words, write_copied_words
-from .config import ModelConfig
+from .placeholders import COPIED_WORDS_FILE, read_copied_words, write_copied_words
+from .config import GenerationConfig, ModelConfig
 from .model import Transformer
 from .tokenizer import TextTokenizer
 
 log = logging.getLogger(__name__)
 
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = "config.json", "model.safetensors", "tokenizer.json"
-CHECKPOINT_FILES = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, "README.md", "metrics.json", "train_log.jsonl")
+GENERATION_FILE = "generation_config.json"
+CHECKPOINT_FILES = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, GENERATION_FILE, TRUECASE_FILE, COPIED_WORDS_FILE,
+                    "README.md", "metrics.json", "train_log.jsonl")
 
 
 TIED_NAMES = ("src_embed.weight", "tgt_embed.weight", "generator.weight")
@@ -52,6 +56,7 @@ class PretrainedTransformer(
         self.tokenizer: TextTokenizer | None = None
         self.truecaser: Truecaser | None = None  # how typed input is recased (casing.py); None: unshout only
         self.copied_words: set[str] = set()  # names the training data copies (placeholders.py)
+        self.generation: GenerationConfig | None = None  # decoding defaults chosen on val; None: the library's
 
     def _save_pretrained(self, save_directory: Path) -> None:
         # Shared (tied) tensors are stored once; safetensors' save_model handles that.
@@ -62,6 +67,8 @@ class PretrainedTransformer(
             self.truecaser.save(save_directory / TRUECASE_FILE)
         if self.config.placeholders:
             write_copied_words(self.copied_words, save_directory)
+        if self.generation is not None:
+            write_generation_config(self.generation, save_directory)
 
     @classmethod
     def from_pretrained(
@@ -107,6 +114,23 @@ def read_config(directory: Path) -> ModelConfig:
         return ModelConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError) as err:
         raise CheckpointError(f"{path}: not a valid model config ({err})") from None
+
+
+def read_generation_config(directory: Path) -> GenerationConfig | None:
+    """The checkpoint's decoding defaults, or None when it has no generation_config.json."""
+    path = directory / GENERATION_FILE
+    if not path.is_file():
+        return None
+    try:
+        return GenerationConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError) as err:
+        raise CheckpointError(f"{path}: not a valid generation config ({err})") from None
+
+
+def write_generation_config(generation: GenerationConfig, directory: str | os.PathLike) -> Path:
+    path = Path(directory) / GENERATION_FILE
+    path.write_text(json.dumps(generation.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return path
 
 
 def read_weights(directory: Path, device: str = "cpu") -> dict[str, torch.Tensor]:
@@ -161,6 +185,7 @@ def load_checkpoint(directory: str | os.PathLike, device: str = "cpu") -> Pretra
     except (ValueError, IndexError, UnicodeDecodeError) as err:
         raise CheckpointError(f"{directory / TRUECASE_FILE}: not a Moses truecase model ({err})") from None
     model.copied_words = read_copied_words(directory)
+    model.generation = read_generation_config(directory)
     model.tokenizer.placeholders = config.placeholders
     fits = (model.tokenizer.vocab_size + config.placeholders == config.src_vocab_size if config.placeholders else
             model.tokenizer.vocab_size <= config.src_vocab_size)

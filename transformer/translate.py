@@ -51,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("sentences", nargs="*", help="sentences to translate (default: read lines from stdin)")
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="checkpoint directory or Hub repo id")
     p.add_argument("--method", choices=["greedy", "beam"], default="beam")
-    p.add_argument("--beam-size", type=int, default=5, help=f"1..{MAX_BEAM_SIZE}")
-    p.add_argument("--length-penalty", type=float, default=0.6)
+    p.add_argument("--beam-size", type=int, help=f"1..{MAX_BEAM_SIZE} (default: the checkpoint's, else 5)")
+    p.add_argument("--length-penalty", type=float,
+                   help="default: the checkpoint's, chosen on val (generation_config.json), else 0.6")
     p.add_argument("--n-best", type=int, default=1, help="print this many candidates: rank, score, log-prob, text")
     args = p.parse_args(argv)
     try:

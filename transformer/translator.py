@@ -42,6 +42,7 @@ from .decoding import (
     translate_ids,
 )
 from .casing import Truecaser, case_form, prepare_source
+from .config import GenerationConfig
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
 from .model import HeadMask, Transformer, causal_mask, pad_sequences
 from .placeholders import entity_spans, find_entities, splice
@@ -174,6 +175,8 @@ class Translator:
         # the encoder pass and the attention capture always use `model`
         self.search_model = (search_model if search_model is not None else self.model).eval()
         self.precision = precision  # "fp32" or "int8": which weights the search uses
+        # beam width and length penalty when a call gives none: the checkpoint's generation_config.json
+        self.generation: GenerationConfig = getattr(model, "generation", None) or GenerationConfig()
 
     @property
     def max_source_tokens(self) -> int:
@@ -203,6 +206,11 @@ class Translator:
         truncated = len(ids) > self.max_source_tokens
         return Source(ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated, prepared, tuple(entities))
 
+    def decoding_options(self, beam_size: int | None, length_penalty: float | None) -> tuple[int, float]:
+        """(beam_size, length_penalty), each None replaced by the checkpoint's default (`generation`)."""
+        return (self.generation.num_beams if beam_size is None else beam_size,
+                self.generation.length_penalty if length_penalty is None else length_penalty)
+
     def _known(self, word: str) -> bool:
         """Whether the training English holds `word` (no truecase model: every word counts as known)."""
         return self.truecaser is None or self.truecaser.knows(word)
@@ -215,21 +223,23 @@ class Translator:
         self,
         text: str,
         method: str = "beam",
-        beam_size: int = 5,
-        length_penalty: float = 0.6,
+        beam_size: int | None = None,
+        length_penalty: float | None = None,
         max_len: int | None = None,
         return_attention: bool = True,
         top_k: int = 5,
         record_search: bool = False,
         head_mask: HeadMask | dict | None = None,
     ) -> Translation:
-        """Translate one sentence; `method="greedy"` ignores `beam_size`.
+        """Translate one sentence; `method="greedy"` ignores `beam_size`. `beam_size` and `length_penalty`
+        left out (None) are the checkpoint's (`generation`: chosen on validation).
 
         `record_search=True` also returns the search tree in `Translation.search`
         (token texts filled in); the translation itself is the same either way.
         `head_mask` switches heads off: a `HeadMask` or {"encoder"|"decoder"|"cross": (L, H) of 0/1}
         (kinds left out stay on); the search, the attention and `attention_for` all use it.
         """
+        beam_size, length_penalty = self.decoding_options(beam_size, length_penalty)
         check_options(method, beam_size, length_penalty, max_len)
         return self.translate_sources([self.source(text)], method, beam_size, length_penalty, max_len,
                                       return_attention, top_k, record_search, head_mask)[0]
@@ -239,8 +249,8 @@ class Translator:
         self,
         sources: list[Source],
         method: str = "beam",
-        beam_size: int = 5,
-        length_penalty: float = 0.6,
+        beam_size: int | None = None,
+        length_penalty: float | None = None,
         max_len: int | None = None,
         return_attention: bool = True,
         top_k: int = 5,
@@ -250,7 +260,8 @@ class Translator:
         """Several prepared sources (`source`) with the same options, decoded as one padded batch: one
         encoder pass, one search, one attention pass. Each result is what `translate` gives that source
         alone (the same n-best; scores and attention equal up to float rounding, padding never in a map).
-        `head_mask` (as in `translate`) is shared by every source."""
+        `head_mask` (as in `translate`) is shared by every source; None options as in `translate`."""
+        beam_size, length_penalty = self.decoding_options(beam_size, length_penalty)
         check_options(method, beam_size, length_penalty, max_len)
         mask = as_head_mask(head_mask, self.model.config, self.device)
         if not sources:
@@ -357,11 +368,12 @@ class Translator:
 
     @torch.inference_mode()
     def translate_batch(
-        self, texts: list[str], method: str = "beam", beam_size: int = 5, length_penalty: float = 0.6,
-        batch_size: int = 64, head_mask: HeadMask | dict | None = None,
+        self, texts: list[str], method: str = "beam", beam_size: int | None = None,
+        length_penalty: float | None = None, batch_size: int = 64, head_mask: HeadMask | dict | None = None,
     ) -> list[str]:
         """Texts only, decoded in length-sorted batches; each text is prepared as `translate` prepares it
         (`prepare`), so `translate_batch(xs)[i] == translate(xs[i]).text`. Empty inputs give empty outputs."""
+        beam_size, length_penalty = self.decoding_options(beam_size, length_penalty)
         check_options(method, beam_size, length_penalty, None)
         mask = as_head_mask(head_mask, self.model.config, self.device)
         sources = [self._source_or_none(t) for t in texts]

@@ -27,9 +27,9 @@ from transformer.quantize import PRECISIONS, int8_available
 from transformer.translator import Translator
 
 from .logic import (
-    DEFAULT_BEAM, ENV_CHECKPOINT, ENV_PRECISION, UI_MAX_BEAM, ModelRegistry, Result, ViewState, ablate, ablation_notice,
-    examples_for, export_npz, is_toy, nbest_table, result_payload, run_translation, select_candidate,
-    training_progress, training_view, user_error, with_norms,
+    DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, ENV_CHECKPOINT, ENV_PRECISION, UI_MAX_BEAM, ModelRegistry, Result, ViewState,
+    ablate, ablation_notice, examples_for, export_npz, is_toy, nbest_table, result_payload, run_translation,
+    select_candidate, training_progress, training_view, user_error, with_norms,
 )
 from .head_views import head_figures, head_info
 from .search_views import CompareSession, compare_value, record_search, tree_value
@@ -142,6 +142,12 @@ class Explorer:
         export_dir = Path(tempfile.gettempdir()) / f"attention-explorer-{os.getpid()}"
         registry = ModelRegistry(checkpoint_dir, override, precision_from_env())
         return cls(registry, export_dir, strict=bool(override))
+
+    @property
+    def default_length_penalty(self) -> float:
+        """The length penalty the page starts with: the default model's, chosen on val (its generation_config.json)."""
+        tr = self.default_translator
+        return tr.generation.length_penalty if tr is not None else DEFAULT_LENGTH_PENALTY
 
     def serving_note(self) -> str:
         """The notes at start-up: which model serves, and in which precision."""
@@ -308,7 +314,8 @@ class Explorer:
         labels = self.registry.labels()
         if model and model not in labels:
             labels = [model] + labels
-        view, notes = ViewState.from_query(params, labels, limits=self.limits, default_model=model)
+        view, notes = ViewState.from_query(params, labels, limits=self.limits, default_model=model,
+                                           default_length_penalty=self.default_length_penalty)
         try:
             tr = self.registry.get(view.model) if view.model else None
         except Exception:  # the model's own error shows when it translates

@@ -110,15 +110,17 @@ class ViewState:
     @classmethod
     def from_query(cls, params: Mapping[str, Any], models: Sequence[str] = (),
                    limits: Callable[[str], tuple[int, int] | None] | None = None,
-                   default_model: str | None = None) -> tuple[ViewState, list[str]]:
+                   default_model: str | None = None,
+                   default_length_penalty: float = DEFAULT_LENGTH_PENALTY) -> tuple[ViewState, list[str]]:
         """A view from URL query parameters, and one note per parameter that was ignored (and why).
 
         `models`: the model labels the app offers (any other `model` is ignored);
         `limits(model)`: that model's (number of layers, number of heads), or None when
         unknown (then layer and head are only bounded by MAX_LAYERS and clamped by the page).
-        Values may be strings or lists of strings (the last one counts).
+        Values may be strings or lists of strings (the last one counts). A link without a valid `lp` gets
+        `default_length_penalty` (the app's: its default model's, chosen on val).
         """
-        view = cls(model=default_model)
+        view = cls(model=default_model, length_penalty=default_length_penalty)
         values, notes = _query_values(params)
         notes += _read_texts(view, values)
         notes += _drop_overlong(values)

@@ -19,6 +19,7 @@ from pathlib import Path
 import sacrebleu
 import torch
 
+from transformer.config import GenerationConfig
 from transformer.decoding import MAX_BEAM_SIZE, translate_ids
 from transformer.model import Transformer
 from transformer.quantize import PRECISIONS, int8_search_model
@@ -108,8 +109,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--tgt-lang", default="de")
     p.add_argument("--limit", type=int, help="only the first N sentences")
     p.add_argument("--method", choices=["greedy", "beam"], default="beam")
-    p.add_argument("--beam-size", type=int, default=5)
-    p.add_argument("--length-penalty", type=float, default=0.6)
+    p.add_argument("--beam-size", type=int, help="default: the checkpoint's (generation_config.json), else 5")
+    p.add_argument("--length-penalty", type=float,
+                   help="default: the checkpoint's, chosen on val (generation_config.json), else 0.6")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--keep-case", action="store_true",
                    help="do not lowercase ALL-CAPS sources first (the app does; this measures why)")
@@ -124,13 +126,16 @@ def main(argv: list[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
     if args.src_file and not args.ref_file:
         p.error("--src-file needs --ref-file")
-    if not 1 <= args.beam_size <= MAX_BEAM_SIZE:
+    if args.beam_size is not None and not 1 <= args.beam_size <= MAX_BEAM_SIZE:
         p.error(f"--beam-size must be from 1 to {MAX_BEAM_SIZE}, got {args.beam_size}")
 
     model = load_checkpoint(args.checkpoint)
     search = int8_search_model(model) if args.quantize == "int8" else model
-    settings = {"method": args.method, "beam_size": args.beam_size if args.method == "beam" else 1,
-                "length_penalty": args.length_penalty, "batch_size": args.batch_size}
+    generation = model.generation or GenerationConfig()
+    beam_size = generation.num_beams if args.beam_size is None else args.beam_size
+    length_penalty = generation.length_penalty if args.length_penalty is None else args.length_penalty
+    settings = {"method": args.method, "beam_size": beam_size if args.method == "beam" else 1,
+                "length_penalty": length_penalty, "batch_size": args.batch_size}
     if args.quantize == "int8":
         settings["precision"] = "int8"
     if args.toy_task:

@@ -3,7 +3,8 @@
     python -m transformer.training.model_card checkpoints/multi30k-en-de
 
 Reads `config.json`, `training.json` (written by `train` on export),
-`metrics.json` (results recorded by `evaluate --record`) and
+`metrics.json` (results recorded by `evaluate --record`),
+`generation_config.json` (the decoding defaults, `length_penalty.py`) and
 `train_log.jsonl`; nothing in the card is typed by hand.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from pathlib import Path
 
 from transformer.casing import TRUECASE_FILE
-from transformer.hub import training_progress
+from transformer.hub import GENERATION_FILE, training_progress
 
 from .corpora import ATTRIBUTION, CorpusSpec, corpus_test_split
 
@@ -89,6 +90,16 @@ def _corpus_lines(cfg: dict, corpora: list[CorpusSpec], truecased: bool) -> list
     return lines + ([""] if any(c.name in ATTRIBUTION for c in corpora) else [])
 
 
+def _decoding_lines(generation: dict) -> list[str]:
+    """What `translate`, the CLIs and the app use when not told otherwise (the val rows behind it are above)."""
+    if not generation:
+        return []
+    return ["## Decoding", "", f"Unless told otherwise, `translate`, the command lines and the app decode with beam "
+            f"{generation.get('num_beams')} and length penalty {generation.get('length_penalty'):g} "
+            f"(`{GENERATION_FILE}`): of the length penalties scored above, the one with the best mean BLEU over the "
+            "validation splits (`python -m transformer.training.length_penalty`).", ""]
+
+
 def render_card(directory: Path) -> str:
     config = _read_json(directory / "config.json")
     training = _read_json(directory / "training.json")
@@ -111,6 +122,7 @@ def render_card(directory: Path) -> str:
                   f"with `python -m transformer.train --preset {preset} --resume`, from this export when the run "
                   "directory is gone (a fresh optimizer, the same schedule and data order).", ""]
     lines += ["## Metrics", "", *_metrics_table(metrics), ""]
+    lines += _decoding_lines(_read_json(directory / GENERATION_FILE))
     lines += ["## Model", "",
               f"- parameters: {training.get('parameters', '?'):,}" if training else "- parameters: ?",
               f"- layers: {config.get('n_encoder_layers')} encoder + {config.get('n_decoder_layers')} decoder, "
