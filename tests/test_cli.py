@@ -42,6 +42,16 @@ def test_sentences_as_arguments_match_the_api(tr, capsys, monkeypatch):
     assert lines == [tr.translate(s, method="beam", beam_size=5, return_attention=False).text for s in SOURCES[:2]]
 
 
+def test_the_default_checkpoint_is_the_apps_default_model(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    sentence = "My name is Greta and I was born in 1987."  # en-de keeps both; multi30k-en-de loses the name
+    assert translate.main([sentence]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [load_pretrained(ROOT / "checkpoints" / "en-de").translate(sentence, return_attention=False).text]
+    assert "Greta" in out[0] and "1987" in out[0]
+
+
 def test_stdin_lines_keep_their_places_and_a_bad_line_is_reported(tr, capsys, monkeypatch):
     status, lines, err = run_translate(["--method", "greedy"], capsys, monkeypatch,
                                        stdin=f"{SOURCES[0]}\n   \n{SOURCES[1]}\n")

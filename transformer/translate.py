@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from .translator import MAX_BEAM_SIZE, Translator, load_pretrained
 
-DEFAULT_CHECKPOINT = "checkpoints/multi30k-en-de"
+DEFAULT_CHECKPOINT = "checkpoints/en-de"  # the app's default model too (relative to where the command runs)
 
 
 def _print_translation(tr: Translator, text: str, args: argparse.Namespace) -> None:
