@@ -140,7 +140,8 @@ def build_controls(view: ViewState, examples: list[str]) -> Controls:
                                  elem_id="beam")
             with gr.Accordion("Advanced", open=False):
                 lp = gr.Slider(0.0, 2.0, value=view.length_penalty, step=0.1, label="Length penalty",
-                               info="GNMT length penalty used to rank beam hypotheses (0 = none)", elem_id="lp")
+                               info="GNMT length penalty used to rank beam hypotheses (0 = none); starts at the "
+                                    "value chosen on validation for the default model", elem_id="lp")
             with gr.Row():
                 translate = gr.Button("Translate", variant="primary", elem_id="translate", scale=2)
                 api = gr.Button(visible=False)  # the /translate API's own event (see wire_translation)

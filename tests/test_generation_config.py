@@ -90,7 +90,7 @@ def test_length_penalty_is_chosen_on_the_mean_over_val_splits_only():
         "val/beam5-lp0.6-int8": metric("val", 0.6, 99.0, precision="int8"),
     }
     assert choose_length_penalty(metrics) == (1.0, {0.6: 20.0, 1.0: 20.33})
-    metrics["val/beam5-lp1"]["bleu"] = 28.0  # a tie: the smaller length penalty
+    metrics["val/beam5-lp1"]["bleu"] = 28.0  # a tie (20.0 each): the smaller length penalty
     assert choose_length_penalty(metrics)[0] == 0.6
     with pytest.raises(ValueError, match="no beam-5 scores"):
         choose_length_penalty({"test/beam5-lp0.6": metric("test", 0.6, 30.0)})

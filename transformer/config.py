@@ -92,6 +92,11 @@ class GenerationConfig:
         if isinstance(lp, bool) or not isinstance(lp, (int, float)) or not math.isfinite(lp) or lp < 0:
             raise ValueError(f"length_penalty must be a finite number >= 0, got {lp!r}")
 
+    def resolve(self, beam_size: int | None, length_penalty: float | None) -> tuple[int, float]:
+        """(beam_size, length_penalty) as a caller gave them, each None replaced by this config's value."""
+        return (self.num_beams if beam_size is None else beam_size,
+                self.length_penalty if length_penalty is None else length_penalty)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

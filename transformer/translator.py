@@ -208,8 +208,7 @@ class Translator:
 
     def decoding_options(self, beam_size: int | None, length_penalty: float | None) -> tuple[int, float]:
         """(beam_size, length_penalty), each None replaced by the checkpoint's default (`generation`)."""
-        return (self.generation.num_beams if beam_size is None else beam_size,
-                self.generation.length_penalty if length_penalty is None else length_penalty)
+        return self.generation.resolve(beam_size, length_penalty)
 
     def _known(self, word: str) -> bool:
         """Whether the training English holds `word` (no truecase model: every word counts as known)."""

@@ -131,9 +131,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     model = load_checkpoint(args.checkpoint)
     search = int8_search_model(model) if args.quantize == "int8" else model
-    generation = model.generation or GenerationConfig()
-    beam_size = generation.num_beams if args.beam_size is None else args.beam_size
-    length_penalty = generation.length_penalty if args.length_penalty is None else args.length_penalty
+    beam_size, length_penalty = (model.generation or GenerationConfig()).resolve(args.beam_size, args.length_penalty)
     settings = {"method": args.method, "beam_size": beam_size if args.method == "beam" else 1,
                 "length_penalty": length_penalty, "batch_size": args.batch_size}
     if args.quantize == "int8":

@@ -46,9 +46,9 @@ def choose_length_penalty(metrics: dict, beam_size: int = 5) -> tuple[float, dic
         raise ValueError(f"metrics.json holds no beam-{beam_size} scores on a val split: run `python -m "
                          "transformer.evaluate --checkpoint DIR --split val --method beam --length-penalty X --record` "
                          "for a few X first")
-    means = {lp: round(sum(s.values()) / len(s), 2) for lp, s in table.items()}
+    means = {lp: sum(s.values()) / len(s) for lp, s in table.items()}
     best = max(means.values())
-    return min(lp for lp, m in means.items() if m == best), means
+    return min(lp for lp, m in means.items() if m == best), {lp: round(m, 2) for lp, m in means.items()}
 
 
 def main(argv: list[str] | None = None) -> GenerationConfig:
