@@ -227,3 +227,28 @@ def test_saving_from_a_plain_transformer_leaves_it_untouched(tmp_path, make_mode
     save_checkpoint(model, toy_text_tokenizer(), tmp_path / "a")  # overwriting an existing checkpoint works
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert torch.equal(load_checkpoint(tmp_path / "a")(SRC, TGT), model(SRC, TGT))
+
+
+def test_a_hub_download_fetches_everything_the_shipped_model_reads(tmp_path):
+    """`resolve_checkpoint` downloads only CHECKPOINT_FILES (snapshot_download's allow_patterns): a copy of the
+    shipped en-de holding just those files must translate exactly as the original (truecasing, placeholders and
+    the decoding defaults included)."""
+    import shutil
+
+    from huggingface_hub.utils import filter_repo_objects
+
+    from transformer.hub import CHECKPOINT_FILES
+    from transformer.translator import load_pretrained
+
+    shipped = Path(__file__).resolve().parents[1] / "checkpoints" / "en-de"
+    names = [p.name for p in shipped.iterdir() if p.is_file()]
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    for name in filter_repo_objects(names, allow_patterns=list(CHECKPOINT_FILES)):
+        shutil.copy(shipped / name, fetched / name)
+    text = "MY FRIEND WAIRIMU MOVED TO PLOVDIV IN 1983."
+    original, copy = load_pretrained(shipped), load_pretrained(fetched)
+    assert copy.generation == original.generation is not None
+    a, b = (t.translate(text, return_attention=False) for t in (original, copy))
+    assert (b.text, b.src_tokens, b.entities) == (a.text, a.src_tokens, a.entities)
+    assert "⟨1⟩" in b.src_tokens and "Plovdiv" in b.text
