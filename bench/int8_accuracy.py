@@ -76,7 +76,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     tr, tr8 = load_pretrained(args.checkpoint), load_pretrained(args.checkpoint, quantize="int8")
-    lp = tr.decoding_options(None, args.length_penalty)[1]
+    lp = tr.generation.resolve(None, args.length_penalty)[1]
     report: dict = {"checkpoint": args.checkpoint, "beam_size": 5, "bleu": {}}
     attention_sentences = []
     for corpus in CORPORA:

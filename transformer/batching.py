@@ -121,7 +121,7 @@ class Batcher:
                length_penalty: float | None = None, top_k: int = 5, return_attention: bool = True) -> Future:
         """Queue one translation; a Future of its `Translation`. Bad options or text raise ValueError here,
         a full queue `BatcherBusy`. Options left out (None) are the checkpoint's, as in `Translator.translate`."""
-        beam_size, length_penalty = translator.decoding_options(beam_size, length_penalty)
+        beam_size, length_penalty = translator.generation.resolve(beam_size, length_penalty)
         check_options(method, beam_size, length_penalty, None)
         source = translator.source(text)  # tokenised on the caller's thread
         beam_size = 1 if method == "greedy" else beam_size

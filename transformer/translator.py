@@ -206,10 +206,6 @@ class Translator:
         truncated = len(ids) > self.max_source_tokens
         return Source(ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated, prepared, tuple(entities))
 
-    def decoding_options(self, beam_size: int | None, length_penalty: float | None) -> tuple[int, float]:
-        """(beam_size, length_penalty), each None replaced by the checkpoint's default (`generation`)."""
-        return self.generation.resolve(beam_size, length_penalty)
-
     def _known(self, word: str) -> bool:
         """Whether the training English holds `word` (no truecase model: every word counts as known)."""
         return self.truecaser is None or self.truecaser.knows(word)
@@ -238,7 +234,7 @@ class Translator:
         `head_mask` switches heads off: a `HeadMask` or {"encoder"|"decoder"|"cross": (L, H) of 0/1}
         (kinds left out stay on); the search, the attention and `attention_for` all use it.
         """
-        beam_size, length_penalty = self.decoding_options(beam_size, length_penalty)
+        beam_size, length_penalty = self.generation.resolve(beam_size, length_penalty)
         check_options(method, beam_size, length_penalty, max_len)
         return self.translate_sources([self.source(text)], method, beam_size, length_penalty, max_len,
                                       return_attention, top_k, record_search, head_mask)[0]
@@ -260,7 +256,7 @@ class Translator:
         encoder pass, one search, one attention pass. Each result is what `translate` gives that source
         alone (the same n-best; scores and attention equal up to float rounding, padding never in a map).
         `head_mask` (as in `translate`) is shared by every source; None options as in `translate`."""
-        beam_size, length_penalty = self.decoding_options(beam_size, length_penalty)
+        beam_size, length_penalty = self.generation.resolve(beam_size, length_penalty)
         check_options(method, beam_size, length_penalty, max_len)
         mask = as_head_mask(head_mask, self.model.config, self.device)
         if not sources:
@@ -372,7 +368,7 @@ class Translator:
     ) -> list[str]:
         """Texts only, decoded in length-sorted batches; each text is prepared as `translate` prepares it
         (`prepare`), so `translate_batch(xs)[i] == translate(xs[i]).text`. Empty inputs give empty outputs."""
-        beam_size, length_penalty = self.decoding_options(beam_size, length_penalty)
+        beam_size, length_penalty = self.generation.resolve(beam_size, length_penalty)
         check_options(method, beam_size, length_penalty, None)
         mask = as_head_mask(head_mask, self.model.config, self.device)
         sources = [self._source_or_none(t) for t in texts]
