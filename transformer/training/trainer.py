@@ -1,5 +1,6 @@
 """The training loop: `Trainer` builds the model, optimizer and schedule, runs epochs of
-token-bucketed batches (with gradient accumulation, clipping, bf16 autocast and DDP), and at
+token-bucketed batches (with gradient accumulation, clipping, bf16 autocast where it pays, a loss fused
+with the output projection, and DDP), and at
 every checkpoint validates, logs and snapshots. The data is `run_data.RunData`, the score
 `validation.Validator`, the files `state.RunDirectory`, the final choice `export.export_run`.
 """
@@ -23,10 +24,11 @@ from transformer.config import ModelConfig
 from transformer.hub import TIED_NAMES, load_weights_into, read_weights
 from transformer.model import Transformer
 
-from . import resume
+from . import hardware, resume
 from .config import TrainConfig
 from .data import Batch
 from .export import export_run
+from .loss import linear_cross_entropy
 from .run_data import RunData
 from .state import Progress, RunDirectory
 from .validation import Validator
@@ -78,6 +80,34 @@ def grown_vocabulary(weights: dict[str, torch.Tensor], config: ModelConfig) -> d
     return grown
 
 
+def make_optimizer(model: Transformer, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with no weight decay on biases and norms; fused (one kernel over all parameters, instead of a
+    dozen passes over each) unless `cfg.fused` is off."""
+    decay = [p for p in model.parameters() if p.dim() > 1]
+    no_decay = [p for p in model.parameters() if p.dim() <= 1]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, fused=cfg.fused or None,
+    )
+
+
+def batch_loss(model: torch.nn.Module, batch: Batch, label_smoothing: float, bf16: bool, fused: bool) -> torch.Tensor:
+    """Summed label-smoothed cross-entropy of one batch: `model` (a Transformer, or DDP around one) on
+    src (B, S), tgt_in (B, T) against tgt_out (B, T), padding ignored.
+
+    The fused path never forms the (B, T, V) logits (`loss.linear_cross_entropy`, only non-pad rows); the
+    reference path (`fused=False`) is the loss as it was: float32 logits of every position, then `F.cross_entropy`."""
+    core = getattr(model, "module", model)
+    pad, device_type = core.config.pad_id, batch.src.device.type
+    with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
+        out = model(batch.src, batch.tgt_in, return_hidden=fused)  # (B, T, d_model) hidden, or (B, T, V) logits
+    if fused:
+        return linear_cross_entropy(out, core.generator.weight, batch.tgt_out, pad, label_smoothing,
+                                    torch.bfloat16 if bf16 else torch.float32)
+    return F.cross_entropy(out.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad,
+                           label_smoothing=label_smoothing, reduction="sum")
+
+
 class Trainer:
     def __init__(self, cfg: TrainConfig, resume: bool = False):
         self.cfg = cfg
@@ -94,7 +124,8 @@ class Trainer:
         self.model = Transformer(model_config(cfg, self.data)).to(self.device)
         self.ddp = (torch.nn.parallel.DistributedDataParallel(
             self.model, device_ids=[self.device] if self.device.type == "cuda" else None) if self.world > 1 else None)
-        self.autocast = cfg.bf16 or self.device.type == "cuda"
+        self.hardware = hardware.detect(self.device)
+        self.autocast = hardware.use_bf16(cfg.precision, self.hardware)
         self.validate = Validator(self.tokenizer, self.data.val_sets, self.data.val_refs, self.device,
                                   cfg.max_tokens, cfg.val_batch_size, self.autocast)
         if cfg.init_from:  # fine-tuning: the starting weights; a resume state replaces them later
@@ -106,14 +137,9 @@ class Trainer:
         self.stop_requested = False  # set by SIGTERM/SIGINT: stop after this step as if the budget ran out
 
     def _optimizer(self) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
-        """AdamW (no weight decay on biases and norms) and the lr schedule, re-warmed after a continuation."""
+        """AdamW and the lr schedule, re-warmed after a continuation."""
         cfg = self.cfg
-        decay = [p for n, p in self.model.named_parameters() if p.dim() > 1]
-        no_decay = [p for n, p in self.model.named_parameters() if p.dim() <= 1]
-        optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9,
-        )
+        optimizer = make_optimizer(self.model, cfg)
         total = cfg.max_steps or cfg.max_epochs * self.steps_per_epoch
 
         def factor(s: int) -> float:
@@ -156,13 +182,7 @@ class Trainer:
 
     def loss_on(self, batch: Batch) -> torch.Tensor:
         """Summed label-smoothed cross-entropy of one batch (the caller divides by the token count)."""
-        model = self.ddp or self.model
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            logits = model(batch.src, batch.tgt_in)
-        return F.cross_entropy(
-            logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=self.model.config.pad_id,
-            label_smoothing=self.cfg.label_smoothing, reduction="sum",
-        )
+        return batch_loss(self.ddp or self.model, batch, self.cfg.label_smoothing, self.autocast, self.cfg.fused)
 
     def out_of_budget(self) -> bool:
         cfg, p = self.cfg, self.progress

@@ -1,0 +1,148 @@
+"""The fast training path trains the same model as the reference path: the fused loss equals
+`F.cross_entropy` on the logits, the trainer's loss and gradients agree between the two paths, the cheap
+dropout is dropout, and the precision is chosen by the hardware found (logged, and a flag overrides it).
+Exact resume with the fast path is tested in test_train.py (its runs use it by default)."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer.model import dropout
+from transformer.training import hardware, train
+from transformer.training.data import collate, toy_pairs
+from transformer.training.loss import linear_cross_entropy
+
+TINY = ["--task", "reverse", "--toy-symbols", "12", "--toy-train-size", "64", "--toy-val-size", "8",
+        "--d-model", "32", "--n-heads", "2", "--n-encoder-layers", "1", "--n-decoder-layers", "1", "--d-ff", "64",
+        "--dropout", "0.0", "--max-tokens", "256", "--max-steps", "0", "--max-epochs", "0", "--no-progress",
+        "--no-export", "--threads", "1", "--seed", "3"]
+
+
+# ---------------------------------------------------------------------------- the fused loss
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("chunk", [1, 5, 512])
+def test_fused_loss_equals_cross_entropy_on_logits(smoothing, chunk):
+    """float64, so the comparison is exact up to rounding: value and both gradients, padding ignored."""
+    g = torch.Generator().manual_seed(0)
+    hidden = torch.randn(3, 7, 16, dtype=torch.float64, generator=g, requires_grad=True)
+    weight = torch.randn(40, 16, dtype=torch.float64, generator=g, requires_grad=True)
+    target = torch.randint(1, 40, (3, 7), generator=g)
+    target[0, 4:] = 0  # padding
+    target[2, 1:] = 0
+    reference = F.cross_entropy((hidden @ weight.T).flatten(0, 1), target.flatten(), ignore_index=0,
+                                label_smoothing=smoothing, reduction="sum")
+    ref_grads = torch.autograd.grad(reference * 0.37, (hidden, weight))
+    fused = linear_cross_entropy(hidden, weight, target, 0, smoothing, torch.float64, chunk=chunk)
+    grads = torch.autograd.grad(fused * 0.37, (hidden, weight))
+    torch.testing.assert_close(fused, reference, rtol=1e-12, atol=1e-12)
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_fused_loss_without_grad_gives_the_value_only():
+    hidden, weight = torch.randn(5, 8), torch.randn(11, 8)
+    target = torch.tensor([1, 2, 3, 0, 10])
+    with torch.no_grad():
+        value = linear_cross_entropy(hidden, weight, target, 0, 0.1)
+    want = F.cross_entropy(hidden @ weight.T, target, ignore_index=0, label_smoothing=0.1, reduction="sum")
+    torch.testing.assert_close(value, want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- the trainer's two paths
+
+def batch_loss_and_grads(precision: str, fused: bool, tmp_path) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """One batch through a freshly built tiny trainer (same seed, so same weights): loss per token and gradients."""
+    trainer = train.main([*TINY, "--run-dir", str(tmp_path / f"{precision}-{fused}"), "--precision", precision,
+                          "--fused" if fused else "--no-fused"])
+    t = trainer.tokenizer
+    batch = collate(toy_pairs("reverse", 16, vocab_size=16, min_len=3, max_len=9, seed=1), t.pad_id, t.bos_id,
+                    t.eos_id)
+    trainer.model.train()
+    trainer.model.zero_grad()
+    loss = trainer.loss_on(batch) / batch.n_tokens
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("precision,tol", [("fp32", 1e-5), ("bf16", 3e-2)])
+def test_fast_path_loss_and_gradients_match_the_reference_path(tmp_path, precision, tol):
+    ref_loss, ref_grads = batch_loss_and_grads(precision, False, tmp_path)
+    loss, grads = batch_loss_and_grads(precision, True, tmp_path)
+    torch.testing.assert_close(loss, ref_loss, rtol=tol / 10, atol=tol / 10)
+    assert grads.keys() == ref_grads.keys()
+    total = torch.stack([g.norm() for g in ref_grads.values()]).norm()
+    for name, g in grads.items():
+        # bf16 rounds each product, so compare norms of the difference, relative to the tensor's scale (a
+        # gradient that is zero in exact arithmetic, like a key bias's, is held to a share of the total)
+        err = (g - ref_grads[name]).norm()
+        assert err <= tol * (ref_grads[name].norm() + 0.01 * total), f"{name}: difference {err:.2e}"
+
+
+# ---------------------------------------------------------------------------- the cheap dropout
+
+def test_dropout_keeps_the_right_share_scales_and_repeats_with_the_seed():
+    x = torch.ones(400, 500)
+    torch.manual_seed(5)
+    y = dropout(x, 0.3, True)
+    kept = (y != 0).float().mean().item()
+    assert abs(kept - 0.7) < 0.005  # 200k draws: the binomial spread is 0.001
+    assert torch.allclose(y[y != 0], torch.full_like(y[y != 0], 1 / 0.7))
+    torch.manual_seed(5)
+    assert torch.equal(dropout(x, 0.3, True), y)
+    assert dropout(x, 0.3, False) is x and dropout(x, 0.0, True) is x
+
+
+def test_dropout_gradient_is_zero_where_dropped():
+    x = torch.randn(64, 64, requires_grad=True)
+    torch.manual_seed(1)
+    y = dropout(x, 0.5, True)
+    y.sum().backward()
+    assert torch.equal(x.grad == 0, y == 0)
+    assert torch.allclose(x.grad[y != 0], torch.full_like(x.grad[y != 0], 2.0))
+
+
+def test_dropout_masks_are_independent_of_neighbouring_elements():
+    """Four masks come from one 64-bit draw: neighbours must still be uncorrelated."""
+    torch.manual_seed(2)
+    keep = (dropout(torch.ones(200_000), 0.5, True) != 0).float()
+    pairs = keep.view(-1, 4)
+    corr = torch.corrcoef(pairs.T)
+    off_diagonal = corr[~torch.eye(4, dtype=torch.bool)]
+    assert off_diagonal.abs().max() < 0.02
+
+
+# ---------------------------------------------------------------------------- the hardware choice
+
+@pytest.mark.parametrize("flags,kind,bf16", [
+    ({"avx512f", "amx_bf16", "amx_tile", "avx512_bf16"}, "amx", True),
+    ({"avx512f", "avx512_bf16"}, "avx512_bf16", True),
+    ({"avx2", "avx512f"}, "cpu", False),
+    (set(), "cpu", False),
+])
+def test_hardware_choice_by_cpu_flags_is_logged(caplog, flags, kind, bf16):
+    hw = hardware.detect(torch.device("cpu"), flags)
+    assert hw.kind == kind
+    with caplog.at_level(logging.INFO, logger="transformer.training.hardware"):
+        assert hardware.use_bf16("auto", hw) is bf16
+    assert ("bf16 autocast" if bf16 else "float32") in caplog.text and "chosen for" in caplog.text
+
+
+def test_precision_flag_overrides_the_hardware(caplog):
+    amx, plain = hardware.detect(torch.device("cpu"), {"amx_bf16"}), hardware.detect(torch.device("cpu"), set())
+    with caplog.at_level(logging.INFO, logger="transformer.training.hardware"):
+        assert hardware.use_bf16("fp32", amx) is False
+        assert hardware.use_bf16("bf16", plain) is True
+    assert "--precision fp32" in caplog.text and "--precision bf16" in caplog.text
+    assert hardware.detect(torch.device("cuda"), set()).kind == "cuda"
+
+
+def test_trainer_logs_its_choice_and_rejects_a_bad_precision(tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="transformer.training.hardware"):
+        trainer = train.main([*TINY, "--run-dir", str(tmp_path / "a"), "--precision", "fp32"])
+    assert trainer.autocast is False and "float32: set by --precision fp32" in caplog.text
+    with pytest.raises(ValueError, match="precision"):
+        train.main([*TINY, "--run-dir", str(tmp_path / "b"), "--precision", "fp16"])
