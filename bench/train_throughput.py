@@ -1,41 +1,70 @@
-"""Training throughput: our Transformer vs PyTorch's `torch.nn.Transformer`, same configuration.
+"""Training throughput: the trainer as it was at a reference commit against the trainer now.
 
-Both models get the same embeddings, positional encoding, output projection,
-optimizer and batches (lengths drawn from Multi30k when the data is present,
-else from a similar synthetic distribution); only the encoder–decoder core
-differs. The two are timed in alternating rounds so load on the machine hits
-both alike. Prints one JSON object.
+Same machine, one run, same initial weights, same batches. Each path is timed in alternating rounds so load
+on the machine hits all alike. Paths:
 
-    python bench/train_throughput.py --threads 2 --rounds 3 --steps 5
+- `ref fp32`, `ref bf16`: the reference commit's model code (`git show COMMIT:transformer/model.py`, so its
+  dropout and attention) with its loss (float32 logits of every position, `F.cross_entropy`) and its
+  optimizer (AdamW, not fused), in float32 and under bf16 autocast;
+- `now`: `trainer.batch_loss` and `trainer.make_optimizer` as the trainer runs them, in the precision the
+  trainer chooses on this machine (`hardware.py`).
 
-`--compare-bf16` times our model in float32 against the same model (same initial weights, same batches)
-under `torch.autocast("cpu", dtype=torch.bfloat16)` instead, for CPUs with bf16 matrix units (AMX,
-AVX-512 BF16: `lscpu | grep -o 'amx\\w*\\|avx512_bf16'`); `--en-de` uses the en-de configuration (16k
-vocabulary, 6 encoder layers). It also reports each copy's mean training loss over the timed steps.
+Every step also clips the gradient norm, as the trainer does. Cases: `en-de` is today's shipped en-de
+architecture (16k vocabulary, 6+4 layers); `--preset NAME` adds the architecture of a training preset.
 
-    python bench/train_throughput.py --compare-bf16 --en-de --threads 2 --rounds 4 --steps 4 --max-tokens 4096
+Utilisation (MFU, as nanoGPT reports it): the matmul FLOPs of a step, counted by `torch.utils.flop_counter`
+on the step itself (forward and backward), times steps per second, divided by this machine's GEMM peak in
+the step's dtype, measured in the same run (4096x512 by 512x2048). Prints one JSON object.
+
+    python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096 --preset en-de-v2
+
+`--vs-torch` times our model against `torch.nn.Transformer` with the same embeddings and batches instead.
 """
 from __future__ import annotations
 
 import argparse
-import copy
+import importlib
 import json
 import math
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 from machine import cpu_model  # noqa: E402  (bench/, the script's own directory)
 from transformer.config import ModelConfig  # noqa: E402
-from transformer.training.data import collate  # noqa: E402
 from transformer.model import PositionalEncoding, Transformer  # noqa: E402
+from transformer.training import hardware  # noqa: E402
+from transformer.training.config import PRESETS, TrainConfig  # noqa: E402
+from transformer.training.data import collate  # noqa: E402
+from transformer.training.trainer import batch_loss, make_optimizer  # noqa: E402
+
+REFERENCE_COMMIT = "b000f29"  # the trainer before the fast path
+EN_DE = dict(d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1, vocab=16000)
+
+
+def reference_model_class(commit: str) -> type[nn.Module]:
+    """`Transformer` as `transformer/model.py` was at `commit` (with its config.py and kv_cache.py)."""
+    pkg = Path(tempfile.mkdtemp()) / f"transformer_at_{commit}"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name in ("config.py", "kv_cache.py", "model.py"):
+        text = subprocess.run(["git", "show", f"{commit}:transformer/{name}"], cwd=REPO, check=True,
+                              capture_output=True, text=True).stdout
+        (pkg / name).write_text(text)
+    sys.path.insert(0, str(pkg.parent))
+    return importlib.import_module(f"{pkg.name}.model").Transformer
 
 
 class TorchReference(nn.Module):
@@ -98,66 +127,166 @@ def make_batches(lengths, vocab: int, max_tokens: int, seed: int) -> list:
     return out
 
 
-def time_steps(model: nn.Module, batches: list, steps: int, offset: int, bf16: bool) -> tuple[float, int]:
-    opt = model._bench_opt
-    model.train()
-    tokens, start = 0, time.perf_counter()
-    model._bench_losses = getattr(model, "_bench_losses", [])
-    for i in range(steps):
-        b = batches[(offset + i) % len(batches)]
+def gemm_peak(dtype: torch.dtype, repeats: int = 5) -> float:
+    """FLOP/s of one (4096 x 512) @ (512 x 2048) matrix multiplication in `dtype`, best of `repeats`."""
+    a, b = torch.randn(4096, 512).to(dtype), torch.randn(512, 2048).to(dtype)
+    a @ b
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * 4096 * 512 * 2048 / best
+
+
+class Path_:
+    """One training path: a model, its optimizer, and how a step computes the loss."""
+
+    def __init__(self, name: str, model: nn.Module, optimizer: torch.optim.Optimizer, loss, bf16: bool):
+        self.name, self.model, self.optimizer, self.loss, self.bf16 = name, model, optimizer, loss, bf16
+        self.losses: list[float] = []
+        self.rates: list[float] = []
+        self.flops_per_token = 0.0
+
+    def step(self, batch) -> float:
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss(self.model, batch)
+        (loss / batch.n_tokens).backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        return loss.item() / batch.n_tokens
+
+    def count_flops(self, batches) -> None:
+        """Matmul FLOPs per target token over a few batches (forward + backward + optimizer)."""
+        counter = FlopCounterMode(display=False)
+        with counter:
+            for b in batches:
+                self.step(b)
+        self.flops_per_token = counter.get_total_flops() / sum(b.n_tokens for b in batches)
+
+
+def reference_loss(bf16: bool):
+    def loss(model, b):
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             logits = model(b.src, b.tgt_in)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), b.tgt_out.flatten(), ignore_index=0, label_smoothing=0.1)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        model._bench_losses.append(loss.item())
-        tokens += b.n_tokens
-    return time.perf_counter() - start, tokens
+        return F.cross_entropy(logits.float().flatten(0, 1), b.tgt_out.flatten(), ignore_index=0,
+                               label_smoothing=0.1, reduction="sum")
+    return loss
+
+
+def build_paths(cfg: ModelConfig, reference_cls, bf16_now: bool, commit: str) -> list[Path_]:
+    now = Transformer(cfg)
+    train_cfg = TrainConfig(lr=1e-4, weight_decay=0.0)
+    paths = []
+    for precision in ("fp32", "bf16"):
+        ref = reference_cls(replace_config(cfg, reference_cls))
+        ref.load_state_dict(now.state_dict())
+        opt = make_optimizer(ref, replace(train_cfg, fused=False))
+        paths.append(Path_(f"{commit} {precision}", ref, opt, reference_loss(precision == "bf16"), precision == "bf16"))
+    paths.append(Path_(f"now ({'bf16' if bf16_now else 'fp32'})", now, make_optimizer(now, train_cfg),
+                       lambda model, b: batch_loss(model, b, 0.1, bf16_now, True), bf16_now))
+    return paths
+
+
+def replace_config(cfg: ModelConfig, reference_cls):
+    """Our config as the reference commit's `ModelConfig` (the same fields)."""
+    module = sys.modules[reference_cls.__module__.rsplit(".", 1)[0] + ".config"]
+    return module.ModelConfig(**cfg.to_dict())
+
+
+def run_case(name: str, cfg: ModelConfig, batches: list, args, reference_cls, bf16_now: bool, peaks: dict) -> dict:
+    torch.manual_seed(0)
+    paths = build_paths(cfg, reference_cls, bf16_now, args.commit)
+    for p in paths:
+        p.model.train()
+        for b in batches[:2]:  # warm-up
+            p.step(b)
+        p.count_flops(batches[2:4])
+    for r in range(args.rounds):
+        chunk = [batches[(4 + r * args.steps + i) % len(batches)] for i in range(args.steps)]
+        for p in paths:
+            tokens, start = sum(b.n_tokens for b in chunk), time.perf_counter()
+            p.losses += [p.step(b) for b in chunk]
+            p.rates.append(tokens / (time.perf_counter() - start))
+    first = paths[0]
+    out = {"parameters": sum(t.numel() for t in paths[-1].model.parameters()), "vocab": cfg.src_vocab_size,
+           "layers": [cfg.n_encoder_layers, cfg.n_decoder_layers], "d_model": cfg.d_model, "d_ff": cfg.d_ff}
+    for p in paths:
+        rate = statistics.median(p.rates)
+        peak = peaks["bf16" if p.bf16 else "fp32"]
+        out[p.name] = {
+            "tokens_per_s": round(rate), "rounds": [round(x) for x in p.rates],
+            "matmul_gflop_per_token": round(p.flops_per_token / 1e9, 4),
+            "mfu": round(rate * p.flops_per_token / peak, 3),
+            "mean_loss_timed_steps": round(statistics.mean(p.losses), 4),
+        }
+    for p in paths[1:]:
+        out[f"ratio {p.name} / {first.name}"] = round(out[p.name]["tokens_per_s"] / out[first.name]["tokens_per_s"], 3)
+    now, ref_bf16 = paths[-1], paths[1]
+    out[f"ratio {now.name} / {ref_bf16.name}"] = round(
+        out[now.name]["tokens_per_s"] / out[ref_bf16.name]["tokens_per_s"], 3)
+    return out
+
+
+def vs_torch(args, batches) -> dict:
+    """Our model against torch.nn.Transformer, same configuration, batches and precision."""
+    cfg = ModelConfig(src_vocab_size=8000, tgt_vocab_size=8000)
+    models = {"ours": Transformer(cfg), "torch.nn.Transformer": TorchReference(cfg)}
+    paths = [Path_(k, m, torch.optim.AdamW(m.parameters(), lr=1e-4), reference_loss(False), False)
+             for k, m in models.items()]
+    for p in paths:
+        p.model.train()
+        p.step(batches[0])
+    for r in range(args.rounds):
+        chunk = [batches[(1 + r * args.steps + i) % len(batches)] for i in range(args.steps)]
+        for p in paths:
+            start = time.perf_counter()
+            for b in chunk:
+                p.step(b)
+            p.rates.append(sum(b.n_tokens for b in chunk) / (time.perf_counter() - start))
+    rates = {p.name: round(statistics.median(p.rates)) for p in paths}
+    return {"tokens_per_s": rates, "ratio": round(rates["ours"] / rates["torch.nn.Transformer"], 3)}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=3, help="alternating timing rounds per model")
-    p.add_argument("--steps", type=int, default=5, help="optimizer steps per round")
-    p.add_argument("--max-tokens", type=int, default=4000)
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast for both models")
-    p.add_argument("--norm-first", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--data-dir", type=Path, default=Path("../shared/data/multi30k"))
-    p.add_argument("--compare-bf16", action="store_true", help="ours in float32 against ours under bf16 autocast")
-    p.add_argument("--en-de", action="store_true", help="the en-de configuration (16k vocabulary, 6+4 layers)")
+    p.add_argument("--rounds", type=int, default=3, help="alternating timing rounds per path")
+    p.add_argument("--steps", type=int, default=4, help="optimizer steps per round")
+    p.add_argument("--max-tokens", type=int, default=4096)
+    p.add_argument("--commit", default=REFERENCE_COMMIT, help="the reference trainer's commit")
+    p.add_argument("--preset", action="append", default=[], help="also time this training preset's architecture")
+    p.add_argument("--data-dir", type=Path, default=REPO.parent / "shared/data/multi30k")
+    p.add_argument("--vs-torch", action="store_true", help="ours against torch.nn.Transformer instead")
+    p.add_argument("--json", type=Path, help="also write the result here")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    vocab, n_enc = (16000, 6) if args.en_de else (8000, 4)
-    cfg = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=256, n_heads=8, n_encoder_layers=n_enc,
-                      n_decoder_layers=4, d_ff=1024, dropout=0.1, norm_first=args.norm_first)
     lengths, source = batch_lengths(4000, args.data_dir, seed=0)
-    batches = make_batches(lengths, cfg.src_vocab_size, args.max_tokens, seed=0)
-    if args.compare_bf16:
-        ours = Transformer(cfg)
-        models, bf16 = {"float32": ours, "bf16 autocast": copy.deepcopy(ours)}, {"float32": False, "bf16 autocast": True}
+    result = {"cpu": cpu_model(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "threads": args.threads,
+              "lengths": source, "max_tokens": args.max_tokens, "rounds": args.rounds, "steps_per_round": args.steps}
+    if args.vs_torch:
+        result["vs_torch"] = vs_torch(args, make_batches(lengths, 8000, args.max_tokens, seed=0))
     else:
-        models = {"ours": Transformer(cfg), "torch.nn.Transformer": TorchReference(cfg)}
-        bf16 = dict.fromkeys(models, args.bf16)
-    for name, m in models.items():
-        m._bench_opt = torch.optim.AdamW(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-        time_steps(m, batches, 2, 0, bf16[name])  # warm-up
-    rates: dict[str, list[float]] = {k: [] for k in models}
-    for r in range(args.rounds):
-        for name, m in models.items():
-            seconds, tokens = time_steps(m, batches, args.steps, 2 + r * args.steps, bf16[name])
-            rates[name].append(tokens / seconds)
-    first, second = (statistics.median(rates[k]) for k in models)
-    print(json.dumps({
-        "cpu": cpu_model(), "threads": args.threads, "bf16": bf16, "norm_first": args.norm_first, "lengths": source,
-        "max_tokens": args.max_tokens, "parameters": {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()},
-        "tokens_per_s": {k: round(statistics.median(v)) for k, v in rates.items()},
-        "ratio": round(first / second, 3), "rounds": args.rounds, "steps_per_round": args.steps,
-        "mean_loss_timed_steps": {k: round(statistics.mean(m._bench_losses[2:]), 4) for k, m in models.items()},
-    }))
-
+        hw = hardware.detect(torch.device("cpu"))
+        bf16_now = hardware.use_bf16("auto", hw)
+        result["hardware"] = hw.kind
+        peaks = {"fp32": gemm_peak(torch.float32), "bf16": gemm_peak(torch.bfloat16)}
+        result["gemm_peak_tflops"] = {k: round(v / 1e12, 3) for k, v in peaks.items()}
+        reference_cls = reference_model_class(args.commit)
+        cases = {"en-de": dict(EN_DE)}
+        for name in args.preset:
+            pr = PRESETS[name]
+            cases[name] = {k: pr[k] for k in ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff",
+                                              "dropout")} | {"vocab": pr["vocab_size"] + pr.get("placeholders", 0)}
+        for name, c in cases.items():
+            vocab = c.pop("vocab")
+            cfg = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **c)
+            batches = make_batches(lengths, vocab, args.max_tokens, seed=0)
+            result[name] = run_case(name, cfg, batches, args, reference_cls, bf16_now, peaks)
+    print(json.dumps(result, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

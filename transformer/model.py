@@ -119,6 +119,14 @@ class Dropout(nn.Dropout):
         return dropout(x, self.p, self.training)
 
 
+def cast_once(x: Tensor) -> Tensor:
+    """x in the autocast dtype when autocast is on: the q, k and v projections of one input would each cast
+    it again (and their backward cast each gradient back)."""
+    if torch.is_autocast_enabled(x.device.type):
+        return x.to(torch.get_autocast_dtype(x.device.type))
+    return x
+
+
 def causal_mask(size: int, device: torch.device | None = None) -> Tensor:
     """(T, T) lower-triangular mask: position t may attend to positions <= t."""
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()
@@ -203,6 +211,7 @@ class MultiHeadAttention(nn.Module):
         head_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Queries from x (B, T_q, d_model), keys and values from context (B, T_k, d_model)."""
+        x, context = (cast_once(x),) * 2 if context is x else (cast_once(x), cast_once(context))
         k, v = self.project_kv(context)
         return self.attend(self.project_q(x), k, v, mask, need_weights, head_mask)
 
@@ -261,6 +270,7 @@ class DecoderLayer(nn.Module):
 
     def _self_block(self, x: Tensor, mask: Tensor | None, cache: LayerKVCache | None, need_weights: bool | str,
                     head_mask: Tensor | None):
+        x = cast_once(x)
         k, v = self.self_attn.project_kv(x)
         if cache is not None:
             k, v = cache.append_self(k, v)
@@ -275,7 +285,7 @@ class DecoderLayer(nn.Module):
             k, v = self.cross_attn.project_kv(memory)
             if cache is not None:
                 cache.cross_k, cache.cross_v = k, v
-        a, w = self.cross_attn.attend(self.cross_attn.project_q(x), k, v, mask, need_weights, head_mask)
+        a, w = self.cross_attn.attend(self.cross_attn.project_q(cast_once(x)), k, v, mask, need_weights, head_mask)
         return self.dropout(a), w
 
     def forward(
@@ -337,6 +347,7 @@ class Decoder(nn.Module):
         head_mask: HeadMask | None = None,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         self_mask, cross_mask = (head_mask.decoder, head_mask.cross) if head_mask is not None else (None, None)
+        memory = cast_once(memory)  # once for every layer's cross-attention keys and values
         self_ws, cross_ws = [], []
         for i, layer in enumerate(self.layers):
             x, sw, cw = layer(x, memory, src_mask, tgt_mask, cache.layers[i] if cache else None, need_weights,
