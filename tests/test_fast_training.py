@@ -4,6 +4,7 @@ dropout is dropout, and the precision is chosen by the hardware found (logged, a
 Exact resume with the fast path is tested in test_train.py (its runs use it by default)."""
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -146,3 +147,24 @@ def test_trainer_logs_its_choice_and_rejects_a_bad_precision(tmp_path, caplog):
     assert trainer.autocast is False and "float32: set by --precision fp32" in caplog.text
     with pytest.raises(ValueError, match="precision"):
         train.main([*TINY, "--run-dir", str(tmp_path / "b"), "--precision", "fp16"])
+
+
+# ---------------------------------------------------------------------------- snapshots of the model learning
+
+def test_learning_snapshots_are_float16_with_step_epoch_and_scores_and_shipped_by_the_export(tmp_path):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "export"
+    trainer = train.main([*[a for a in TINY if a != "--no-export"], "--max-epochs", "4", "--run-dir",
+                          str(tmp_path / "run"), "--learning-snapshots", "1,4,9", "--output", str(out)])
+    records = json.loads((out / "snapshots" / "snapshots.json").read_text())
+    assert [r["step"] for r in records] == [1, 4, 9] and trainer.step > 9
+    assert all("epoch" in r and "score" in r and "val_loss" in r for r in records)
+    weights = load_file(str(out / "snapshots" / "step_000004.safetensors"))
+    assert all(t.dtype == torch.float16 for t in weights.values())
+    assert weights.keys() == trainer.model.state_dict().keys()
+
+
+def test_learning_snapshots_flag_rejects_what_is_not_steps(tmp_path):
+    with pytest.raises(ValueError, match="learning-snapshots"):
+        train.main([*TINY, "--run-dir", str(tmp_path / "r"), "--learning-snapshots", "10,ten"])

@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = "config.json", "model.safetensors", "tokenizer.json"
 GENERATION_FILE = "generation_config.json"
+# The model learning: float16 weights at a few steps of its training run and snapshots.json (step, epoch, val
+# scores). Optional, and left out of CHECKPOINT_FILES: a translator never needs them.
+SNAPSHOTS_DIR = "snapshots"
 CHECKPOINT_FILES = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, GENERATION_FILE, TRUECASE_FILE, COPIED_WORDS_FILE,
                     "README.md", "metrics.json", "train_log.jsonl")
 

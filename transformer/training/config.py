@@ -59,6 +59,7 @@ class TrainConfig:
     output: str = ""  # export the final model here (Hugging Face layout)
     save_every: int = 100  # optimizer steps between resume saves
     val_every: int = 0  # validate and snapshot every N optimizer steps instead of at epoch ends; 0: epochs
+    learning_snapshots: str = ""  # "100,300,1000,...": steps whose float16 weights and val scores the export ships
     keep_last: int = 5  # epoch weight files kept
     average_last: int = 5  # epochs averaged into the final model (1: no averaging)
     half_precision: bool = True  # export float16 weights if validation moves by < 0.1
@@ -68,7 +69,19 @@ class TrainConfig:
     threads: int = 0  # torch threads; 0: all cores
     progress: bool = True
 
+    @property
+    def snapshot_steps(self) -> set[int]:
+        """The steps of `learning_snapshots`."""
+        return {int(x) for x in self.learning_snapshots.replace(" ", "").split(",") if x}
+
     def __post_init__(self) -> None:
+        try:
+            steps = self.snapshot_steps
+        except ValueError:
+            raise ValueError(f"--learning-snapshots must be step numbers separated by commas, got "
+                             f"{self.learning_snapshots!r}") from None
+        if any(s < 1 for s in steps):
+            raise ValueError(f"--learning-snapshots steps must be >= 1, got {self.learning_snapshots!r}")
         if self.precision not in ("auto", "bf16", "fp32"):
             raise ValueError(f"--precision must be auto, bf16 or fp32, got {self.precision!r}")
 

@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import load_file
 
 from transformer.casing import Truecaser
-from transformer.hub import save_checkpoint
+from transformer.hub import SNAPSHOTS_DIR, save_checkpoint
 from transformer.model import Transformer
 from transformer.tokenizer import TextTokenizer
 
@@ -100,6 +100,9 @@ def export_run(run: RunDirectory, cfg: TrainConfig, model: Transformer, tokenize
     (out / "metrics.json").unlink(missing_ok=True)  # scores of the model this export replaces
     if run.log_path.is_file():
         shutil.copyfile(run.log_path, out / "train_log.jsonl")
+    if run.learning_dir.is_dir():  # the model learning: float16 weights at a few steps, with their scores
+        shutil.rmtree(out / SNAPSHOTS_DIR, ignore_errors=True)
+        shutil.copytree(run.learning_dir, out / SNAPSHOTS_DIR)
     summary = {"selected": name, "val_score": score, "candidates": {n: sc for sc, n, _ in scored},
                "float16": half, "steps": progress.step, "epochs": progress.epoch,
                "progress": {"step": progress.step, "epoch": progress.epoch, "batch_in_epoch": progress.batch_in_epoch,

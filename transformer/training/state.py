@@ -25,6 +25,8 @@ LAST_WEIGHTS = "last.safetensors"  # the final weights when a budget stopped tra
 BEST_WEIGHTS = "best.safetensors"
 STATE_FILE = "state.pt"
 TRAIN_LOG = "train_log.jsonl"
+LEARNING_DIR = "learning"  # float16 weights at a few log-spaced steps, shipped as the checkpoint's snapshots/
+LEARNING_INDEX = "snapshots.json"
 
 
 @dataclass
@@ -120,6 +122,23 @@ class RunDirectory:
             old.unlink()
         if best:
             atomic_save_weights(weights, self.path / BEST_WEIGHTS)
+
+    @property
+    def learning_dir(self) -> Path:
+        return self.path / LEARNING_DIR
+
+    def save_learning_snapshot(self, record: dict, weights: dict[str, torch.Tensor]) -> None:
+        """Keep one step's weights in float16 (learning/step_NNNNNN.safetensors) and its record (step, epoch,
+        validation scores) in learning/snapshots.json, for watching the model learn."""
+        self.learning_dir.mkdir(exist_ok=True)
+        step = record["step"]
+        atomic_save_weights({k: v.half() for k, v in weights.items()}, self.learning_dir / f"step_{step:06d}.safetensors")
+        index = self.learning_dir / LEARNING_INDEX
+        records = json.loads(index.read_text(encoding="utf-8")) if index.is_file() else []
+        records = sorted([r for r in records if r["step"] != step] + [record], key=lambda r: r["step"])
+        tmp = index.with_name(index.name + ".tmp")
+        tmp.write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, index)
 
     def save_last(self, step: int, weights: dict[str, torch.Tensor]) -> None:
         """Keep the final weights when they are in no snapshot yet (a budget stopped between two)."""

@@ -241,6 +241,8 @@ class Trainer:
             if cfg.val_every and p.step % cfg.val_every == 0:
                 self.checkpoint(f"step_{p.step:06d}")
                 (self.ddp or self.model).train()
+            if p.step in cfg.snapshot_steps:
+                self.learning_snapshot()
             if p.step % cfg.save_every == 0 or (cfg.val_every and p.step % cfg.val_every == 0):
                 self.save_state()
         bar.close()
@@ -272,6 +274,17 @@ class Trainer:
             stop, p.bad_epochs = flag
         p.epoch_loss, p.epoch_tokens = 0.0, 0  # the next record's training loss starts here
         return stop
+
+    def learning_snapshot(self) -> None:
+        """Keep this step's weights in float16 with their validation scores (`--learning-snapshots`)."""
+        if self.is_main:
+            p = self.progress
+            metrics = self.validate(self.model)
+            epoch = p.epoch + p.batch_in_epoch / max(getattr(self, "epoch_length", 0), 1)
+            self.run.save_learning_snapshot({"step": p.step, "epoch": round(epoch, 3), **metrics},
+                                            dict(self.model.state_dict()))
+            log.info("learning snapshot at step %d: %s", p.step, json.dumps(metrics))
+            (self.ddp or self.model).train()
 
     def end_epoch(self) -> bool:
         """Checkpoint at the epoch's end (unless checkpoints go by steps); True to stop early."""
