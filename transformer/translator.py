@@ -45,7 +45,7 @@ from .casing import Truecaser, case_form, prepare_source
 from .config import GenerationConfig
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
 from .model import HeadMask, Transformer, causal_mask, pad_sequences
-from .placeholders import entity_spans, find_entities, splice
+from .placeholders import encode_marked, entity_spans, find_entities, mark_entities, splice
 from .quantize import PRECISIONS, int8_search_model
 from .search_trace import SearchTrace
 from .tokenizer import TextTokenizer
@@ -92,6 +92,16 @@ class Attention:
     tgt_out_tokens: list[str]  # output tokens
     steps: list[StepRecord] = field(default_factory=list)
     measure: str = "weight"  # "norm": each map holds ‖α_ij f_h(x_j)‖ instead of α_ij (rows do not sum to 1)
+
+
+@dataclass
+class Score:
+    """How likely the model finds one given translation (`Translator.score`)."""
+
+    log_prob: float  # summed over the tokens, <eos> included
+    token_log_probs: list[float]  # one per token of `tokens`; they add up to log_prob
+    tokens: list[str]  # the translation as the model reads it (placeholders for the source's entities), <eos> last
+    ids: list[int]
 
 
 @dataclass(frozen=True)
@@ -379,6 +389,49 @@ class Translator:
         for i, ids in zip(keep, outputs):
             texts_out[i] = self.tokenizer.decode(ids, sources[i].entities)
         return texts_out
+
+    @torch.inference_mode()
+    def score(self, sources: list[str], translations: list[str]) -> list[Score]:
+        """The float32 model's log-probability of each `translations[i]` given `sources[i]`, by one
+        teacher-forced pass over the padded batch: in total and per token (<eos> included).
+
+        Sources take the input path of `translate` (`source`: truecasing, names and numbers as placeholders);
+        in a translation, each entity of its source is read as the same placeholder, as training marks
+        targets. So the model's own output, scored, gives the log-probability its search found (when the
+        output text tokenises back into the same tokens). ValueError for an empty or over-long text."""
+        if isinstance(sources, str) or isinstance(translations, str):
+            raise ValueError("sources and translations must be lists of strings")
+        if len(sources) != len(translations):
+            raise ValueError(f"{len(sources)} sources but {len(translations)} translations")
+        cfg = self.model.config
+        prepared = [self.source(text) for text in sources]
+        targets = [self._target_ids(text, source) for text, source in zip(translations, prepared)]
+        if not prepared:
+            return []
+        src = pad_sequences([s.ids for s in prepared], cfg.pad_id).to(self.device)  # (B, S)
+        tgt_in = pad_sequences([[cfg.bos_id] + t for t in targets], cfg.pad_id).to(self.device)  # (B, T)
+        log_probs = self.model(src, tgt_in).float().log_softmax(-1)  # (B, T, V)
+        scores = []
+        for i, ids in enumerate(targets):
+            out = ids + [cfg.eos_id]
+            per_token = log_probs[i, torch.arange(len(out), device=self.device), out].tolist()
+            scores.append(Score(math.fsum(per_token), per_token, self.tokenizer.ids_to_tokens(out), out))
+        return scores
+
+    def _target_ids(self, text: str, source: Source) -> list[int]:
+        """A translation's ids (no specials), the source's entities as its placeholders."""
+        if not isinstance(text, str):
+            raise ValueError(f"a translation must be a string, got {type(text).__name__}")
+        if not text.strip():
+            raise ValueError("translation is empty: type the translation to score")
+        if source.entities:
+            ids = encode_marked(self.tokenizer, [mark_entities(text, source.entities)], self.tokenizer.vocab_size)[0]
+        else:
+            ids = self.tokenizer.encodings([text])[0].ids
+        if len(ids) + 1 > self.model.config.max_len:
+            raise ValueError(f"translation is too long: {len(ids)} tokens, the model reads at most "
+                             f"{self.model.config.max_len - 1}")
+        return ids
 
     def _source_or_none(self, text: str) -> Source | None:
         """`source(text)`, or None for a string with nothing to translate (its output is empty)."""
