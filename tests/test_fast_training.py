@@ -11,7 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer.model import dropout
+from transformer.hub import load_int8_weights, save_int8_weights
+from transformer.model import Transformer, dropout
 from transformer.training import hardware, train
 from transformer.training.data import collate, toy_pairs
 from transformer.training.loss import linear_cross_entropy
@@ -151,7 +152,7 @@ def test_trainer_logs_its_choice_and_rejects_a_bad_precision(tmp_path, caplog):
 
 # ---------------------------------------------------------------------------- snapshots of the model learning
 
-def test_learning_snapshots_are_float16_with_step_epoch_and_scores_and_shipped_by_the_export(tmp_path):
+def test_learning_snapshots_are_int8_with_step_epoch_and_scores_and_shipped_by_the_export(tmp_path):
     from safetensors.torch import load_file
 
     out = tmp_path / "export"
@@ -160,9 +161,24 @@ def test_learning_snapshots_are_float16_with_step_epoch_and_scores_and_shipped_b
     records = json.loads((out / "snapshots" / "snapshots.json").read_text())
     assert [r["step"] for r in records] == [1, 4, 9] and trainer.step > 9
     assert all("epoch" in r and "score" in r and "val_loss" in r for r in records)
-    weights = load_file(str(out / "snapshots" / "step_000004.safetensors"))
-    assert all(t.dtype == torch.float16 for t in weights.values())
+    stored = load_file(str(out / "snapshots" / "step_000004.safetensors"))
+    assert {t.dtype for t in stored.values()} == {torch.int8, torch.float16, torch.float32}
+    weights = load_int8_weights(out / "snapshots" / "step_000004.safetensors")
     assert weights.keys() == trainer.model.state_dict().keys()
+    # the last snapshot is close to the weights it was taken from (the run ended at step 9 or later)
+    final = load_int8_weights(out / "snapshots" / "step_000009.safetensors")
+    model = Transformer(trainer.model.config)
+    model.load_state_dict(final)  # loads: every tensor is there, in its shape
+
+
+def test_int8_weights_round_trip_within_half_a_step_per_row(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    weights = {"w": torch.randn(30, 40, generator=g) * torch.linspace(0.01, 3, 30)[:, None], "b": torch.randn(40)}
+    save_int8_weights(weights, tmp_path / "s.safetensors")
+    back = load_int8_weights(tmp_path / "s.safetensors")
+    step = weights["w"].abs().amax(1, keepdim=True) / 127
+    assert ((back["w"] - weights["w"]).abs() <= step * 0.5 + 1e-3 * step).all()
+    torch.testing.assert_close(back["b"], weights["b"].half().float())
 
 
 def test_learning_snapshots_flag_rejects_what_is_not_steps(tmp_path):

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from huggingface_hub import PyTorchModelHubMixin, snapshot_download
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_model
+from safetensors.torch import load_file, save_file, save_model
 
 from .casing import TRUECASE_FILE, Truecaser, load_truecaser
 from .placeholders import COPIED_WORDS_FILE, read_copied_words, write_copied_words
@@ -232,3 +232,38 @@ def training_progress(directory: Path | None) -> tuple[int, int] | None:
     done = training.get("progress", {}).get("step")
     planned = training.get("train_config", {}).get("max_steps")
     return (done, planned) if done and planned and done < planned else None
+
+
+# ---------------------------------------------------------------------------- snapshots of the model learning
+
+SCALE_SUFFIX = ".int8_scale"
+
+
+def save_int8_weights(weights: dict[str, torch.Tensor], path: str | os.PathLike) -> None:
+    """Weights at a quarter of their float32 size: each matrix as int8 with one float16 scale per row
+    (symmetric, absmax), stored in float32 beside it as `<name>.int8_scale`; vectors (biases, norms) in float16.
+    A snapshot of the model learning only has to show how it translated, not train on."""
+    out: dict[str, torch.Tensor] = {}
+    for name, w in weights.items():
+        w = w.detach().float().cpu()
+        if w.dim() < 2:
+            out[name] = w.half()
+            continue
+        scale = w.abs().amax(dim=1, keepdim=True).clamp_min(1e-8) / 127.0  # (rows, 1)
+        out[name] = (w / scale).round().clamp(-127, 127).to(torch.int8)
+        out[name + SCALE_SUFFIX] = scale  # float32: a rounded scale would move every weight of its row
+    tmp = Path(str(path) + ".tmp")
+    save_file(out, str(tmp))
+    os.replace(tmp, path)
+
+
+def load_int8_weights(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+    """`save_int8_weights`'s file -> float32 weights, ready for `Transformer.load_state_dict`."""
+    stored = load_file(str(path))
+    weights = {}
+    for name, t in stored.items():
+        if name.endswith(SCALE_SUFFIX):
+            continue
+        scale = stored.get(name + SCALE_SUFFIX)
+        weights[name] = t.float() * scale.float() if scale is not None else t.float()
+    return weights

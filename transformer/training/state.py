@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
+from transformer.hub import save_int8_weights
+
 log = logging.getLogger(__name__)
 
 LAST_WEIGHTS = "last.safetensors"  # the final weights when a budget stopped training between snapshots
@@ -128,11 +130,12 @@ class RunDirectory:
         return self.path / LEARNING_DIR
 
     def save_learning_snapshot(self, record: dict, weights: dict[str, torch.Tensor]) -> None:
-        """Keep one step's weights in float16 (learning/step_NNNNNN.safetensors) and its record (step, epoch,
-        validation scores) in learning/snapshots.json, for watching the model learn."""
+        """Keep one step's weights in int8 (learning/step_NNNNNN.safetensors, `hub.save_int8_weights`: 6 to 8
+        of them ship in the checkpoint) and its record (step, epoch, validation scores) in learning/snapshots.json,
+        for watching the model learn."""
         self.learning_dir.mkdir(exist_ok=True)
         step = record["step"]
-        atomic_save_weights({k: v.half() for k, v in weights.items()}, self.learning_dir / f"step_{step:06d}.safetensors")
+        save_int8_weights(weights, self.learning_dir / f"step_{step:06d}.safetensors")
         index = self.learning_dir / LEARNING_INDEX
         records = json.loads(index.read_text(encoding="utf-8")) if index.is_file() else []
         records = sorted([r for r in records if r["step"] != step] + [record], key=lambda r: r["step"])
