@@ -97,6 +97,17 @@ PRESETS: dict[str, dict] = {
         max_epochs=100, max_minutes=330, val_every=250, patience=0, precision="fp32",
         run_dir="runs/en-de", output="checkpoints/en-de", keep_last=5, average_last=4,
     ),
+    "en-de-scratch": dict(  # the next en-de: one recipe from step 0 (README, Training), on 2 CPU cores or a GPU
+        task="translation", corpora=("tatoeba-en-de", "multi30k:2"), vocab_size=8000,
+        rare_holdout="tatoeba-en-de",  # held out from the start: a clean measure of words the model never saw
+        placeholders=8, placeholder_copies=2, name_swap_copies=2, number_swap_copies=4, bpe_dropout=0.1,
+        src_lowercase_prob=0.2, src_no_punct_prob=0.2,
+        d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
+        max_tokens=4096, accum_steps=2, lr=1e-3, warmup_steps=800, schedule="cosine", max_steps=14000,
+        max_epochs=1000, max_minutes=690, val_every=1000, patience=0, precision="auto", threads=2,
+        learning_snapshots="100,300,1000,2500,5000,9000,14000",  # log-spaced: watching it learn (hub.SNAPSHOTS_DIR)
+        run_dir="runs/en-de-scratch", output="checkpoints/en-de-scratch", keep_last=4, average_last=4,
+    ),
     "en-de-names": dict(  # en-de fine-tuned on one GPU to copy names and numbers (issue 18)
         task="translation", corpora=("tatoeba-en-de", "multi30k:2"), vocab_size=16000, init_from="checkpoints/en-de",
         rare_holdout="tatoeba-en-de",  # out of the fine-tuning data (en-de itself saw these pairs)
