@@ -44,6 +44,7 @@ from .decoding import (
 from .casing import Truecaser, case_form, prepare_source
 from .config import GenerationConfig
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
+from .inside_head import HeadRow, head_row
 from .model import HeadMask, Transformer, causal_mask, pad_sequences
 from .placeholders import encode_marked, entity_spans, find_entities, mark_entities, splice
 from .quantize import PRECISIONS, int8_search_model
@@ -389,6 +390,15 @@ class Translator:
         for i, ids in zip(keep, outputs):
             texts_out[i] = self.tokenizer.decode(ids, sources[i].entities)
         return texts_out
+
+    def inside_head(self, result: Translation, kind: str, layer: int, head: int, query: int,
+                    candidate: int = 0) -> HeadRow:
+        """How row `query` of one head's map for n-best candidate `candidate` is computed (`inside_head.HeadRow`:
+        q, keys, scores, mask, softmax, values, output), from one float32 pass with `result`'s head mask."""
+        if not 0 <= candidate < len(result.candidates):
+            raise ValueError(f"candidate must be in 0..{len(result.candidates) - 1}, got {candidate!r}")
+        tgt_in = [self.model.config.bos_id] + result.candidates[candidate].ids[:-1]
+        return head_row(self.model, result.src_ids, tgt_in, kind, layer, head, query, result.head_mask)
 
     @torch.inference_mode()
     def score(self, sources: list[str], translations: list[str]) -> list[Score]:
