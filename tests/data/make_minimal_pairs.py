@@ -1,0 +1,157 @@
+# Builds tests/data/minimal_pairs.tsv: our own English->German minimal pairs, one error each.
+rows = []
+def add(cat, en, good, bad):
+    assert good != bad, (en, good)
+    rows.append((cat, en, good, bad))
+
+# 1. noun-phrase agreement: determiner / adjective ending wrong for gender, number or case
+np_items = [
+    ("My little sister sings.", "Meine kleine Schwester singt.", "Mein kleine Schwester singt."),
+    ("Our new neighbour is friendly.", "Unser neuer Nachbar ist freundlich.", "Unsere neuer Nachbar ist freundlich."),
+    ("The old man sleeps.", "Der alte Mann schläft.", "Die alte Mann schläft."),
+    ("I see a small dog.", "Ich sehe einen kleinen Hund.", "Ich sehe ein kleinen Hund."),
+    ("She buys a red car.", "Sie kauft ein rotes Auto.", "Sie kauft einen rotes Auto."),
+    ("We live in a big house.", "Wir wohnen in einem großen Haus.", "Wir wohnen in einer großen Haus."),
+    ("He reads an interesting book.", "Er liest ein interessantes Buch.", "Er liest eine interessantes Buch."),
+    ("The young woman laughs.", "Die junge Frau lacht.", "Der junge Frau lacht."),
+    ("I drink a cold beer.", "Ich trinke ein kaltes Bier.", "Ich trinke einen kaltes Bier."),
+    ("My brother has a new bike.", "Mein Bruder hat ein neues Fahrrad.", "Meine Bruder hat ein neues Fahrrad."),
+    ("The children play in the garden.", "Die Kinder spielen im Garten.", "Das Kinder spielen im Garten."),
+    ("Your father works a lot.", "Dein Vater arbeitet viel.", "Deine Vater arbeitet viel."),
+    ("Her mother cooks well.", "Ihre Mutter kocht gut.", "Ihr Mutter kocht gut."),
+    ("We need a new table.", "Wir brauchen einen neuen Tisch.", "Wir brauchen ein neuen Tisch."),
+    ("The small cat is hungry.", "Die kleine Katze hat Hunger.", "Das kleine Katze hat Hunger."),
+    ("I like the blue shirt.", "Mir gefällt das blaue Hemd.", "Mir gefällt der blaue Hemd."),
+    ("He gives the woman a flower.", "Er gibt der Frau eine Blume.", "Er gibt die Frau eine Blume."),
+    ("She helps the old man.", "Sie hilft dem alten Mann.", "Sie hilft den alten Mann."),
+    ("The new teacher is nice.", "Die neue Lehrerin ist nett.", "Der neue Lehrerin ist nett."),
+    ("My grandmother tells a story.", "Meine Großmutter erzählt eine Geschichte.", "Mein Großmutter erzählt eine Geschichte."),
+    ("The tired nurse goes home.", "Die müde Krankenschwester geht nach Hause.", "Der müde Krankenschwester geht nach Hause."),
+    ("Our teacher has a black dog.", "Unser Lehrer hat einen schwarzen Hund.", "Unser Lehrer hat ein schwarzen Hund."),
+    ("I write a long letter.", "Ich schreibe einen langen Brief.", "Ich schreibe ein langen Brief."),
+    ("The quiet student waits.", "Der ruhige Schüler wartet.", "Die ruhige Schüler wartet."),
+    ("This city has a beautiful old church.", "Diese Stadt hat eine schöne alte Kirche.", "Dieser Stadt hat eine schöne alte Kirche."),
+    ("We eat fresh bread.", "Wir essen frisches Brot.", "Wir essen frischer Brot."),
+    ("The old baker buys fresh bread.", "Der alte Bäcker kauft frisches Brot.", "Die alte Bäcker kauft frisches Brot."),
+    ("My little cousin paints the kitchen.", "Mein kleiner Cousin streicht die Küche.", "Meine kleiner Cousin streicht die Küche."),
+    ("She opens the heavy door.", "Sie öffnet die schwere Tür.", "Sie öffnet den schwere Tür."),
+    ("He loves his new job.", "Er liebt seinen neuen Job.", "Er liebt sein neuen Job."),
+]
+for en, g, b in np_items: add("np_agreement", en, g, b)
+
+# 2. subject-verb agreement
+sv_items = [
+    ("The children play football.", "Die Kinder spielen Fußball.", "Die Kinder spielt Fußball."),
+    ("My sister lives in Berlin.", "Meine Schwester wohnt in Berlin.", "Meine Schwester wohnen in Berlin."),
+    ("We are tired.", "Wir sind müde.", "Wir ist müde."),
+    ("You are right.", "Du hast recht.", "Du habe recht."),
+    ("The dogs bark loudly.", "Die Hunde bellen laut.", "Die Hunde bellt laut."),
+    ("He drinks coffee every morning.", "Er trinkt jeden Morgen Kaffee.", "Er trinken jeden Morgen Kaffee."),
+    ("I am a teacher.", "Ich bin Lehrer.", "Ich ist Lehrer."),
+    ("They come tomorrow.", "Sie kommen morgen.", "Sie kommt morgen."),
+    ("The student reads a book.", "Der Student liest ein Buch.", "Der Student lesen ein Buch."),
+    ("My parents work in a hospital.", "Meine Eltern arbeiten in einem Krankenhaus.", "Meine Eltern arbeitet in einem Krankenhaus."),
+    ("The baby sleeps.", "Das Baby schläft.", "Das Baby schlafen."),
+    ("We go to school.", "Wir gehen zur Schule.", "Wir geht zur Schule."),
+    ("The birds sing in the trees.", "Die Vögel singen in den Bäumen.", "Die Vögel singt in den Bäumen."),
+    ("She has two brothers.", "Sie hat zwei Brüder.", "Sie haben zwei Brüder."),
+    ("The quiet students wait for the bus.", "Die ruhigen Schüler warten auf den Bus.", "Die ruhigen Schüler wartet auf den Bus."),
+    ("My friend speaks German.", "Mein Freund spricht Deutsch.", "Mein Freund sprechen Deutsch."),
+    ("The girls dance.", "Die Mädchen tanzen.", "Die Mädchen tanzt."),
+    ("I know the answer.", "Ich kenne die Antwort.", "Ich kennt die Antwort."),
+    ("The train is late.", "Der Zug hat Verspätung.", "Der Zug haben Verspätung."),
+    ("The neighbours are friendly.", "Die Nachbarn sind freundlich.", "Die Nachbarn ist freundlich."),
+    ("He can swim.", "Er kann schwimmen.", "Er können schwimmen."),
+    ("We want to eat.", "Wir wollen essen.", "Wir will essen."),
+    ("The old baker bakes bread.", "Der alte Bäcker backt Brot.", "Der alte Bäcker backen Brot."),
+    ("You (all) are late.", "Ihr seid spät dran.", "Ihr sind spät dran."),
+    ("The flowers smell good.", "Die Blumen riechen gut.", "Die Blumen riecht gut."),
+    ("My cousin paints pictures.", "Meine Cousine malt Bilder.", "Meine Cousine malen Bilder."),
+    ("The teachers are in the room.", "Die Lehrer sind im Raum.", "Die Lehrer ist im Raum."),
+    ("She runs every day.", "Sie läuft jeden Tag.", "Sie laufen jeden Tag."),
+    ("The cats sleep on the sofa.", "Die Katzen schlafen auf dem Sofa.", "Die Katzen schläft auf dem Sofa."),
+    ("I often eat apples.", "Ich esse oft Äpfel.", "Ich isst oft Äpfel."),
+]
+for en, g, b in sv_items: add("sv_agreement", en, g, b)
+
+# 3. negation: "nicht" (or "kein") deleted, so the meaning flips
+neg_items = [
+    ("He is not here.", "Er ist nicht hier.", "Er ist hier."),
+    ("I do not like fish.", "Ich mag keinen Fisch.", "Ich mag Fisch."),
+    ("We are not tired.", "Wir sind nicht müde.", "Wir sind müde."),
+    ("She does not drink coffee.", "Sie trinkt keinen Kaffee.", "Sie trinkt Kaffee."),
+    ("The shop is not open today.", "Der Laden ist heute nicht geöffnet.", "Der Laden ist heute geöffnet."),
+    ("I cannot swim.", "Ich kann nicht schwimmen.", "Ich kann schwimmen."),
+    ("They do not come tomorrow.", "Sie kommen morgen nicht.", "Sie kommen morgen."),
+    ("The water is not cold.", "Das Wasser ist nicht kalt.", "Das Wasser ist kalt."),
+    ("He does not have a car.", "Er hat kein Auto.", "Er hat ein Auto."),
+    ("I do not know him.", "Ich kenne ihn nicht.", "Ich kenne ihn."),
+    ("The film was not good.", "Der Film war nicht gut.", "Der Film war gut."),
+    ("We did not see the bus.", "Wir haben den Bus nicht gesehen.", "Wir haben den Bus gesehen."),
+    ("My sister does not eat meat.", "Meine Schwester isst kein Fleisch.", "Meine Schwester isst Fleisch."),
+    ("Do not open the window.", "Öffne das Fenster nicht.", "Öffne das Fenster."),
+    ("The children are not at home.", "Die Kinder sind nicht zu Hause.", "Die Kinder sind zu Hause."),
+    ("I am not hungry.", "Ich habe keinen Hunger.", "Ich habe Hunger."),
+    ("She is not my teacher.", "Sie ist nicht meine Lehrerin.", "Sie ist meine Lehrerin."),
+    ("It is not raining.", "Es regnet nicht.", "Es regnet."),
+    ("He did not find his keys.", "Er hat seine Schlüssel nicht gefunden.", "Er hat seine Schlüssel gefunden."),
+    ("The door is not locked.", "Die Tür ist nicht abgeschlossen.", "Die Tür ist abgeschlossen."),
+    ("I do not understand the question.", "Ich verstehe die Frage nicht.", "Ich verstehe die Frage."),
+    ("We have no time.", "Wir haben keine Zeit.", "Wir haben Zeit."),
+    ("The soup is not hot.", "Die Suppe ist nicht heiß.", "Die Suppe ist heiß."),
+    ("You should not wait.", "Du solltest nicht warten.", "Du solltest warten."),
+    ("He does not work on Sundays.", "Er arbeitet sonntags nicht.", "Er arbeitet sonntags."),
+    ("The bread is not fresh.", "Das Brot ist nicht frisch.", "Das Brot ist frisch."),
+    ("I did not sleep well.", "Ich habe nicht gut geschlafen.", "Ich habe gut geschlafen."),
+    ("She will not come.", "Sie wird nicht kommen.", "Sie wird kommen."),
+    ("This is not my bag.", "Das ist nicht meine Tasche.", "Das ist meine Tasche."),
+    ("They are not students.", "Sie sind keine Studenten.", "Sie sind Studenten."),
+]
+for en, g, b in neg_items: add("negation", en, g, b)
+
+# 4. word order: verb second in main clauses, verb last in subordinate clauses, participle last
+wo_items = [
+    ("I know that he comes today.", "Ich weiß, dass er heute kommt.", "Ich weiß, dass er kommt heute."),
+    ("Tomorrow we go to the cinema.", "Morgen gehen wir ins Kino.", "Morgen wir gehen ins Kino."),
+    ("She says that she is tired.", "Sie sagt, dass sie müde ist.", "Sie sagt, dass sie ist müde."),
+    ("I have read the book.", "Ich habe das Buch gelesen.", "Ich habe gelesen das Buch."),
+    ("Today I work at home.", "Heute arbeite ich zu Hause.", "Heute ich arbeite zu Hause."),
+    ("We stay at home because it is raining.", "Wir bleiben zu Hause, weil es regnet.", "Wir bleiben zu Hause, weil es regnet nicht."),
+    ("He has bought a new car.", "Er hat ein neues Auto gekauft.", "Er hat gekauft ein neues Auto."),
+    ("In the morning she drinks tea.", "Am Morgen trinkt sie Tee.", "Am Morgen sie trinkt Tee."),
+    ("I think that the train is late.", "Ich glaube, dass der Zug Verspätung hat.", "Ich glaube, dass der Zug hat Verspätung."),
+    ("We want to visit our grandmother.", "Wir wollen unsere Großmutter besuchen.", "Wir wollen besuchen unsere Großmutter."),
+    ("After lunch the children play.", "Nach dem Mittagessen spielen die Kinder.", "Nach dem Mittagessen die Kinder spielen."),
+    ("She can speak three languages.", "Sie kann drei Sprachen sprechen.", "Sie kann sprechen drei Sprachen."),
+    ("I am happy because you are here.", "Ich bin froh, weil du hier bist.", "Ich bin froh, weil du bist hier."),
+    ("Yesterday I saw a film.", "Gestern habe ich einen Film gesehen.", "Gestern ich habe einen Film gesehen."),
+    ("He asks whether we are coming.", "Er fragt, ob wir kommen.", "Er fragt, ob kommen wir."),
+    ("They have eaten the cake.", "Sie haben den Kuchen gegessen.", "Sie haben gegessen den Kuchen."),
+    ("On Sunday we visit our friends.", "Am Sonntag besuchen wir unsere Freunde.", "Am Sonntag wir besuchen unsere Freunde."),
+    ("I must go now.", "Ich muss jetzt gehen.", "Ich muss gehen jetzt."),
+    ("When it rains, we stay inside.", "Wenn es regnet, bleiben wir drinnen.", "Wenn es regnet, wir bleiben drinnen."),
+    ("She has written a letter.", "Sie hat einen Brief geschrieben.", "Sie hat geschrieben einen Brief."),
+    ("I hope that you are well.", "Ich hoffe, dass es dir gut geht.", "Ich hoffe, dass es geht dir gut."),
+    ("Now the baby sleeps.", "Jetzt schläft das Baby.", "Jetzt das Baby schläft."),
+    ("We will buy bread.", "Wir werden Brot kaufen.", "Wir werden kaufen Brot."),
+    ("He is sad because his dog is ill.", "Er ist traurig, weil sein Hund krank ist.", "Er ist traurig, weil sein Hund ist krank."),
+    ("In winter it is cold.", "Im Winter ist es kalt.", "Im Winter es ist kalt."),
+    ("The teacher has opened the window.", "Der Lehrer hat das Fenster geöffnet.", "Der Lehrer hat geöffnet das Fenster."),
+    ("I do not know where she lives.", "Ich weiß nicht, wo sie wohnt.", "Ich weiß nicht, wo wohnt sie."),
+    ("Every morning my father reads the newspaper.", "Jeden Morgen liest mein Vater die Zeitung.", "Jeden Morgen mein Vater liest die Zeitung."),
+    ("You should drink more water.", "Du solltest mehr Wasser trinken.", "Du solltest trinken mehr Wasser."),
+    ("She knows that we are waiting.", "Sie weiß, dass wir warten.", "Sie weiß, dass warten wir."),
+]
+for en, g, b in wo_items: add("word_order", en, g, b)
+
+# the one wrong item above (a meaning error, not word order) is replaced
+rows = [r for r in rows if r[3] != "Wir bleiben zu Hause, weil es regnet nicht."]
+add("word_order", "We stay at home because it is cold.", "Wir bleiben zu Hause, weil es kalt ist.", "Wir bleiben zu Hause, weil es ist kalt.")
+import collections
+print(collections.Counter(r[0] for r in rows), len(rows))
+with open("__import__("pathlib").Path(__file__).with_name("minimal_pairs.tsv")", "w", encoding="utf-8") as f:
+    f.write("# Our own English->German minimal pairs: a correct translation and the same with one error.\n")
+    f.write("# category\tenglish\tcorrect\twrong\n")
+    for r in rows:
+        assert "\t" not in "".join(r)
+        f.write("\t".join(r) + "\n")
