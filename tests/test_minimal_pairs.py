@@ -20,7 +20,8 @@ def test_the_set_holds_at_least_100_pairs_in_four_categories_each_with_one_error
     for category, _, correct, wrong in rows:
         assert correct != wrong
         if category == "word_order":  # the same words, in another order
-            assert sorted(correct.replace(",", "").split()) == sorted(wrong.replace(",", "").split())
+            words = [sorted(s.translate(str.maketrans("", "", ",.?!")).split()) for s in (correct, wrong)]
+            assert words[0] == words[1]
         elif category != "negation":  # one word changed
             assert len(correct.split()) == len(wrong.split())
             assert sum(a != b for a, b in zip(correct.split(), wrong.split())) == 1

@@ -1,4 +1,8 @@
-# Builds tests/data/minimal_pairs.tsv: our own English->German minimal pairs, one error each.
+"""Writes minimal_pairs.tsv: our own English->German minimal pairs, a correct translation and the same with one
+error, in four categories. Deterministic: `python tests/data/make_minimal_pairs.py`."""
+import collections
+from pathlib import Path
+
 rows = []
 def add(cat, en, good, bad):
     assert good != bad, (en, good)
@@ -116,7 +120,7 @@ wo_items = [
     ("She says that she is tired.", "Sie sagt, dass sie müde ist.", "Sie sagt, dass sie ist müde."),
     ("I have read the book.", "Ich habe das Buch gelesen.", "Ich habe gelesen das Buch."),
     ("Today I work at home.", "Heute arbeite ich zu Hause.", "Heute ich arbeite zu Hause."),
-    ("We stay at home because it is raining.", "Wir bleiben zu Hause, weil es regnet.", "Wir bleiben zu Hause, weil es regnet nicht."),
+    ("We stay at home because it is cold.", "Wir bleiben zu Hause, weil es kalt ist.", "Wir bleiben zu Hause, weil es ist kalt."),
     ("He has bought a new car.", "Er hat ein neues Auto gekauft.", "Er hat gekauft ein neues Auto."),
     ("In the morning she drinks tea.", "Am Morgen trinkt sie Tee.", "Am Morgen sie trinkt Tee."),
     ("I think that the train is late.", "Ich glaube, dass der Zug Verspätung hat.", "Ich glaube, dass der Zug hat Verspätung."),
@@ -144,12 +148,8 @@ wo_items = [
 ]
 for en, g, b in wo_items: add("word_order", en, g, b)
 
-# the one wrong item above (a meaning error, not word order) is replaced
-rows = [r for r in rows if r[3] != "Wir bleiben zu Hause, weil es regnet nicht."]
-add("word_order", "We stay at home because it is cold.", "Wir bleiben zu Hause, weil es kalt ist.", "Wir bleiben zu Hause, weil es ist kalt.")
-import collections
 print(collections.Counter(r[0] for r in rows), len(rows))
-with open("__import__("pathlib").Path(__file__).with_name("minimal_pairs.tsv")", "w", encoding="utf-8") as f:
+with open(Path(__file__).with_name("minimal_pairs.tsv"), "w", encoding="utf-8") as f:
     f.write("# Our own English->German minimal pairs: a correct translation and the same with one error.\n")
     f.write("# category\tenglish\tcorrect\twrong\n")
     for r in rows:
