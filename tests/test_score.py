@@ -70,3 +70,20 @@ def test_a_grammatical_translation_scores_above_its_broken_twin(translator):
 def test_bad_input_is_a_clear_value_error(translator, sources, translations, message):
     with pytest.raises(ValueError, match=message):
         translator.score(sources, translations)
+
+
+def test_a_forced_translation_has_its_score_and_the_maps_of_that_token_sequence(translator):
+    text, mine = "My friend Oluwaseun moved to Plovdiv in 1983.", "Mein Freund Oluwaseun zog 1983 nach Plovdiv."
+    forced = translator.force(text, mine)
+    (score,) = translator.score([text], [mine])
+    assert forced.candidates[0].ids == score.ids and forced.text == mine
+    assert forced.log_prob == pytest.approx(score.log_prob, abs=1e-4)
+    assert [s.probability for s in forced.steps] == pytest.approx([math.exp(x) for x in score.token_log_probs],
+                                                                    rel=1e-4)
+    # the same maps attention_for gives for that token sequence
+    again = translator.attention_for(forced)
+    for kind in ("encoder", "decoder", "cross"):
+        assert (getattr(forced.attention, kind) == getattr(again, kind)).all()
+    assert forced.attention.cross.shape[2] == len(score.ids)
+    with pytest.raises(ValueError, match="empty"):
+        translator.force(text, "  ")

@@ -428,6 +428,25 @@ class Translator:
             scores.append(Score(math.fsum(per_token), per_token, self.tokenizer.ids_to_tokens(out), out))
         return scores
 
+    @torch.inference_mode()
+    def force(self, text: str, translation: str, top_k: int = 5) -> Translation:
+        """`text` translated as `translation` says, not as the search would: a `Translation` with that one
+        candidate, scored (`score`: its log-probability, per token in `steps`, each with the model's own top
+        `top_k` alternatives) and with every attention map of it, from one teacher-forced float32 pass."""
+        source = self.source(text)
+        ids = self._target_ids(translation, source) + [self.model.config.eos_id]
+        src = torch.tensor([source.ids], device=self.device)
+        encoded = encode_source(self.model, src, True)
+        attention = self._capture([source.ids], [ids], top_k, encoded)[0]
+        log_prob = math.fsum(math.log(max(s.probability, 1e-45)) for s in attention.steps)
+        tokens = self.tokenizer.ids_to_tokens(ids)
+        shown = self.tokenizer.decode(strip_specials(ids, self.model), source.entities)
+        candidate = Candidate(shown, tokens, ids, log_prob, log_prob)
+        return Translation(
+            text=shown, src_tokens=self.tokenizer.ids_to_tokens(source.ids), tgt_tokens=tokens, score=log_prob,
+            log_prob=log_prob, truncated=source.truncated, candidates=[candidate], method="forced", beam_size=1,
+            src_ids=source.ids, attention=attention, model_input=source.text, entities=source.entities)
+
     def _target_ids(self, text: str, source: Source) -> list[int]:
         """A translation's ids (no specials), the source's entities as its placeholders."""
         if not isinstance(text, str):
