@@ -148,6 +148,61 @@ wo_items = [
 ]
 for en, g, b in wo_items: add("word_order", en, g, b)
 
+
+# Harder ones: agreement across a prepositional phrase or relative clause, longer sentences.
+for en, g, b in [
+    ("The woman with the two dogs lives next door.", "Die Frau mit den zwei Hunden wohnt nebenan.", "Die Frau mit den zwei Hunden wohnen nebenan."),
+    ("The keys to the old cabinet are on the table.", "Die Schlüssel zum alten Schrank liegen auf dem Tisch.", "Die Schlüssel zum alten Schrank liegt auf dem Tisch."),
+    ("The man who sold us the bikes is my uncle.", "Der Mann, der uns die Fahrräder verkauft hat, ist mein Onkel.", "Der Mann, der uns die Fahrräder verkauft hat, sind mein Onkel."),
+    ("The children of our neighbour often play in the street.", "Die Kinder unseres Nachbarn spielen oft auf der Straße.", "Die Kinder unseres Nachbarn spielt oft auf der Straße."),
+    ("The book that you gave me is very exciting.", "Das Buch, das du mir gegeben hast, ist sehr spannend.", "Das Buch, das du mir gegeben hast, sind sehr spannend."),
+    ("My friends from school visit me every summer.", "Meine Freunde aus der Schule besuchen mich jeden Sommer.", "Meine Freunde aus der Schule besucht mich jeden Sommer."),
+    ("The price of the tickets was too high.", "Der Preis der Karten war zu hoch.", "Der Preis der Karten waren zu hoch."),
+    ("The students in the last row are sleeping.", "Die Schüler in der letzten Reihe schlafen.", "Die Schüler in der letzten Reihe schläft."),
+    ("The girl with the red umbrella waits at the station.", "Das Mädchen mit dem roten Regenschirm wartet am Bahnhof.", "Das Mädchen mit dem roten Regenschirm warten am Bahnhof."),
+    ("The flowers in my grandmother's garden smell wonderful.", "Die Blumen im Garten meiner Großmutter duften wunderbar.", "Die Blumen im Garten meiner Großmutter duftet wunderbar."),
+]:
+    add("sv_agreement", en, g, b)
+for en, g, b in [
+    ("I gave the tired old man a cup of tea.", "Ich gab dem müden alten Mann eine Tasse Tee.", "Ich gab den müden alten Mann eine Tasse Tee."),
+    ("We talked with the friendly young woman from the bakery.", "Wir sprachen mit der freundlichen jungen Frau aus der Bäckerei.", "Wir sprachen mit die freundlichen jungen Frau aus der Bäckerei."),
+    ("She is looking for her small black cat.", "Sie sucht ihre kleine schwarze Katze.", "Sie sucht ihren kleine schwarze Katze."),
+    ("He lives in a small village near the big lake.", "Er wohnt in einem kleinen Dorf in der Nähe des großen Sees.", "Er wohnt in einer kleinen Dorf in der Nähe des großen Sees."),
+    ("The teacher praised the clever little girl.", "Die Lehrerin lobte das kluge kleine Mädchen.", "Die Lehrerin lobte den kluge kleine Mädchen."),
+    ("I am reading a very long and difficult book.", "Ich lese ein sehr langes und schwieriges Buch.", "Ich lese einen sehr langes und schwieriges Buch."),
+    ("They bought a new house with a large garden.", "Sie kauften ein neues Haus mit einem großen Garten.", "Sie kauften ein neues Haus mit einer großen Garten."),
+    ("My younger brother studies in a big city.", "Mein jüngerer Bruder studiert in einer großen Stadt.", "Meine jüngerer Bruder studiert in einer großen Stadt."),
+    ("We waited for the last train of the evening.", "Wir warteten auf den letzten Zug des Abends.", "Wir warteten auf das letzten Zug des Abends."),
+    ("The old lady feeds the hungry birds every day.", "Die alte Dame füttert jeden Tag die hungrigen Vögel.", "Der alte Dame füttert jeden Tag die hungrigen Vögel."),
+]:
+    add("np_agreement", en, g, b)
+for en, g, b in [
+    ("I think that he will not come to the party tomorrow.", "Ich glaube, dass er morgen nicht zur Party kommt.", "Ich glaube, dass er morgen zur Party kommt."),
+    ("My brother did not want to go to school yesterday.", "Mein Bruder wollte gestern nicht zur Schule gehen.", "Mein Bruder wollte gestern zur Schule gehen."),
+    ("She said that the museum is not open on Mondays.", "Sie sagte, dass das Museum montags nicht geöffnet ist.", "Sie sagte, dass das Museum montags geöffnet ist."),
+    ("We could not find a table in the restaurant.", "Wir konnten im Restaurant keinen Tisch finden.", "Wir konnten im Restaurant einen Tisch finden."),
+    ("The children were not allowed to watch the film.", "Die Kinder durften den Film nicht sehen.", "Die Kinder durften den Film sehen."),
+    ("I have never seen such a big dog.", "Ich habe noch nie so einen großen Hund gesehen.", "Ich habe so einen großen Hund gesehen."),
+    ("He does not know why the train is late again.", "Er weiß nicht, warum der Zug schon wieder Verspätung hat.", "Er weiß, warum der Zug schon wieder Verspätung hat."),
+    ("Our teacher did not give us any homework today.", "Unser Lehrer hat uns heute keine Hausaufgaben gegeben.", "Unser Lehrer hat uns heute Hausaufgaben gegeben."),
+    ("Nobody in the room spoke French.", "Niemand im Raum sprach Französisch.", "Jemand im Raum sprach Französisch."),
+    ("The bus did not stop at our station.", "Der Bus hielt nicht an unserer Haltestelle.", "Der Bus hielt an unserer Haltestelle."),
+]:
+    add("negation", en, g, b)
+for en, g, b in [
+    ("I did not know that your sister plays the piano so well.", "Ich wusste nicht, dass deine Schwester so gut Klavier spielt.", "Ich wusste nicht, dass deine Schwester spielt so gut Klavier."),
+    ("Because the weather was bad, we stayed at home.", "Weil das Wetter schlecht war, blieben wir zu Hause.", "Weil das Wetter schlecht war, wir blieben zu Hause."),
+    ("She told me that she had found a new job.", "Sie erzählte mir, dass sie eine neue Stelle gefunden hatte.", "Sie erzählte mir, dass sie hatte eine neue Stelle gefunden."),
+    ("After the concert we went to a small bar.", "Nach dem Konzert gingen wir in eine kleine Bar.", "Nach dem Konzert wir gingen in eine kleine Bar."),
+    ("He wants to know when the shop opens tomorrow.", "Er möchte wissen, wann der Laden morgen öffnet.", "Er möchte wissen, wann öffnet der Laden morgen."),
+    ("My parents have lived in this house for twenty years.", "Meine Eltern haben zwanzig Jahre in diesem Haus gewohnt.", "Meine Eltern haben gewohnt zwanzig Jahre in diesem Haus."),
+    ("If you are hungry, you can eat an apple.", "Wenn du Hunger hast, kannst du einen Apfel essen.", "Wenn du Hunger hast, du kannst einen Apfel essen."),
+    ("We hope that the train arrives on time.", "Wir hoffen, dass der Zug pünktlich ankommt.", "Wir hoffen, dass der Zug ankommt pünktlich."),
+    ("Last year my cousin travelled to Spain.", "Letztes Jahr reiste mein Cousin nach Spanien.", "Letztes Jahr mein Cousin reiste nach Spanien."),
+    ("The woman who lives upstairs has three cats.", "Die Frau, die oben wohnt, hat drei Katzen.", "Die Frau, die wohnt oben, hat drei Katzen."),
+]:
+    add("word_order", en, g, b)
+
 print(collections.Counter(r[0] for r in rows), len(rows))
 with open(Path(__file__).with_name("minimal_pairs.tsv"), "w", encoding="utf-8") as f:
     f.write("# Our own English->German minimal pairs: a correct translation and the same with one error.\n")
