@@ -2,15 +2,12 @@
 present, every app link valid for the app's own URL validation, docs/benchmarks.md what bench/report.py makes."""
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-
-from transformer.explorer.share import ViewState
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -28,18 +25,6 @@ def links(page: Path) -> list[str]:
 def app_links(page: Path) -> list[str]:
     """Every link into the app (markdown targets and bare URLs), in page order."""
     return re.findall(re.escape(APP) + r"\?[^)\s`>\"]*", page.read_text())
-
-
-def models() -> tuple[list[str], dict[str, tuple[int, int, dict[str, int]]]]:
-    """The app's model labels (checkpoint directories it lists) and each one's sizes, as callbacks.limits gives."""
-    labels, sizes = [], {}
-    for d in sorted((ROOT / "checkpoints").iterdir()):
-        if (d / "config.json").is_file() and (d / "model.safetensors").is_file():
-            cfg = json.loads((d / "config.json").read_text())
-            enc, dec = cfg["n_encoder_layers"], cfg["n_decoder_layers"]
-            labels.append(d.name)
-            sizes[d.name] = (max(enc, dec), cfg["n_heads"], {"encoder": enc, "decoder": dec, "cross": dec})
-    return labels, sizes
 
 
 def test_readme_is_short_and_names_no_issue_numbers():
@@ -74,24 +59,35 @@ def test_relative_links_and_images_exist(page):
     assert not missing, f"{page.name}: {missing}"
 
 
+@pytest.fixture(scope="module")
+def explorer(tmp_path_factory):
+    """The app's server side over the shipped checkpoints, as `python app.py` builds it."""
+    from transformer.explorer.callbacks import Explorer
+    from transformer.explorer.logic import ModelRegistry
+
+    xp = Explorer(ModelRegistry(ROOT / "checkpoints"), tmp_path_factory.mktemp("exports"), strict=True)
+    yield xp
+    xp.batcher.close()
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_app_links_restore_their_view_with_nothing_ignored(page):
-    labels, sizes = models()
+def test_app_links_restore_their_view_with_nothing_ignored(page, explorer):
+    """Each link goes through the app's own page-load path (`Explorer.restore`: the models on offer, each
+    model's layers and heads, share.py's validation) and must come back with no note of ignored parameters."""
+    assert explorer.default_model == "en-de"
     for url in app_links(page):
         parts = urlsplit(url)
         assert parts.path == "/", url
-        params = parse_qs(parts.query, keep_blank_values=True, strict_parsing=True)
-        view, notes = ViewState.from_query(params, labels, limits=sizes.get, default_model="en-de",
-                                           default_length_penalty=1.4)
-        assert notes == [], f"{url}: {notes}"
-        assert view.text.strip(), f"{url}: a link should open on a translated sentence"
+        restored = explorer.restore(explorer.default_model, parse_qs(parts.query, keep_blank_values=True,
+                                                                     strict_parsing=True))
+        assert restored.note == "", f"{url}: {restored.note}"
+        assert restored.view.text.strip(), f"{url}: a link should open on a translated sentence"
 
 
-def test_link_check_rejects_a_bad_link():
-    labels, sizes = models()
-    params = parse_qs("text=Hi.&tab=heads&layer=7&off=c5.1", keep_blank_values=True)
-    _, notes = ViewState.from_query(params, labels, limits=sizes.get, default_model="en-de")
-    assert len(notes) == 2  # en-de has 6 encoder layers at most (layer 7) and 4 cross-attention layers (c5.1)
+def test_link_check_notes_a_bad_link(explorer):
+    restored = explorer.restore("en-de", parse_qs("text=Hi.&tab=heads&layer=7&off=c5.1&step=3"))
+    # en-de has 6 encoder layers at most (layer 7), 4 cross-attention layers (c5.1), and `step` is no parameter
+    assert restored.note.count(";") == 2 and "layer" in restored.note and "off" in restored.note, restored.note
 
 
 def test_readme_and_teaching_hold_app_links():
