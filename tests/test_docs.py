@@ -33,6 +33,11 @@ def test_readme_is_short_and_names_no_issue_numbers():
     assert not ISSUE.findall(text), ISSUE.findall(text)
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_pages_name_no_issue_numbers(page):
+    assert not ISSUE.findall(page.read_text()), ISSUE.findall(page.read_text())
+
+
 def test_issue_pattern_catches_what_it_should():
     assert ISSUE.findall("as issue 18 did, and #19") == ["issue 18", "#19"]
     assert not ISSUE.findall("Python 3.11, 30 students, H1 53 %, x#1")
