@@ -44,6 +44,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--json", help="also write the result to this file (see bench/report.py)")
     args = parser.parse_args()
 
     checkpoint = pick_checkpoint(args.checkpoint)
@@ -81,14 +82,18 @@ def main() -> None:
               for key in ("total", "translate", "payload", "serialise", "export")}
     att = result.attention
     cfg = app.DEFAULT_TRANSLATOR.model.config
-    print(json.dumps({
+    report = {
         "checkpoint": str(checkpoint.relative_to(ROOT) if checkpoint.is_relative_to(ROOT) else checkpoint),
         "sentence": text, "translation": result.translation.text, "beam": args.beam, "threads": args.threads,
         "runs": args.runs, "layers_heads": [cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.n_heads],
         "src_tgt_tokens": [len(att.src_tokens), len(att.tgt_out_tokens)],
         "full_request": timing, "payload_kb": round(runs[-1][1] / 1000, 1),
         "synthetic_6x8": synthetic_payload(args.runs),
-    }, ensure_ascii=False))
+    }
+    print(json.dumps(report, ensure_ascii=False))
+    if args.json:
+        from report import write_result  # bench/, the script's own directory
+        write_result(args.json, report)
 
 
 def synthetic_payload(runs: int) -> dict:

@@ -337,6 +337,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", default=None, help="TRANSFORMER_CHECKPOINT for the started app")
     parser.add_argument("--threads", type=int, default=2, help="TRANSFORMER_THREADS for the started app")
     parser.add_argument("--toy", action="store_true", help="use toy letter sentences (a toy checkpoint)")
+    parser.add_argument("--json", help="also write the result to this file (see bench/report.py)")
     args = parser.parse_args()
     if args.reps < 2 or args.reps % 2:
         parser.error("--reps must be even and at least 2 (actions alternate between two states)")
@@ -352,12 +353,16 @@ def main() -> None:
         with running_app(env, timeout_s=300, app_dir=Path(args.app_dir)) as server:
             results = run(server.url, args.reps, toy)
         app = str(Path(args.app_dir).resolve())
-    print(json.dumps({
+    report = {
         "app": app, "checkpoint": args.checkpoint or "(the app's default)", "reps": args.reps,
         "sentence_words": len((SENTENCES_TOY if toy else SENTENCES_EN)[0].split()), "beam": 5,
         "browser": CHROMIUM, "machine": f"{cpu_model()}, {os.cpu_count()} cores",
         "wall_s": round(time.time() - start, 1), "results_ms": results,
-    }, indent=1))
+    }
+    print(json.dumps(report, indent=1))
+    if args.json:
+        from report import write_result  # bench/, the script's own directory
+        write_result(args.json, report)
 
 
 if __name__ == "__main__":

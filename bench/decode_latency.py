@@ -298,6 +298,7 @@ def main() -> None:
     p.add_argument("--compare", help="another checkpoint directory to time in the same rounds")
     p.add_argument("--sentence", default=SENTENCE, help="the English sentence to translate")
     p.add_argument("--no-torchao", action="store_true", help="skip the torchao rows")
+    p.add_argument("--json", help="also write the result to this file (see bench/report.py)")
     p.add_argument("--length-penalty", type=float, default=0.6,
                    help="for every model and reference alike (not each checkpoint's own default)")
     args = p.parse_args()
@@ -370,6 +371,9 @@ def main() -> None:
                                    for name, t in int8.items()}
         results[method if beam == 1 else f"beam{beam}"] = row
     print(json.dumps(results))
+    if args.json:
+        from report import write_result  # bench/, the script's own directory
+        write_result(args.json, results)
 
 
 if __name__ == "__main__":

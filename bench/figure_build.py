@@ -1,6 +1,6 @@
 """Time building the 6x8 model view (40x40 maps): explicit axis domains vs make_subplots + add_trace.
 
-Usage: python bench/figure_build.py [--runs 7]
+Usage: python bench/figure_build.py [--runs 7] [--json PATH]
 Prints one JSON line: {"direct_ms": ..., "make_subplots_ms": ..., "json_kb": ...} (medians over runs).
 """
 from __future__ import annotations
@@ -56,14 +56,18 @@ def median_ms(build: Callable[[], go.Figure], runs: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", help="also write the result to this file (see bench/report.py)")
     args = parser.parse_args()
     weights = fake_attention()
     tokens = [f"\u2581tok{i % 11}" for i in range(T)]  # repeated tokens, as in real sentences
     direct = median_ms(lambda: viz.model_view(weights, tokens, tokens, "encoder self-attention"), args.runs)
     baseline = median_ms(lambda: via_make_subplots(weights, tokens), args.runs)
     json_kb = len(viz.model_view(weights, tokens, tokens, "encoder self-attention").to_json()) / 1000
-    print(json.dumps({"direct_ms": round(direct, 1), "make_subplots_ms": round(baseline, 1),
-                      "json_kb": round(json_kb, 1)}))
+    result = {"direct_ms": round(direct, 1), "make_subplots_ms": round(baseline, 1), "json_kb": round(json_kb, 1)}
+    print(json.dumps(result))
+    if args.json:
+        from report import write_result  # bench/, the script's own directory
+        write_result(args.json, result)
 
 
 if __name__ == "__main__":

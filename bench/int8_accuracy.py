@@ -72,6 +72,7 @@ def main() -> None:
     p.add_argument("--attention-sentences", type=int, default=50, help="val sentences for the attention check")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--json", help="also write the result to this file (see bench/report.py)")
     p.add_argument("--length-penalty", type=float, help="default: the checkpoint's (generation_config.json)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -95,6 +96,9 @@ def main() -> None:
     served = report["attention"]["served_vs_fp32_of_the_same_output"]
     report["holds"] = bleu_ok and max(served.values()) <= 0.02
     print(json.dumps(report))
+    if args.json:
+        from report import write_result  # bench/, the script's own directory
+        write_result(args.json, report)
 
 
 if __name__ == "__main__":

@@ -138,6 +138,7 @@ def main() -> None:
                                                                      "(default: the app's own, int8)")
     parser.add_argument("--app-dir", default=str(ROOT), help="the checkout whose app.py serves (before/after runs)")
     parser.add_argument("--api-only", action="store_true")
+    parser.add_argument("--json", help="also write the result to this file (see bench/report.py)")
     parser.add_argument("--tls-context-per-call", action="store_true",
                         help="let gradio_client build a TLS context for every HTTP call, as it does by default "
                              "(the load generator's own CPU cost; how the runs before 2026-11-23 measured)")
@@ -172,6 +173,9 @@ def main() -> None:
         time.sleep(PAUSE_S)  # a press alone, not the tail of the burst (the batcher's burst mode ends after 1 s)
         report["sequential"] = sequential_phase(clients[0], sentences, args.sequential, args.api_only, server.pid)
     print(json.dumps(report))
+    if args.json:
+        from report import write_result  # bench/, the script's own directory
+        write_result(args.json, report)
 
 
 if __name__ == "__main__":
