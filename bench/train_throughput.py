@@ -10,7 +10,8 @@ on the machine hits all alike. Paths:
   trainer chooses on this machine (`hardware.py`).
 
 Every step also clips the gradient norm, as the trainer does. Cases: `en-de` is today's shipped en-de
-architecture (16k vocabulary, 6+4 layers); `--preset NAME` adds the architecture of a training preset.
+architecture (16k vocabulary, 6+4 layers); `--preset NAME` adds the architecture of a training preset, with
+its dropout sites on the `now` path (the reference commit's model has dropout at every site).
 
 Utilisation (MFU, as nanoGPT reports it): the matmul FLOPs of a step, counted by `torch.utils.flop_counter`
 on the step itself (forward and backward), times steps per second, divided by this machine's GEMM peak in
@@ -33,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import torch
@@ -192,7 +193,8 @@ def build_paths(cfg: ModelConfig, reference_cls, bf16_now: bool, commit: str) ->
 def replace_config(cfg: ModelConfig, reference_cls):
     """Our config as the reference commit's `ModelConfig` (the same fields)."""
     module = sys.modules[reference_cls.__module__.rsplit(".", 1)[0] + ".config"]
-    return module.ModelConfig(**cfg.to_dict())
+    known = {f.name for f in fields(module.ModelConfig)}  # fields added since (dropout sites) keep its defaults
+    return module.ModelConfig(**{k: v for k, v in cfg.to_dict().items() if k in known})
 
 
 def run_case(name: str, cfg: ModelConfig, batches: list, args, reference_cls, bf16_now: bool, peaks: dict) -> dict:
@@ -277,8 +279,9 @@ def main() -> None:
         cases = {"en-de": dict(EN_DE)}
         for name in args.preset:
             pr = PRESETS[name]
-            cases[name] = {k: pr[k] for k in ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff",
-                                              "dropout")} | {"vocab": pr["vocab_size"] + pr.get("placeholders", 0)}
+            keys = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout",
+                    "attention_dropout", "activation_dropout")
+            cases[name] = {k: pr[k] for k in keys if k in pr} | {"vocab": pr["vocab_size"] + pr.get("placeholders", 0)}
         for name, c in cases.items():
             vocab = c.pop("vocab")
             cfg = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **c)

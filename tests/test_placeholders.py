@@ -40,8 +40,8 @@ def test_numbers_clock_times_copied_and_unseen_names_are_entities():
     assert texts("My name is Oluwaseun-Ade.") == ["Oluwaseun-Ade"]
 
 
-def test_separated_numbers_and_words_inside_others_stay_text():
-    assert texts("It is 3,500 or 2.5 or v2 or 12:30:11.") == []
+def test_a_number_is_the_whole_expression_and_words_inside_others_stay_text():
+    assert texts("It is 3,500 or 2.5 or v2 or 12:30:11.") == ["3,500", "2.5", "12:30:11"]
     assert texts("Tom's car didn't see Quillon's dog.") == ["Tom", "Quillon"]
 
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
+
+import torch
 
 from transformer.hub import load_checkpoint
 from transformer.training import train
 from transformer.training.rare_split import split_rare
+from transformer.training.run_data import SAMPLED_IDS_FILE
 
 # Our own sentences, many with a name or a number, a few with a word that occurs once (rare split candidates).
 PAIRS = [
@@ -58,3 +62,42 @@ def test_the_recipe_trains_end_to_end_with_placeholders_rare_split_and_snapshots
     records = json.loads((out / "snapshots" / "snapshots.json").read_text())
     assert [r["step"] for r in records] == [2, 6, 12]
     assert load_checkpoint(out).config == cfg
+
+
+def tiny_recipe(tmp_path: Path, run: str, *extra: str) -> train.Trainer:
+    """The recipe on our tiny corpus; inverse_sqrt: the lr does not depend on --max-steps, so a run stopped at
+    step 5 is the first half of one of 10 steps."""
+    corpus = tmp_path / "own"
+    if not corpus.exists():
+        write_corpus(corpus)
+    return train.main([
+        "--preset", "en-de-scratch", "--corpus", f"own={corpus}", "--rare-holdout", "own", "--bpe-dropout", "0.3",
+        "--vocab-size", "150", "--d-model", "32", "--n-heads", "2", "--n-encoder-layers", "1", "--n-decoder-layers",
+        "1", "--d-ff", "64", "--max-tokens", "128", "--accum-steps", "1", "--warmup-steps", "5", "--val-every", "100",
+        "--max-minutes", "0", "--learning-snapshots", "", "--threads", "1", "--no-progress", "--no-export",
+        "--save-every", "1000", "--run-dir", str(tmp_path / run), "--schedule", "inverse_sqrt", *extra,
+    ])
+
+
+def test_resume_is_exact_with_bpe_dropout(tmp_path):
+    straight = tiny_recipe(tmp_path, "straight", "--max-steps", "10")
+    (tmp_path / "halves").mkdir()  # the same tokenizer and sampled segmentations, as a run directory holds them
+    for name in ("tokenizer.json", SAMPLED_IDS_FILE):
+        shutil.copyfile(tmp_path / "straight" / name, tmp_path / "halves" / name)
+    half = tiny_recipe(tmp_path, "halves", "--max-steps", "5")
+    assert half.progress.batch_in_epoch > 0  # stopped mid-epoch
+    resumed = tiny_recipe(tmp_path, "halves", "--max-steps", "10", "--resume")
+    assert resumed.data.train_set.pairs == straight.data.train_set.pairs  # the same sampled segmentations
+    for name, tensor in straight.model.state_dict().items():
+        assert torch.equal(tensor, resumed.model.state_dict()[name]), name
+    # the guard: without the saved segmentations BPE-dropout samples anew, and the data differs
+    (tmp_path / "halves" / SAMPLED_IDS_FILE).unlink()
+    again = tiny_recipe(tmp_path, "halves", "--max-steps", "10", "--resume")
+    assert again.data.train_set.pairs != straight.data.train_set.pairs
+
+
+def test_training_numbers_placeholders_at_random_so_every_one_is_learned(tmp_path):
+    trainer = tiny_recipe(tmp_path, "numbers", "--max-steps", "1")
+    first = trainer.tokenizer.vocab_size
+    used = {i - first for src, _ in trainer.data.train_set.pairs for i in src if i >= first}
+    assert len(used) >= 6  # one or two entities a sentence, numbered anywhere in ⟨1⟩..⟨8⟩

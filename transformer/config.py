@@ -19,7 +19,11 @@ class ModelConfig:
     n_encoder_layers: int = 4
     n_decoder_layers: int = 4
     d_ff: int = 1024
-    dropout: float = 0.1
+    dropout: float = 0.1  # P_drop: embeddings and every sublayer's output, before the residual add
+    # Two more sites the paper does not use (tensor2tensor and Marian do): the attention weights and the FFN's
+    # hidden activation. None: as `dropout`. 0.0 also lets training skip their masks, the largest tensors.
+    attention_dropout: float | None = None
+    activation_dropout: float | None = None
     max_len: int = 256
     norm_first: bool = True
     activation: str = "relu"
@@ -40,8 +44,10 @@ class ModelConfig:
                 problems.append(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.d_model >= 1 and self.n_heads >= 1 and self.d_model % self.n_heads:
             problems.append(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            problems.append(f"dropout must be in [0, 1), got {self.dropout!r}")
+        for name in ("dropout", "attention_dropout", "activation_dropout"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value < 1.0:
+                problems.append(f"{name} must be in [0, 1), got {value!r}")
         if self.activation not in ACTIVATIONS:
             problems.append(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
@@ -59,6 +65,14 @@ class ModelConfig:
             problems.append(f"special token ids must be distinct, got {specials}")
         if problems:
             raise ValueError("Invalid ModelConfig: " + "; ".join(problems))
+
+    @property
+    def attention_p(self) -> float:
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
+
+    @property
+    def activation_p(self) -> float:
+        return self.dropout if self.activation_dropout is None else self.activation_dropout
 
     @property
     def d_k(self) -> int:

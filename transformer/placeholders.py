@@ -19,6 +19,7 @@ for the entity spans of a typed sentence.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +32,42 @@ COPIED_WORDS_FILE = "copied_words.txt"  # in a checkpoint directory: one word a 
 PLACEHOLDER_SPAN = re.compile(r"⟨(\d)⟩")
 _MARK = 0xE000  # first of the private-use characters `write_placeholders` marks with
 
-# A clock time or a plain number: "3,500" and "2.5" stay text, as training never marks them (German writes
-# "3.500" and "2,5"). A word: letters, or letters joined by hyphens ("Jean-Luc"); it ends at an apostrophe.
-_CLOCK = r"\d{1,2}:\d{2}"
-_WORD = r"[^\W\d_]+(?:-[^\W\d_]+)*"
-_TOKEN = re.compile(rf"(?<![\w:.,])(?:{_CLOCK}|\d+)(?!\w|[.,:]\d)|(?<![\w'’-]){_WORD}")
+# What is one entity, as typed. Numbers keep their value, so a number is the whole expression: digit groups
+# joined by separators ("1,000", "3.50", "12/05/1990", "3-1", "18-25", "555-1234", "6:45"), with a sign at a
+# word start ("-5"), a currency sign ("$5", "€3.50", "5€"), "%" or an ordinal suffix ("3rd") attached, or an
+# international phone number ("+49 30 1234567"). It is written back exactly as typed (not in German notation).
+# A word: letters of any script, joined by hyphens ("Jean-Luc") or by an apostrophe before a capital
+# ("O'Brien", "D'Angelo"); other apostrophes end it ("Tom's", "don't").
+_SIGN, _CURRENCY, _SEPARATORS = "-−+", "$€£¥", ".,:/\\-–"
+_NUMBER = (rf"(?:\+\d+(?:[ .\-/]\d+)+|(?:(?<!\S)[{_SIGN}](?=[{_CURRENCY}]?\d))?[{_CURRENCY}]?\d+(?:[{_SEPARATORS}]\d+)*"
+           rf"(?:st|nd|rd|th|%|[{_CURRENCY}])?)(?!\w|[{_SEPARATORS}]\d)")
+
+
+def _mark_ranges() -> str:
+    """The combining marks of the Basic Multilingual Plane as a character-class body: Arabic vowel signs and
+    Devanagari matras are no `\\w`, but they belong inside a word."""
+    marks = [c for c in range(0x300, 0x10000) if unicodedata.category(chr(c)).startswith("M")]
+    ranges, start = [], marks[0]
+    for prev, cur in zip(marks, marks[1:] + [-1]):
+        if cur != prev + 1:
+            ranges.append(f"\\u{start:04x}-\\u{prev:04x}")
+            start = cur
+    return "".join(ranges)
+
+
+_LETTERS = rf"[^\W\d_](?:[^\W\d_]|[{_mark_ranges()}])*"
+_WORD = rf"{_LETTERS}(?:-{_LETTERS}|['’](?=[^\W\d_a-z]){_LETTERS})*"
+_TOKEN = re.compile(rf"(?<![\w{_SEPARATORS}{_CURRENCY}+])(?:{_NUMBER})|(?<![\w'’-]){_WORD}")
+
+
+def is_number(text: str) -> bool:
+    return any(c.isdigit() for c in text)
+
+
+def candidates(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, text) of every word and number of `text` that could be an entity: the one lexer of the
+    app's reading (`find_entities`) and of training's marking (`training.augment.with_placeholders`)."""
+    return [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
 
 
 @dataclass(frozen=True)
@@ -56,19 +88,20 @@ def find_entities(text: str, known: Callable[[str], bool], copied: set[str], one
     left as text). `known(word)`: the training English holds the word; `copied`: capitalised words the
     training data copies; `one_case`: the sentence was typed all in lower or all in upper case."""
     found, distinct = [], set()
-    for match in _TOKEN.finditer(text):
-        word = match.group()
-        unseen = not all(known(part) for part in word.split("-"))
-        if word[:1].isdigit():
+    for start, end, word in candidates(text):
+        unseen = not all(known(part) for part in word.split("-"))  # "O'Brien" is one part, "well-known" two
+        if is_number(word):
             is_entity = True
         elif word[:1].isupper():
             is_entity = word in copied or unseen
+        elif word[:1].lower() == word[:1].upper():  # a script without case (Arabic, Chinese, ...)
+            is_entity = unseen
         else:
             is_entity = one_case and unseen
         if not is_entity or (word not in distinct and len(distinct) == limit):
             continue
         distinct.add(word)
-        found.append(Entity(match.start(), match.end(), word))
+        found.append(Entity(start, end, word))
     return found
 
 
@@ -77,14 +110,18 @@ def marked_spans(text: str) -> list[tuple[int, int, int]]:
     return [(m.start(), m.end(), int(m.group(1)) - 1) for m in PLACEHOLDER_SPAN.finditer(text)]
 
 
-def entity_spans(entities: Sequence[Entity]) -> tuple[list[tuple[int, int, int]], list[str]]:
-    """(start, end, k) of each entity, the same k for the same text, and the text of each k."""
+def entity_spans(entities: Sequence[Entity], numbers: Sequence[int] | None = None
+                 ) -> tuple[list[tuple[int, int, int]], list[str]]:
+    """(start, end, k) of each entity, the same k for the same text, and the text of each distinct entity.
+    k is the entity's rank among distinct texts, left to right (as the app reads a sentence), or
+    `numbers[rank]` (training numbers them at random, so that every placeholder is learned)."""
     texts: list[str] = []
     spans = []
     for e in entities:
         if e.text not in texts:
             texts.append(e.text)
-        spans.append((e.start, e.end, texts.index(e.text)))
+        rank = texts.index(e.text)
+        spans.append((e.start, e.end, rank if numbers is None else numbers[rank]))
     return spans, texts
 
 
@@ -109,19 +146,32 @@ def splice(encoding: Encoding, spans: Sequence[tuple[int, int, int]], first_id: 
     return out + list(ids[j:])
 
 
-def write_placeholders(text: str, patterns: Sequence[str]) -> str:
-    """`text` with every match of `patterns[k]` (regular expressions) written as placeholder k. Each match
-    becomes a private-use character first: "⟨1⟩" holds a digit that a later number's pattern would match."""
-    for k, pattern in enumerate(patterns):
-        text = re.sub(pattern, chr(_MARK + k), text)
-    return "".join(placeholder_text(ord(c) - _MARK) if _MARK <= ord(c) < _MARK + len(patterns) else c for c in text)
+def write_placeholders(text: str, patterns: Sequence[str], numbers: Sequence[int] | None = None) -> str:
+    """`text` with every match of `patterns[i]` (regular expressions) written as placeholder `numbers[i]`
+    (default i). Each match becomes a private-use character first: "⟨1⟩" holds a digit that a later number's
+    pattern would match."""
+    numbers = list(range(len(patterns))) if numbers is None else list(numbers)
+    for i, pattern in enumerate(patterns):
+        text = re.sub(pattern, chr(_MARK + i), text)
+    return "".join(placeholder_text(numbers[ord(c) - _MARK]) if _MARK <= ord(c) < _MARK + len(patterns) else c
+                   for c in text)
 
 
-def mark_entities(text: str, entities: Sequence[str]) -> str:
-    """`text` (a reference translation) with each whole-word occurrence of `entities[k]` written as placeholder
-    k, as training marks targets (a name also before German's genitive s: "Ayos" -> "⟨1⟩s")."""
-    ends = [r"(?!\w|[.,:]\d)" if e[:1].isdigit() else r"(?=s?\b)" for e in entities]
-    return write_placeholders(text, [rf"(?<![\w:.,]){re.escape(e)}{end}" for e, end in zip(entities, ends)])
+def mark_entities(text: str, entities: Sequence[str], numbers: Sequence[int] | None = None) -> str:
+    """`text` (a reference translation) with each whole-word occurrence of `entities[i]` written as placeholder
+    `numbers[i]` (default i), as training marks targets (a name also before German's genitive s: "Ayos" ->
+    "⟨1⟩s")."""
+    ends = [rf"(?!\w|[{_SEPARATORS}]\d)" if is_number(e) else r"(?=s?\b)" for e in entities]
+    starts = [rf"(?<![\w{_SEPARATORS}{_CURRENCY}+])" if is_number(e) else r"(?<![\w'’-])" for e in entities]
+    return write_placeholders(text, [rf"{a}{re.escape(e)}{b}" for e, a, b in zip(entities, starts, ends)], numbers)
+
+
+def write_spans(text: str, spans: Sequence[tuple[int, int, int]]) -> str:
+    """`text` with each character span (start, end, k) written as placeholder k: a source marked exactly
+    where the entities were found, so "Tom" is never found inside "Tomorrow"."""
+    for start, end, k in sorted(spans, reverse=True):
+        text = text[:start] + placeholder_text(k) + text[end:]
+    return text
 
 
 def encode_marked(tokenizer: TextTokenizer, texts: list[str], first_id: int) -> list[list[int]]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import unicodedata
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -204,6 +205,7 @@ class Translator:
             raise ValueError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
             raise ValueError("text is empty: type a sentence to translate")
+        text = unicodedata.normalize("NFC", text)  # "Zoë" pasted decomposed (NFD) is the same name
         prepared = self.prepare(text)
         encoding = self.tokenizer.encodings([prepared])[0]
         ids, entities = encoding.ids, ()

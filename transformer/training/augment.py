@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from transformer.placeholders import write_placeholders
+from transformer.placeholders import Entity, candidates, entity_spans, is_number, mark_entities, write_spans
 
 # Real first names and places from many languages. The held-out names-and-numbers test set
 # (tests/data/names_numbers.tsv) uses other names, so its score measures copying, not recall.
@@ -124,21 +124,40 @@ def entity_swapped_pairs(sources: Sequence[str], targets: Sequence[str], name_co
     return out_src, out_tgt
 
 
-def with_placeholders(src: str, tgt: str, limit: int) -> tuple[str, str] | None:
-    """The pair with each shared entity written as a placeholder ("⟨1⟩", numbered in order of the source),
-    as `transformer.placeholders` reads a typed sentence; None without shared entities or with more than
-    `limit` of them."""
-    entities = shared_entities(src, tgt)
-    if not entities or len(entities) > limit:
+def shared_source_entities(src: str, tgt: str) -> list[Entity]:
+    """The entities training marks in a pair: each word or number of the source, as the app reads words and
+    numbers (`placeholders.candidates`), that is a number or capitalised (or of a script without case) and
+    that the target writes identically as a whole word (a name also with German's genitive s)."""
+    in_target = {text for _, _, text in candidates(tgt)}
+    found = []
+    for start, end, text in candidates(src):
+        if not (is_number(text) or text[:1].isupper() or text[:1].lower() == text[:1].upper()):
+            continue
+        if text in in_target or (not is_number(text) and re.search(rf"(?<![\w'’-]){re.escape(text)}s\b", tgt)):
+            found.append(Entity(start, end, text))
+    return found
+
+
+def with_placeholders(src: str, tgt: str, limit: int, rng: random.Random | None = None) -> tuple[str, str] | None:
+    """The pair with each shared entity written as a placeholder, marked where `placeholders.candidates`
+    finds it (the app's reading) and numbered as the app numbers a sentence (`placeholders.entity_spans`):
+    in source order, or, given `rng`, with distinct numbers drawn from 1..limit, so that ⟨5⟩..⟨8⟩ are
+    learned too. None without shared entities or with more than `limit` distinct ones."""
+    found = shared_source_entities(src, tgt)
+    distinct = list(dict.fromkeys(e.text for e in found))
+    if not found or len(distinct) > limit:
         return None
-    entities.sort(key=lambda e: src.find(e[1]))
-    patterns = [_pattern(old, kind != "name") for kind, old in entities]
-    return write_placeholders(src, patterns), write_placeholders(tgt, patterns)
+    numbers = rng.sample(range(limit), len(distinct)) if rng is not None else None
+    spans, texts = entity_spans(found, numbers)
+    return write_spans(src, spans), mark_entities(tgt, texts, numbers)
 
 
-def placeholder_pairs(sources: Sequence[str], targets: Sequence[str], limit: int) -> tuple[list[str], list[str]]:
-    """`with_placeholders` of every pair that shares an entity."""
-    out = [p for p in (with_placeholders(s, t, limit) for s, t in zip(sources, targets)) if p is not None]
+def placeholder_pairs(sources: Sequence[str], targets: Sequence[str], limit: int, seed: int | None = None
+                      ) -> tuple[list[str], list[str]]:
+    """`with_placeholders` of every pair that shares an entity; numbered at random (deterministic in `seed`)
+    unless `seed` is None."""
+    rng = random.Random(seed) if seed is not None else None
+    out = [p for p in (with_placeholders(s, t, limit, rng) for s, t in zip(sources, targets)) if p is not None]
     return [s for s, _ in out], [t for _, t in out]
 
 
@@ -148,7 +167,6 @@ def copied_words(sources: Sequence[str], targets: Sequence[str], min_share: floa
     seen: Counter[str] = Counter()
     copied: Counter[str] = Counter()
     for src, tgt in zip(sources, targets):
-        words = set(_NAME.findall(src))
-        seen.update(words)
-        copied.update(w for kind, w in shared_entities(src, tgt) if kind == "name")
+        seen.update({text for _, _, text in candidates(src) if text[:1].isupper()})
+        copied.update({e.text for e in shared_source_entities(src, tgt) if e.text[:1].isupper()})
     return {w for w, n in copied.items() if n >= min_share * seen[w]}

@@ -2,9 +2,14 @@
 each epoch's batches (the corpus mixture, source noise, token buckets, this rank's share)."""
 from __future__ import annotations
 
+import hashlib
+import logging
 import shutil
 from functools import partial
+from itertools import accumulate
 from pathlib import Path
+
+import torch
 
 from transformer.casing import Truecaser
 from transformer.placeholders import encode_marked
@@ -21,6 +26,8 @@ from .corpora import (
 )
 from .data import TOY_TASKS, PairDataset, token_batches, toy_pairs
 from .rare_split import RARE_SPLIT, split_rare
+
+log = logging.getLogger(__name__)
 
 
 def run_corpora(cfg: TrainConfig) -> list[CorpusSpec]:
@@ -39,14 +46,19 @@ def run_corpora(cfg: TrainConfig) -> list[CorpusSpec]:
     return corpora
 
 
+SAMPLED_IDS_FILE = "train_ids.pt"  # in the run directory: the segmentations BPE-dropout sampled
+
+
 class RunData:
-    """Everything a run reads: built once per process, deterministic given the config (except the
-    segmentations BPE-dropout samples: `tokenizers` draws them from its own unseeded generator)."""
+    """Everything a run reads: built once per process, deterministic given the config. The one exception,
+    the segmentations BPE-dropout samples (`tokenizers` draws them from its own unseeded generator), is
+    saved in the run directory when first drawn and read back on `--resume`, so batches are cut alike."""
 
     def __init__(self, cfg: TrainConfig, run_dir: Path, resume: bool, is_main: bool, rank: int = 0, world: int = 1):
         self.cfg, self.rank, self.world = cfg, rank, world
         self.noise = SourceNoise(cfg.src_lowercase_prob, cfg.src_no_punct_prob)
         self.corpora = run_corpora(cfg)
+        self.run_dir, self.is_main = run_dir, is_main
         self.tokenizer = self._tokenizer(run_dir, resume, is_main)
         self.copied_words: set[str] = set()  # names the training data copies (placeholders.py), set by _pairs
         self.train_set, self.corpus_sizes, self.val_sets, self.val_refs = self._pairs()
@@ -112,12 +124,26 @@ class RunData:
             sources, targets = sources + swapped[0], targets + swapped[1]
             sizes.append(len(swapped[0]))
         if cfg.placeholders and cfg.placeholder_copies:  # one more block: entities as placeholders
-            marked = placeholder_pairs(self.train_sources, targets[: len(self.train_sources)], cfg.placeholders)
+            seed = cfg.seed if cfg.placeholder_numbering == "random" else None
+            marked = placeholder_pairs(self.train_sources, targets[: len(self.train_sources)], cfg.placeholders, seed)
             sources += marked[0] * cfg.placeholder_copies
             targets += marked[1] * cfg.placeholder_copies
             sizes.append(len(marked[0]) * cfg.placeholder_copies)
+        pairs = self._sampled_pairs(sources, targets)
+        return PairDataset(pairs, cfg.max_len), sizes, val_sets, val_refs
+
+    def _sampled_pairs(self, sources: list[str], targets: list[str]) -> list[tuple[list[int], list[int]]]:
+        """The id pairs of the training set: each pair (and each source variant) with one segmentation,
+        sampled under BPE-dropout. With BPE-dropout on, a resumed run reads back the saved ones."""
+        cfg, path = self.cfg, self.run_dir / SAMPLED_IDS_FILE
+        digest = hashlib.sha256("\n".join([*sources, *targets, str(self.noise.active)]).encode()).hexdigest()
+        if cfg.bpe_dropout and path.is_file():  # like tokenizer.json: the run directory's own
+            saved = torch.load(path)
+            if saved.get("digest") == digest:
+                log.info("BPE-dropout segmentations read back from %s", path)
+                return _unflatten(saved)
+            log.warning("%s holds another run's data; sampling anew", path)
         tokenizer = self.tokenizer.with_dropout(cfg.bpe_dropout) if cfg.bpe_dropout else self.tokenizer
-        # each pair (and each source variant) gets one sampled segmentation
         enc = partial(encode_marked, tokenizer, first_id=tokenizer.vocab_size) if cfg.placeholders else \
             tokenizer.encode_batch
         target_ids = enc(targets)
@@ -126,7 +152,11 @@ class RunData:
         else:
             forms = [sources]
         pairs = [p for variant in forms for p in zip(enc(list(variant)), target_ids)]
-        return PairDataset(pairs, cfg.max_len), sizes, val_sets, val_refs
+        if cfg.bpe_dropout and self.is_main:
+            tmp = path.with_suffix(".tmp")
+            torch.save(_flatten(pairs) | {"digest": digest}, tmp)
+            tmp.replace(path)  # whole or not at all, if the run is killed while writing
+        return pairs
 
     def epoch_picks(self, epoch: int) -> list[int]:
         """The epoch's indices into the training set: the corpus mixture, then a source variant each."""
@@ -149,3 +179,21 @@ class RunData:
         batches = [[picks[j] for j in batch] for batch in batches]
         usable = len(batches) // (self.world * self.cfg.accum_steps) * self.world * self.cfg.accum_steps
         return batches[self.rank : usable : self.world]
+
+
+def _flatten(pairs: list[tuple[list[int], list[int]]]) -> dict:
+    """Id pairs as four int32 tensors (ids and lengths of each side): small and quick to save."""
+    out = {"texts": len(pairs)}
+    for side in (0, 1):
+        out[f"len{side}"] = torch.tensor([len(p[side]) for p in pairs], dtype=torch.int32)
+        out[f"ids{side}"] = torch.tensor([i for p in pairs for i in p[side]], dtype=torch.int32)
+    return out
+
+
+def _unflatten(saved: dict) -> list[tuple[list[int], list[int]]]:
+    sides = []
+    for side in (0, 1):
+        ids, lengths = saved[f"ids{side}"].tolist(), saved[f"len{side}"].tolist()
+        ends = list(accumulate(lengths))
+        sides.append([ids[e - n:e] for e, n in zip(ends, lengths)])
+    return list(zip(*sides))

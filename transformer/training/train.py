@@ -38,7 +38,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, bool, bool]:
             p.add_argument("--corpus", dest="corpora", action="append", default=None, metavar="NAME[:WEIGHT][=PATH]",
                            help="a training corpus, once per corpus (e.g. --corpus tatoeba-en-de --corpus multi30k:2)")
         else:
-            kind = {"int": int, "float": float}.get(str(f.type), str)
+            kind = {"int": int, "float": float, "float | None": float}.get(str(f.type), str)
             p.add_argument(flag, type=kind, default=None)
     args = p.parse_args(argv)
     values = dict(PRESETS[args.preset]) if args.preset else {}
