@@ -93,15 +93,21 @@ class TextTokenizer:
 
     def decode(self, ids: Iterable[int], entities: Sequence[str] = ()) -> str:
         """Ids -> text; special tokens are dropped, placeholder k becomes `entities[k]` as a word (dropped
-        when there is no such entity)."""
+        when there is no such entity), with no space after an opening bracket or quote ('„⟨1⟩“' -> '„Ayo“')."""
         ids = list(ids)
         first = self.vocab_size
         if not any(i >= first for i in ids):
             return self.tokenizer.decode(ids, skip_special_tokens=True)
         specials = {self.pad_id, self.unk_id, self.bos_id, self.eos_id}
-        tokens = [("▁" + entities[i - first] if i - first < len(entities) else "") if i >= first
-                  else self.tokenizer.id_to_token(i) for i in ids if i not in specials]
-        return self.tokenizer.decoder.decode([t for t in tokens if t])
+        tokens: list[str] = []
+        for i in ids:
+            if i in specials:
+                continue
+            if i < first:
+                tokens.append(self.tokenizer.id_to_token(i))
+            elif i - first < len(entities):
+                tokens.append(("" if tokens and _opens(tokens) else "▁") + entities[i - first])
+        return self.tokenizer.decoder.decode(tokens)
 
     def decode_batch(self, batch: list[list[int]]) -> list[str]:
         return self.tokenizer.decode_batch(batch, skip_special_tokens=True)
@@ -112,6 +118,20 @@ class TextTokenizer:
 
     def ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
         return [self.id_to_token(i) for i in ids]
+
+
+_OPENING = "„‚«‹»([{¿¡"  # » opens in German quotation style »...«
+_STRAIGHT = "\"'"  # open when they occur an odd number of times so far
+
+
+def _opens(tokens: list[str]) -> bool:
+    """Whether the text so far ends with an opening bracket or quote, so that a word goes right after it."""
+    last = tokens[-1]
+    if last.endswith(tuple(_OPENING)) and last.strip("▁")[-1:] in _OPENING:
+        return True
+    if last.strip("▁") in _STRAIGHT:
+        return "".join(tokens).count(last.strip("▁")) % 2 == 1
+    return False
 
 
 def toy_tokenizer(n_symbols: int = 26) -> Tokenizer:

@@ -31,11 +31,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from .decoding import (
     MAX_BEAM_SIZE,
     EncodedSource,
     Hypothesis,
+    PlaceholderRule,
     beam_search,
     encode_source,
     greedy_decode,
@@ -47,7 +49,7 @@ from .config import GenerationConfig
 from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
 from .inside_head import HeadRow, head_row
 from .model import HeadMask, Transformer, causal_mask, pad_sequences
-from .placeholders import encode_marked, entity_spans, find_entities, mark_entities, splice
+from .placeholders import encode_marked, entity_spans, find_entities, mark_entities, placeholder_text, splice
 from .quantize import PRECISIONS, int8_search_model
 from .search_trace import SearchTrace
 from .tokenizer import TextTokenizer
@@ -114,6 +116,7 @@ class Source:
     truncated: bool  # the text was longer than the model's source limit and was cut
     text: str  # the text as the model read it (`Translator.prepare`)
     entities: tuple[str, ...] = ()  # what placeholder ⟨k+1⟩ stands for (`transformer.placeholders`)
+    as_text: tuple[str, ...] = ()  # entities past the model's placeholders: read as text, copied piece by piece
 
 
 @dataclass
@@ -133,6 +136,12 @@ class Translation:
     model_input: str = ""  # the text as the model read it (`Translator.prepare`: recased when typed in one case)
     entities: tuple[str, ...] = ()  # what placeholder ⟨k+1⟩ of the tokens stands for (`transformer.placeholders`)
     head_mask: HeadMask | None = None  # heads switched off (`translate(..., head_mask=...)`); None: all on
+    as_text: tuple[str, ...] = ()  # entities past the model's placeholders, read as text (`Source.as_text`)
+
+    def placeholder_counts(self) -> list[int]:
+        """How often the translation writes each placeholder of the source: 0 is a name or number the model left
+        out, 2 or more one it repeated; both are said in the app, never hidden."""
+        return [self.tgt_tokens.count(placeholder_text(k)) for k in range(len(self.entities))]
 
     @property
     def steps(self) -> list[StepRecord]:
@@ -168,6 +177,18 @@ def check_options(method: str, beam_size: int, length_penalty: float, max_len: i
         raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
     if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
         raise ValueError(f"max_len must be a positive integer or None, got {max_len!r}")
+
+
+def choosable(probs: Tensor, model: Transformer, src_ids: list[list[int]]) -> Tensor:
+    """probs (B, T, V) with what the search never writes at 0: <pad>, <bos>, and placeholders the sentence's
+    source lacks (`PlaceholderRule`). Not renormalised, as the search does not renormalise either: the
+    alternatives a step lists are the ones the search could have chosen, with the probabilities it saw."""
+    cfg, out = model.config, probs.clone()
+    out[..., [cfg.pad_id, cfg.bos_id]] = 0.0
+    rule = PlaceholderRule.for_model(model, pad_sequences(src_ids, cfg.pad_id).to(probs.device))
+    if rule is not None:
+        out[..., rule.ids] = out[..., rule.ids].masked_fill(rule.absent_rows[:, None, :], 0.0)
+    return out
 
 
 class Translator:
@@ -208,16 +229,19 @@ class Translator:
         text = unicodedata.normalize("NFC", text)  # "Zoë" pasted decomposed (NFD) is the same name
         prepared = self.prepare(text)
         encoding = self.tokenizer.encodings([prepared])[0]
-        ids, entities = encoding.ids, ()
+        ids, entities, as_text = encoding.ids, (), ()
         if self.model.config.placeholders:  # names and numbers as placeholder ids
-            found = find_entities(prepared, self._known, self.copied_words, one_case=case_form(text) != "mixed",
-                                  limit=self.model.config.placeholders)
-            spans, entities = entity_spans(found)
-            ids = splice(encoding, spans, first_id=self.tokenizer.vocab_size)
+            one_case = case_form(text) != "mixed"
+            found = find_entities(prepared, self._known, self.copied_words, one_case, limit=len(prepared))
+            spans, everything = entity_spans(found)
+            limit = self.model.config.placeholders
+            entities, as_text = tuple(everything[:limit]), tuple(everything[limit:])
+            ids = splice(encoding, [(a, b, k) for a, b, k in spans if k < limit], first_id=self.tokenizer.vocab_size)
         if not ids:
             raise ValueError("text has nothing to translate after normalisation")
         truncated = len(ids) > self.max_source_tokens
-        return Source(ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated, prepared, tuple(entities))
+        return Source(ids[: self.max_source_tokens] + [self.model.config.eos_id], truncated, prepared, tuple(entities),
+                      as_text)
 
     def _known(self, word: str) -> bool:
         """Whether the training English holds `word` (no truecase model: every word counts as known)."""
@@ -296,7 +320,7 @@ class Translator:
                 text=best.text, src_tokens=self.tokenizer.ids_to_tokens(source.ids), tgt_tokens=best.tokens,
                 score=best.score, log_prob=best.log_prob, truncated=source.truncated, candidates=candidates,
                 method=method, beam_size=beam_size, src_ids=source.ids, model_input=source.text, head_mask=mask,
-                entities=source.entities,
+                entities=source.entities, as_text=source.as_text,
                 search=traces[i].name_tokens(self.tokenizer.ids_to_tokens) if traces else None,
             ))
         if return_attention:
@@ -357,7 +381,7 @@ class Translator:
         )
         encoder, decoder, cross = (torch.stack(ws, 1).float() for ws in (encoded.attention, self_ws, cross_ws))
         probs = self.model.project(hidden).float().softmax(-1)  # (B, T, V)
-        top_p, top_i = probs.topk(min(top_k, probs.size(-1)), dim=-1)  # (B, T, k)
+        top_p, top_i = choosable(probs, self.model, src_ids).topk(min(top_k, probs.size(-1)), dim=-1)  # (B, T, k)
         attentions = []
         for i, (src, out, tgt) in enumerate(zip(src_ids, out_ids, in_ids)):
             S, T = len(src), len(out)
@@ -447,7 +471,8 @@ class Translator:
         return Translation(
             text=shown, src_tokens=self.tokenizer.ids_to_tokens(source.ids), tgt_tokens=tokens, score=log_prob,
             log_prob=log_prob, truncated=source.truncated, candidates=[candidate], method="forced", beam_size=1,
-            src_ids=source.ids, attention=attention, model_input=source.text, entities=source.entities)
+            src_ids=source.ids, attention=attention, model_input=source.text, entities=source.entities,
+            as_text=source.as_text)
 
     def _target_ids(self, text: str, source: Source) -> list[int]:
         """A translation's ids (no specials), the source's entities as its placeholders."""

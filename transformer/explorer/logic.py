@@ -323,6 +323,17 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
         shown = ", ".join(f"{placeholder_text(k)} {e}" for k, e in enumerate(translation.entities))
         notices.append(f"Names and numbers as placeholders ({shown}): the model reads and writes the placeholder "
                        "token, which is what the maps show, and the translation puts the name or number back.")
+        counts = translation.placeholder_counts()
+        missing = [f"{placeholder_text(k)} {e}" for k, (e, n) in enumerate(zip(translation.entities, counts)) if n == 0]
+        repeated = [f"{placeholder_text(k)} {e}" for k, (e, n) in enumerate(zip(translation.entities, counts)) if n > 1]
+        if missing:
+            notices.append(f"The translation leaves out {', '.join(missing)}: the model did not write "
+                           f"{'that placeholder' if len(missing) == 1 else 'those placeholders'}.")
+        if repeated:
+            notices.append(f"The translation repeats {', '.join(repeated)}.")
+    if translation.as_text:
+        notices.append(f"This model has {len(translation.entities)} placeholders; {', '.join(translation.as_text)} "
+                       "read as ordinary text, copied piece by piece (check them).")
     if translation.truncated:
         notices.append(f"The input is longer than this model's limit of {tr.max_source_tokens} tokens: "
                        f"only the first {tr.max_source_tokens} tokens were translated.")
