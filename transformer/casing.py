@@ -82,12 +82,22 @@ class Truecaser:
         of two letters: the truecaser never learns sentence-initial words ("WE", "IT")."""
         out = []
         for i, t in enumerate(cased):
-            if self.knows(t) or not t.isalpha():
+            parts = t.split("-")  # "ANNE-MARIE": each part on its own
+            if not all(p.isalpha() for p in parts):
                 out.append(t)
-            elif (len(t) <= 2 and i > 0) or not set(t.lower()) & set("aeiouy"):
+            elif len(parts) > 1:
+                best = self._truecaser.model["best"]  # each part in its most frequent casing, or a name
+                out.append(t if self.knows(t) else "-".join(best.get(p.lower(), p.capitalize()) for p in parts))
+            elif self.knows(t):
+                out.append(t)
+            elif (len(t) <= 2 and i > 0) or (t.isascii() and not set(t) & set("aeiouy")):
                 out.append(t.upper())
             else:
                 out.append(t.capitalize())
+        for i in range(1, len(out)):  # "O'BRIEN": Moses splits it into "o" and "'brien"
+            before, t = out[i - 1], out[i]
+            if len(before) == 1 and before.isalpha() and t[:1] in "'’" and t[1:].isalpha() and not self.knows(t[1:]):
+                out[i - 1], out[i] = before.upper(), t[0] + t[1:].capitalize()
         return out
 
     def _name_parts(self, cased: list[str]) -> list[str]:

@@ -5,20 +5,23 @@ and clock times that appear unchanged in the translation, for each way people ty
 
 The file holds one sentence a line, a tab, and its entities separated by "|". A name must appear
 as written (for lower-case input, in any case: nothing tells a truecaser that "greta" is a name);
-a number digit for digit, not inside a longer number; a clock time as "6:45" or in German
-notation "6.45".
+a number digit for digit, not inside a longer number, with its separators, sign, currency and "%" as
+typed ("1,250", "-12", "€3.50"); a clock time as "6:45" or in German notation "6.45".
 """
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 from transformer.translator import Translator, load_pretrained
 
-FORMS = {"as written": lambda s: s, "lower case": str.lower, "UPPER CASE": str.upper}
+FORMS = {"as written": lambda s: s, "lower case": str.lower, "UPPER CASE": str.upper,
+         "NFD": lambda s: unicodedata.normalize("NFD", s)}  # accents decomposed, as text pasted from macOS often is
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "names_numbers.tsv"
+FORMS_FILE = DEFAULT_FILE.with_name("names_numbers_forms.tsv")  # separators, scripts, apostrophes, many names
 
 
 def read_entity_set(path: str | Path) -> list[tuple[str, list[str]]]:
@@ -37,6 +40,8 @@ def survives(entity: str, translation: str, any_case: bool = False) -> bool:
         return re.search(rf"(?<!\d){hours}[:.]{minutes}(?!\d)", translation) is not None
     if entity.isdigit():
         return re.search(rf"(?<![\d.,]){entity}(?![\d]|[.,]\d)", translation) is not None
+    if any(c.isdigit() for c in entity):  # "1,250", "-12", "$18", "3rd": as typed, not inside a longer number
+        return re.search(rf"(?<![\w.,]){re.escape(entity)}(?!\w|[.,]\d)", translation) is not None
     flags = re.IGNORECASE if any_case else 0
     return re.search(rf"(?<!\w){re.escape(entity)}(?!\w)", translation, flags) is not None
 
@@ -63,7 +68,7 @@ def entity_rates(translator: Translator, rows: list[tuple[str, list[str]]], form
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", default="checkpoints/en-de")
-    p.add_argument("--file", type=Path, default=DEFAULT_FILE)
+    p.add_argument("--file", type=Path, default=DEFAULT_FILE, help=f"also: {FORMS_FILE.relative_to(FORMS_FILE.parents[2])}")
     p.add_argument("--method", choices=("greedy", "beam"), default="beam")
     p.add_argument("--beam-size", type=int, help="default: the checkpoint's (generation_config.json), else 5")
     p.add_argument("--length-penalty", type=float, help="default: the checkpoint's, chosen on val, else 0.6")
