@@ -44,7 +44,8 @@ COMMANDS = {
     "figure_build": "python bench/figure_build.py --runs 7",
     "int8_accuracy": "python bench/int8_accuracy.py",
     "load": "python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de",
-    "train_throughput": "python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096",
+    "train_throughput": "python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096 "
+                        "--preset en-de-scratch",
 }
 
 HEADER = """# Benchmarks

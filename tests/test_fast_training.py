@@ -184,3 +184,41 @@ def test_int8_weights_round_trip_within_half_a_step_per_row(tmp_path):
 def test_learning_snapshots_flag_rejects_what_is_not_steps(tmp_path):
     with pytest.raises(ValueError, match="learning-snapshots"):
         train.main([*TINY, "--run-dir", str(tmp_path / "r"), "--learning-snapshots", "10,ten"])
+
+
+# ---------------------------------------------------------------------------- dropout sites
+
+def test_attention_and_activation_dropout_default_to_dropout_and_can_be_switched_off():
+    from transformer.config import ModelConfig
+    from transformer.model import FeedForward, MultiHeadAttention
+
+    def sites(**kw) -> set[tuple[str, float]]:
+        model = Transformer(ModelConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, d_ff=32,
+                                        n_encoder_layers=1, n_decoder_layers=1, dropout=0.1, **kw))
+        return ({("attention", m.dropout) for m in model.modules() if isinstance(m, MultiHeadAttention)}
+                | {("activation", m.dropout.p) for m in model.modules() if isinstance(m, FeedForward)}
+                | {("residual", model.embed_dropout.p)})
+    assert sites() == {("attention", 0.1), ("activation", 0.1), ("residual", 0.1)}
+    assert sites(attention_dropout=0.0, activation_dropout=0.0) == {("attention", 0.0), ("activation", 0.0),
+                                                                    ("residual", 0.1)}
+    with pytest.raises(ValueError, match="attention_dropout"):
+        ModelConfig(attention_dropout=1.5)
+    assert ModelConfig.from_dict(ModelConfig().to_dict()) == ModelConfig()  # None round-trips through config.json
+
+
+def test_training_attends_explicitly_on_a_cpu_with_the_same_result_as_sdpa():
+    """Without dropout, the training path (explicit scores, masked softmax) equals inference's SDPA."""
+    from transformer.config import ModelConfig
+
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=32, n_heads=4, d_ff=64,
+                                    n_encoder_layers=2, n_decoder_layers=2, dropout=0.0))
+    src = torch.tensor([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]])
+    tgt = torch.tensor([[2, 11, 12, 13], [2, 14, 0, 0]])
+    model.eval()
+    with torch.no_grad():
+        reference = model(src, tgt)
+    model.train()
+    with torch.no_grad():
+        trained = model(src, tgt)
+    torch.testing.assert_close(trained, reference, rtol=1e-5, atol=1e-5)
