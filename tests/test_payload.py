@@ -137,3 +137,15 @@ def test_entropy_colours_are_plotlys_viridis_at_the_scaled_score():
         return np.array([float(x) for x in c[4:-1].split(",")])
     for g, e in zip(got, expected):  # 256 levels: within one step of 255 per channel
         assert np.abs(rgb(g) - rgb(e)).max() <= 2.0, (g, e)
+
+
+def test_merged_words_keep_each_placeholder_a_word_labelled_with_its_entity():
+    from transformer.explorer.payload import token_info
+
+    src = ["▁My", "▁friend", "⟨1⟩", "▁moved", "▁to", "⟨2⟩", "▁in", "⟨3⟩", ".", "<eos>"]
+    info = token_info(src, ("Oluwaseun", "Plovdiv", "1983"))
+    assert info["words_raw"] == ["My", "friend", "⟨1⟩ Oluwaseun", "moved", "to", "⟨2⟩ Plovdiv", "in", "⟨3⟩ 1983", ".",
+                                 "<eos>"]
+    assert info["groups"] == list(range(10))
+    genitive = token_info(["⟨1⟩", "s", "▁Auto"], ("Tom",))  # German's genitive s stays with the name
+    assert genitive["words_raw"] == ["⟨1⟩s Tom", "Auto"] and genitive["groups"] == [0, 0, 1]

@@ -383,7 +383,8 @@ def result_payload(result: Result | None, heads: dict[str, Any] | None = None) -
     return attention_payload(result.attention, model=result.model, candidate=result.candidate,
                              n_candidates=len(result.translation.candidates), source=result.source,
                              translation=result.translation.candidates[result.candidate].text,
-                             norms=result.norm, ablation=ablation, heads=heads)
+                             norms=result.norm, ablation=ablation, heads=heads,
+                             entities=result.translation.entities)
 
 
 

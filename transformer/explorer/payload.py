@@ -63,18 +63,29 @@ def decode_array(entry: dict[str, Any]) -> np.ndarray:
     return (raw.astype(np.float64) / entry["scale"]).astype(np.float32)
 
 
-def token_info(tokens: Sequence[str]) -> dict[str, Any]:
-    """Raw tokens, escaped labels, the special mask and word groups (all tokens / specials hidden)."""
+def token_info(tokens: Sequence[str], entities: Sequence[str] = ()) -> dict[str, Any]:
+    """Raw tokens, escaped labels, the special mask and word groups (all tokens / specials hidden). A merged
+    word that is a placeholder shows what it stands for ("⟨1⟩ Oluwaseun"; `entities[k]` for ⟨k+1⟩)."""
     special = [t in viz.HIDDEN_BY_DEFAULT for t in tokens]
     kept = [t for t, s in zip(tokens, special) if not s]
     groups, words = viz.word_groups(tokens)
     groups_kept, words_kept = viz.word_groups(kept)
+    words, words_kept = _with_entities(words, entities), _with_entities(words_kept, entities)
     return {
         "raw": list(tokens), "label": [viz.escape_label(t) for t in tokens], "special": special,
         "groups": groups, "words": [viz.escape_label(w) for w in words], "words_raw": words,
         "groups_hidden": groups_kept, "words_hidden": [viz.escape_label(w) for w in words_kept],
         "words_hidden_raw": words_kept,
     }
+
+
+def _with_entities(words: list[str], entities: Sequence[str]) -> list[str]:
+    """Word labels with each placeholder followed by its entity: "⟨1⟩" -> "⟨1⟩ Oluwaseun", "⟨1⟩s" -> "⟨1⟩s Ayo"."""
+    def label(word: str) -> str:
+        m = viz.PLACEHOLDER_TOKEN.match(word)
+        k = int(word[1]) - 1 if m else -1
+        return f"{word} {entities[k]}" if 0 <= k < len(entities) else word
+    return [label(w) for w in words]
 
 
 @functools.cache
@@ -113,7 +124,7 @@ def _step(record: StepRecord) -> dict[str, Any]:
 def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_candidates: int = 1,
                       source: str = "", translation: str = "", norms: Attention | None = None,
                       ablation: dict[str, Any] | None = None, heads: dict[str, Any] | None = None,
-                      max_weight_bytes: int = MAX_WEIGHT_BYTES) -> dict[str, Any]:
+                      max_weight_bytes: int = MAX_WEIGHT_BYTES, entities: Sequence[str] = ()) -> dict[str, Any]:
     """One candidate's attention, tokens, head summaries, rollout and steps as a JSON-ready dict.
 
     `source` and `translation` (raw text; the page shows them with textContent) caption the views.
@@ -144,8 +155,8 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
         "translation": translation,
         "n_layers": cfg_layers,
         "n_heads": int(att.encoder.shape[1] if att.encoder.ndim == 4 else att.cross.shape[1]),
-        "tokens": {"src": token_info(att.src_tokens), "tgt_in": token_info(att.tgt_in_tokens),
-                   "tgt_out": token_info(att.tgt_out_tokens)},
+        "tokens": {"src": token_info(att.src_tokens, entities), "tgt_in": token_info(att.tgt_in_tokens, entities),
+                   "tgt_out": token_info(att.tgt_out_tokens, entities)},
         "kinds": kinds,
         "rollout": None if rollout is None else encode_array(rollout, scale),
         "steps": [_step(s) for s in att.steps],

@@ -23,6 +23,7 @@ from __future__ import annotations
 import html
 import logging
 import math
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,6 +40,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 WORD_MARK = "\u2581"  # "▁", SentencePiece's word-start mark
+PLACEHOLDER_TOKEN = re.compile(r"⟨\d⟩")  # a name or number the model reads as one token (transformer.placeholders)
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>")
 HIDDEN_BY_DEFAULT = ("<bos>", "<eos>", "<pad>")
 
@@ -130,8 +132,9 @@ def word_groups(tokens: Sequence[str], specials: Sequence[str] = SPECIAL_TOKENS)
     """Map BPE pieces to words: (word index per piece, word labels).
 
     A word starts at a piece beginning with "▁", at a special token, at a
-    punctuation-only piece, and right after a special or punctuation-only piece
-    (so "▁bike" "." stay two words and "." never swallows the next piece).
+    punctuation-only piece, at a placeholder ("⟨1⟩": a whole name or number, never
+    the end of the word before it), and right after a special or punctuation-only
+    piece (so "▁bike" "." stay two words and "." never swallows the next piece).
     Labels are the joined pieces without "▁" (a lone "▁" keeps its mark).
     """
     group: list[int] = []
@@ -139,7 +142,7 @@ def word_groups(tokens: Sequence[str], specials: Sequence[str] = SPECIAL_TOKENS)
     prev_closed = True  # the previous piece cannot be continued
     for tok in tokens:
         special, punct = tok in specials, _is_punctuation(tok)
-        if prev_closed or tok.startswith(WORD_MARK) or special or punct:
+        if prev_closed or tok.startswith(WORD_MARK) or special or punct or PLACEHOLDER_TOKEN.fullmatch(tok):
             words.append([])
         words[-1].append(tok)
         group.append(len(words) - 1)
