@@ -23,7 +23,7 @@ import gradio as gr  # noqa: E402
 from transformer.explorer import page, texts  # noqa: E402
 from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, view_data  # noqa: E402
 from transformer.explorer.logic import (  # noqa: E402
-    EXAMPLES_EN, UI_MAX_BEAM, Result, ViewState, candidate_choices, launch_options, nbest_table)
+    EXAMPLES_EN, UI_MAX_BEAM, Result, ViewState, candidate_choices, launch_options, nbest_row_candidate, nbest_table)
 
 gr.set_static_paths([page.PLOTLY_JS])  # plotly.js for the explorer comes from the installed plotly package
 EXPLORER = Explorer.start(Path(__file__).resolve().parent / "checkpoints")  # the default model loads now
@@ -75,7 +75,8 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
     def on_nbest_select(self, result: Result | None, evt: gr.SelectData) -> dict:
         if result is None or not evt.index:
             return {self.states.result: result} | self.show_result(result)
-        return self.on_candidate(result, evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index)
+        row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+        return self.on_candidate(result, nbest_row_candidate(result, row))
 
     def show_model(self, info: ModelInfo) -> dict:
         return {self.controls.examples: gr.Dataset(samples=[[e] for e in info.examples]),
@@ -162,9 +163,12 @@ def build_results() -> Results:
                           elem_id="share-link", buttons=["copy"], scale=3, max_lines=1)
         note = gr.Textbox(label="Shared link", interactive=False, elem_id="link-note", scale=2, visible=False)
     with gr.Row(elem_id="nbest-row"):
-        nbest = gr.Dataframe(value=nbest_table(None), label="n-best list (click a row to inspect that candidate)",
+        nbest = gr.Dataframe(value=nbest_table(None),
+                             label="n-best list: each translation once, at its best score (spellings: how many "
+                                   "candidates of the search write it in other subword pieces; the tree shows them "
+                                   "all). Click a row to inspect it",
                              interactive=False, elem_id="nbest", scale=3, wrap=True,
-                             column_widths=["7%", "53%", "20%", "20%"])
+                             column_widths=["6%", "50%", "16%", "16%", "12%"])
         with gr.Column(scale=2):
             candidate = gr.Dropdown(choices=candidate_choices(None), value=0, type="value", label="Candidate shown",
                                     interactive=False, elem_id="candidate")

@@ -583,7 +583,7 @@ def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmas
     assert ablated.base is result and len(ablated.off) == len(every_cross) + 1
     assert ablated.translation.head_mask.n_off() == len(ablated.off)
     assert text == ablated.translation.text
-    assert list(nbest["translation"]) == [c.text for c in ablated.translation.candidates]
+    assert list(nbest["translation"]) == list(dict.fromkeys(c.text for c in ablated.translation.candidates))
     assert payload["ablation"]["unmasked"] == result.translation.text
     assert len(payload["ablation"]["off"]) == len(ablated.off)
     assert "switched off" in notice and result.translation.text in notice
@@ -649,3 +649,18 @@ def test_head_analysis_reaches_the_payload_and_the_heads_tab(app, tmp_path):
     assert list(table["heads"]) == [2, 1] * 3
     payload = logic.result_payload(fake_result(app), info)
     assert payload["heads"]["kinds"]["encoder"]["importance"] == grid
+
+
+def test_the_nbest_list_shows_each_translation_once_and_rows_map_to_candidates():
+    from transformer.explorer.logic import candidate_choices, nbest_row_candidate, nbest_table, run_translation
+
+    tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
+    result = run_translation(tr, "en-de", "I know that the teacher speaks German.", "beam", 8, 1.4)[0]
+    texts = [c.text for c in result.translation.candidates]
+    table = nbest_table(result)
+    assert list(table["translation"]) == list(dict.fromkeys(texts))  # distinct, best first
+    assert int(table["spellings"].sum()) == len(texts) and len(table) < len(texts)  # this sentence repeats
+    for row, text in enumerate(table["translation"]):
+        index = nbest_row_candidate(result, row)
+        assert texts[index] == text and texts.index(text) == index  # the best-scored spelling
+    assert [i for _, i in candidate_choices(result)] == [nbest_row_candidate(result, r) for r in range(len(table))]

@@ -341,19 +341,43 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
     return result, " ".join(notices)
 
 
+def distinct_candidates(result: Result) -> list[tuple[int, int]]:
+    """(index, spellings) of each distinct translation text of the n-best list, at its best-ranked candidate:
+    beam search also keeps one text spelled in other subword pieces ("▁Lehr er" and "▁Lehrer"), which reads as a
+    repeat. `spellings` counts the candidates with that text; the search tree keeps them all."""
+    first: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for i, c in enumerate(result.translation.candidates):
+        first.setdefault(c.text, i)
+        counts[c.text] = counts.get(c.text, 0) + 1
+    return [(i, counts[text]) for text, i in first.items()]
+
+
+NBEST_COLUMNS = ["#", "translation", "log-probability", "score (length-normalised)", "spellings"]
+
+
 def nbest_table(result: Result | None) -> pd.DataFrame:
-    columns = ["#", "translation", "log-probability", "score (length-normalised)"]
+    """Each distinct translation once, with its best score; "spellings": how many candidates of the search
+    write that text (in different subword pieces)."""
     if result is None:
-        return pd.DataFrame(columns=columns)
-    rows = [[i + 1, c.text, round(c.log_prob, 3), round(c.score, 3)]
-            for i, c in enumerate(result.translation.candidates)]
-    return pd.DataFrame(rows, columns=columns)
+        return pd.DataFrame(columns=NBEST_COLUMNS)
+    cands = result.translation.candidates
+    rows = [[i + 1, cands[i].text, round(cands[i].log_prob, 3), round(cands[i].score, 3), n]
+            for i, n in distinct_candidates(result)]
+    return pd.DataFrame(rows, columns=NBEST_COLUMNS)
+
+
+def nbest_row_candidate(result: Result, row: int) -> int:
+    """The candidate index behind a row of `nbest_table`."""
+    distinct = distinct_candidates(result)
+    return distinct[min(max(int(row), 0), len(distinct) - 1)][0]
 
 
 def candidate_choices(result: Result | None) -> list[tuple[str, int]]:
     if result is None:
         return [("1", 0)]
-    return [(f"{i + 1}: {c.text[:60] or '(empty)'}", i) for i, c in enumerate(result.translation.candidates)]
+    cands = result.translation.candidates
+    return [(f"{i + 1}: {cands[i].text[:60] or '(empty)'}", i) for i, _ in distinct_candidates(result)]
 
 
 def select_candidate(tr: Translator, result: Result, index: Any) -> Result:
