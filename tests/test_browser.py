@@ -660,3 +660,19 @@ def test_browser_heads_off_norms_and_roles():
         if (ROOT / "checkpoints" / "en-de" / "head_roles.json").is_file():
             roles_and_heads_tab(page, server.url)
         assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
+
+
+def test_browser_layer_picker_offers_the_layers_of_the_kind_on_screen():
+    """en-de has 6 encoder and 4 decoder layers: a link asking for layer 6 of cross-attention shows layer 4 under a
+    picker of 4 layers; the encoder tab offers 6 and shows the layer asked for."""
+    server = shared_app(ENV)
+    with chromium() as browser:
+        page, (dialogs, external, errors) = open_page(browser)
+        page.goto(server.url + "?text=My+sister+reads+a+book.&model=en-de&tab=cross&layer=6&head=2")
+        wait_for_title(page, "cross", "layer 4", "head 2")
+        count = "(id) => document.querySelector(`#${id} select`).options.length"
+        assert page.evaluate(count, "layer") == 4 and selected(page, "layer") == "Layer 4"
+        page.get_by_role("tab", name="Encoder self-attention").click()
+        wait_for_title(page, "encoder", "layer 6", "head 2")
+        assert page.evaluate(count, "layer") == 6 and selected(page, "layer") == "Layer 6"
+        assert dialogs == [] and external == [] and errors == []

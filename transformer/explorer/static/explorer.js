@@ -432,6 +432,24 @@ function initExplorer(root, props, watch) {
   }
 
   // ---- controls
+  // the layers of the kind on screen (cross-attention and decoder self-attention can have fewer than the encoder)
+  function layersOnScreen() {
+    const kind = KINDS.includes(state.tab) ? state.tab : state.tab === "steps" ? "cross" : null;
+    const L = kind ? mapsOf(kind).shape[0] : data.n_layers;
+    return L > 0 ? L : data.n_layers;
+  }
+
+  function fillLayers() {
+    const layer = $("#layer select"), L = layersOnScreen();
+    if (layer.options.length === L) return;
+    layer.replaceChildren(...Array.from({length: L}, (_, i) => {
+      const o = document.createElement("option");
+      o.value = i;
+      o.textContent = `Layer ${i + 1}`;
+      return o;
+    }));
+  }
+
   function fillSelectors() {
     const layer = $("#layer select"), head = $("#head select");
     const L = data.n_layers, H = data.n_heads;
@@ -445,14 +463,16 @@ function initExplorer(root, props, watch) {
         return o;
       }));
     };
-    options(layer, Array.from({length: L}, (_, i) => [`Layer ${i + 1}`, i]));
+    layer.replaceChildren();
+    fillLayers();
     options(head, [["mean over heads", MEAN], ...Array.from({length: H}, (_, h) => [`Head ${h + 1}`, h])]);
     syncControls();
   }
 
   function syncControls() {
     if (data) {
-      $("#layer select").value = String(state.layer);
+      fillLayers();  // the picker shows the layer drawn: the chosen one, or the stack's last
+      $("#layer select").value = String(Math.min(state.layer, layersOnScreen() - 1));
       $("#head select").value = String(state.head);
     }
     $$("#rows input").forEach((r) => { r.checked = r.value === state.rows; });
