@@ -668,7 +668,7 @@ def test_browser_layer_picker_offers_the_layers_of_the_kind_on_screen():
     server = shared_app(ENV)
     with chromium() as browser:
         page, (dialogs, external, errors) = open_page(browser)
-        page.goto(server.url + "?text=My+sister+reads+a+book.&model=en-de&tab=cross&layer=6&head=2")
+        page.goto(server.url + "?text=My+sister+reads+a+book.&model=en-de&tab=attention&kind=cross&layer=6&head=2")
         wait_for_title(page, "cross", "layer 4", "head 2")
         count = "(id) => document.querySelector(`#${id} select`).options.length"
         assert page.evaluate(count, "layer") == 4 and selected(page, "layer") == "Layer 4"
