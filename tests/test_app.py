@@ -382,10 +382,10 @@ def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client)
         alone = tr.translate(text, method=method, beam_size=beam, length_penalty=logic.DEFAULT_LENGTH_PENALTY)
         translation, _, table, payload = out[:4]
         assert translation == alone.text and payload["source"] == text
-        assert [row[1] for row in table["data"]] == [c.text for c in alone.candidates]
-        shown = decode_attention(payload)  # what the page draws (uint16: steps of 1.5e-5, rounded)
+        assert [row[1] for row in table["data"]] == list(dict.fromkeys(c.text for c in alone.candidates))
+        shown = decode_attention(payload)  # what the page draws (uint16 steps of 1.5e-5, relative to the kept mass)
         for kind in ("encoder", "decoder", "cross"):
-            np.testing.assert_allclose(getattr(shown, kind), getattr(alone.attention, kind), atol=1e-5)
+            np.testing.assert_allclose(getattr(shown, kind), getattr(alone.attention, kind), atol=2e-5)
 
 
 def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(app, monkeypatch):

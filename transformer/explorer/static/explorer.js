@@ -51,6 +51,12 @@ function initExplorer(root, props, watch) {
     const ints = entry.dtype === "uint16" ? new Uint16Array(bytes.buffer) : bytes;
     const values = new Float32Array(ints.length);
     for (let i = 0; i < ints.length; i++) values[i] = ints[i] / entry.scale;
+    if (entry.kept_mass) {  // payload.encode_rows: kept keys were sent relative to their row's kept mass
+      const mass = decodeArray(entry.kept_mass).values, kept = entry.kept, K = kept.length;
+      for (let r = 0; r < mass.length; r++) {
+        for (let j = 0; j < K; j++) if (kept[j]) values[r * K + j] = Math.fround(values[r * K + j] * mass[r]);
+      }
+    }
     return {shape: entry.shape, values};
   }
 
