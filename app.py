@@ -93,7 +93,7 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         """Page load: list the checkpoints present now and restore the view a shared link carries (validated)."""
         r = EXPLORER.restore(model, dict(request.query_params) if request is not None else {})
         v, s, c = r.view, self.states, self.controls
-        out = {c.model: gr.Dropdown(choices=r.labels, value=v.model), s.model: v.model, s.tab: v.tab,
+        out = {c.model: gr.Dropdown(choices=REGISTRY.choices(r.labels), value=v.model), s.model: v.model, s.tab: v.tab,
                s.restore: r.client, self.results.note: gr.Textbox(value=r.note, visible=bool(r.note))}
         linked = {"text": {c.src: v.text}, "compare": {self.compare.src: v.compare}, "method": {c.method: v.method},
                   "lp": {c.lp: v.length_penalty, s.lp: v.length_penalty}, "present": {c.present: v.present},
@@ -133,7 +133,7 @@ def build_controls(view: ViewState, examples: list[str]) -> Controls:
             examples = gr.Dataset(components=[src], samples=[[e] for e in examples],
                                   label="Examples (click to translate)", elem_id="examples")
         with gr.Column(scale=2):
-            model = gr.Dropdown(choices=REGISTRY.labels() or ([DEFAULT_MODEL] if DEFAULT_MODEL else []),
+            model = gr.Dropdown(choices=REGISTRY.choices() or ([DEFAULT_MODEL] if DEFAULT_MODEL else []),
                                 value=view.model, label="Model", elem_id="model")
             with gr.Row():
                 method = gr.Radio(["greedy", "beam"], value=view.method, label="Decoding", elem_id="method")

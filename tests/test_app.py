@@ -664,3 +664,11 @@ def test_the_nbest_list_shows_each_translation_once_and_rows_map_to_candidates()
         index = nbest_row_candidate(result, row)
         assert texts[index] == text and texts.index(text) == index  # the best-scored spelling
     assert [i for _, i in candidate_choices(result)] == [nbest_row_candidate(result, r) for r in range(len(table))]
+
+
+def test_the_model_list_marks_toy_tasks_and_keeps_their_names_as_values():
+    registry = logic.ModelRegistry(Path(__file__).resolve().parents[1] / "checkpoints")
+    choices = dict((value, shown) for shown, value in registry.choices())
+    assert choices["en-de"] == "en-de" and choices["multi30k-en-de"] == "multi30k-en-de"
+    assert choices["toy-reverse"] == "toy-reverse (a toy task, not a translator: it reverses letters)"
+    assert all("toy task" in shown for value, shown in choices.items() if value.startswith("toy-"))

@@ -52,6 +52,7 @@ ENV_CHECKPOINT = "TRANSFORMER_CHECKPOINT"
 ENV_PRECISION = "TRANSFORMER_PRECISION"  # int8 (the default where torch can) or fp32: the weights the search uses
 
 TOY_VOCAB_LIMIT = 64  # a tokenizer this small is a toy task's letter vocabulary
+TOY_TASKS = {"copy": "copies letters", "reverse": "reverses letters", "sort": "sorts letters"}
 
 KINDS = ("encoder", "decoder", "cross")
 KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
@@ -118,6 +119,22 @@ class ModelRegistry:
 
     def labels(self) -> list[str]:
         return [e.label for e in self.entries()]
+
+    def choices(self, labels: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """(shown, label) for the model selector: a toy task's checkpoint (a letter vocabulary, read from its
+        config.json without loading it) says so, so that a class does not pick it for English."""
+        out = []
+        for label in self.labels() if labels is None else labels:
+            directory = self.directory(label)
+            toy = False
+            if directory is not None and (directory / "config.json").is_file():
+                try:
+                    toy = json.loads((directory / "config.json").read_text())["src_vocab_size"] <= TOY_VOCAB_LIMIT
+                except (ValueError, KeyError, TypeError, OSError):
+                    toy = False
+            does = TOY_TASKS.get(label.removeprefix("toy-"), "works on letters")
+            out.append((f"{label} (a toy task, not a translator: it {does})" if toy else label, label))
+        return out
 
     def default(self) -> str | None:
         entries = self.entries()
