@@ -250,7 +250,7 @@ def test_view_state_defaults_match_the_controls(app):
     assert (view.method, view.beam, view.length_penalty) == ("beam", logic.DEFAULT_BEAM,
                                                             logic.DEFAULT_LENGTH_PENALTY)
     assert view.client() == {"tab": "encoder", "layer": None, "head": logic.MEAN_HEADS,
-                             "rows": logic.ROWS_INPUT, "hide": False, "merge": False, "step": 1}
+                             "rows": logic.ROWS_PREDICTED, "hide": False, "merge": False, "step": 1}
 
 
 def test_focus_view_layer_clipping_mean_and_titles(app):

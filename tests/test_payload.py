@@ -122,7 +122,7 @@ def test_rows_choices_match_the_explorer():
     logic = pytest.importorskip("transformer.explorer.logic")
     assert page.ROWS_CHOICES == (logic.ROWS_INPUT, logic.ROWS_PREDICTED)
     assert page.KIND_TITLES == logic.KIND_TITLES
-    assert logic.ViewState().client()["rows"] == logic.ROWS_INPUT
+    assert logic.ViewState().client()["rows"] == logic.ROWS_PREDICTED  # rows say what they predict
 
 
 def test_entropy_colours_are_plotlys_viridis_at_the_scaled_score():

@@ -57,7 +57,7 @@ def test_to_query_and_from_query_round_trip():
     ({"layer": "0"}, "layer", None, "from 1 to 6"),
     ({"head": "9"}, "head", MEAN_HEADS, "from 1 to 8"),
     ({"head": "-1"}, "head", MEAN_HEADS, "from 1 to 8"),
-    ({"rows": "sideways"}, "rows", "decoder input token", "input or predicted"),
+    ({"rows": "sideways"}, "rows", "predicted token", "input or predicted"),
     ({"hide": "maybe"}, "hide_special", False, "0 or 1"),
     ({"present": "2"}, "present", False, "0 or 1"),
     ({"text": "x" * 5000}, "text", "", f"at most {MAX_INPUT_CHARS}"),

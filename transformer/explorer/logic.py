@@ -438,7 +438,7 @@ def result_payload(result: Result | None, heads: dict[str, Any] | None = None) -
 class ViewOptions:
     layer: int = 0
     head: int = MEAN_HEADS
-    rows: str = ROWS_INPUT
+    rows: str = ROWS_PREDICTED
     hide_special: bool = False
     merge_subwords: bool = False
 

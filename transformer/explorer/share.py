@@ -78,7 +78,7 @@ class ViewState:
     kind: str = "encoder"
     layer: int | None = None
     head: int = MEAN_HEADS
-    rows: str = ROWS_INPUT
+    rows: str = ROWS_PREDICTED  # a decoder row labelled by the token it predicts: what a class reads it as
     hide_special: bool = False
     merge_subwords: bool = False
     step: int = 1

@@ -7,7 +7,7 @@
 function attentionView() {
   "use strict";
   if (window.__attention) return [window.__attention, false];
-  const state = {tab: "encoder", layer: null, head: -1, rows: "decoder input token", hide: false, merge: false,
+  const state = {tab: "encoder", layer: null, head: -1, rows: "predicted token", hide: false, merge: false,
     step: 1, off: [], measure: "weight"};
   const view = {state, explorer: null};
   view.viewJson = () => JSON.stringify({kind: state.tab, layer: state.layer, head: state.head, rows: state.rows});
