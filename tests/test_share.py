@@ -119,3 +119,16 @@ def test_heads_switched_off_and_the_measure_round_trip_and_are_checked_per_kind(
     view, notes = parse(off=",".join(f"e{layer}.{head}" for layer in range(1, 7) for head in range(1, 9)))
     assert len(view.off) == 48 and notes == []  # every encoder head fits in a link
     assert "off" not in ViewState().client() and "measure" not in ViewState().to_query()
+
+
+def test_a_links_layer_is_bounded_by_the_kind_on_screen():
+    sizes = (6, 8, {"encoder": 6, "decoder": 4, "cross": 4})
+    def read(kind: str, layer: str):
+        return ViewState.from_query({"text": "Hi.", "model": "m", "kind": kind, "layer": layer}, ["m"],
+                                    limits=lambda m: sizes)
+    view, notes = read("cross", "6")
+    assert view.layer is None and len(notes) == 1 and "cross attention has 4 layers" in notes[0]
+    view, notes = read("encoder", "6")
+    assert view.layer == 5 and notes == []
+    view, notes = read("steps", "5")
+    assert view.layer is None and "cross attention has 4 layers" in notes[0]

@@ -130,8 +130,9 @@ class ViewState:
         # the model is settled now, and its size bounds the layer and the head
         sizes = limits(view.model) if limits is not None and view.model else None
         n_layers, n_heads = sizes[:2] if sizes else (MAX_LAYERS, MAX_LAYERS)
-        notes += _read_layer_and_head(view, values, n_layers, n_heads)
         kind_layers = sizes[2] if sizes and len(sizes) > 2 else dict.fromkeys(KIND_CODES.values(), n_layers)
+        on_screen = "cross" if view.kind == "steps" else view.kind  # the steps view draws cross-attention
+        notes += _read_layer_and_head(view, values, kind_layers.get(on_screen, n_layers), n_heads, on_screen)
         notes += _read_heads_off(view, values, kind_layers, n_heads)
         return view, notes
 
@@ -247,15 +248,17 @@ def _read_toggles(view: ViewState, values: Mapping[str, str]) -> list[str]:
     return notes
 
 
-def _read_layer_and_head(view: ViewState, values: Mapping[str, str], n_layers: int, n_heads: int) -> list[str]:
-    """`layer` (1..n_layers) and `head` (mean or 1..n_heads), stored 0-based."""
+def _read_layer_and_head(view: ViewState, values: Mapping[str, str], n_layers: int, n_heads: int,
+                         kind: str = "") -> list[str]:
+    """`layer` (1..n_layers of the kind on screen) and `head` (mean or 1..n_heads), stored 0-based."""
     notes = []
     if "layer" in values:
         layer = _whole(values["layer"])
         if layer is not None and 1 <= layer <= n_layers:
             view.layer = layer - 1
         else:
-            notes.append(_ignored(values, "layer", f"must be a whole number from 1 to {n_layers}"))
+            where = f" ({kind} attention has {n_layers} layers)" if kind and n_layers < MAX_LAYERS else ""
+            notes.append(_ignored(values, "layer", f"must be a whole number from 1 to {n_layers}{where}"))
     if "head" in values:
         head = _whole(values["head"])
         if values["head"] == "mean":
