@@ -51,8 +51,15 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         return {self.attention.view: EXPLORER.payload(result), self.results.candidate: gr.Dropdown(
             choices=candidate_choices(result), value=value, interactive=n_cand > 1)}
 
+    def on_api_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
+        """API `/translate`: (text, method, beam_size) -> (translation, notice, n-best). Text only: no attention is
+        computed and nothing is kept in the session."""
+        result, notice = EXPLORER.translate(text, method, beam_size, model, length_penalty, return_attention=False)
+        return {self.results.translation: result.translation.text, self.results.notice: notice,
+                self.results.nbest: nbest_table(result)}
+
     def on_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
-        """API `/translate`: (text, method, beam_size) -> (translation, notice, n-best); the rest is state."""
+        """The page's translation: (translation, notice, n-best) and the result, kept as session state."""
         result, notice = EXPLORER.translate(text, method, beam_size, model, length_penalty)
         return {self.results.translation: result.translation.text, self.results.notice: notice,
                 self.results.nbest: nbest_table(result), self.states.result: result}
@@ -250,7 +257,7 @@ def wire_translation(demo: gr.Blocks, p: Page) -> None:
     export = dict(fn=p.on_export, inputs=[s.result], outputs=[r.download], **QUIET)
     tree = dict(fn=xp.on_tree_refresh, inputs=[s.result, s.tab, s.view], outputs=[p.tree.view, s.result], **QUIET_MODEL)
     # /translate (3 outputs, gradio_client); the page's Translate: one response with the payload (bench/load.py)
-    c.api.click(p.on_translate, inputs, outputs[:4], api_name="translate", **TRANSLATE,
+    c.api.click(p.on_api_translate, inputs, outputs[:3], api_name="translate", **TRANSLATE,
                 api_description="Translate text; returns (translation, notice, n-best table).")
     gr.on([c.translate.click, c.src.submit], p.on_translate_view, inputs, outputs, api_name="translate_view",
           api_visibility="undocumented", **TRANSLATE).success(**export).then(**tree)

@@ -672,3 +672,19 @@ def test_the_model_list_marks_toy_tasks_and_keeps_their_names_as_values():
     assert choices["en-de"] == "en-de" and choices["multi30k-en-de"] == "multi30k-en-de"
     assert choices["toy-reverse"] == "toy-reverse (a toy task, not a translator: it reverses letters)"
     assert all("toy task" in shown for value, shown in choices.items() if value.startswith("toy-"))
+
+
+def test_the_text_api_keeps_nothing_in_the_session_and_computes_no_attention(app, monkeypatch):
+    seen = []
+    real = app.EXPLORER.batcher.translate
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("return_attention", True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(app.EXPLORER.batcher, "translate", spy)
+    out = app.PAGE.on_api_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)
+    assert set(out) == {app.PAGE.results.translation, app.PAGE.results.notice, app.PAGE.results.nbest}
+    assert out[app.PAGE.results.translation] and seen == [False]
+    page = app.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)  # the page keeps its result
+    assert page[app.PAGE.states.result].attention is not None and seen == [False, True]

@@ -162,15 +162,16 @@ class Explorer:
             raise user_error(str(err), "Model unavailable") from None
 
     def translate(self, text: Any, method: Any, beam_size: Any, model: str | None,
-                  length_penalty: float) -> tuple[Result, str]:
-        """Validate and translate with attention, decoded with whatever else is asked for at the same time:
-        (Result, notice text for the user)."""
+                  length_penalty: float, return_attention: bool = True) -> tuple[Result, str]:
+        """Validate and translate (with attention unless told not to), decoded with whatever else is asked for at
+        the same time: (Result, notice text for the user)."""
         tr = self.translator(model)
 
         def batched(text: str, **options: Any):
             return self.batcher.translate(tr, text, **options, timeout_s=REQUEST_TIMEOUT_S)
 
-        return run_translation(tr, model, text, method, beam_size, length_penalty, translate=batched)
+        return run_translation(tr, model, text, method, beam_size, length_penalty, translate=batched,
+                               return_attention=return_attention)
 
     def select(self, result: Result, index: Any) -> Result:
         """Another n-best candidate of `result` (its attention: one teacher-forced pass, cached)."""

@@ -312,8 +312,10 @@ def check_options(method: Any, beam_size: Any) -> int:
 
 def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_size: Any,
                     length_penalty: float = DEFAULT_LENGTH_PENALTY,
-                    translate: Callable[..., Translation] | None = None) -> tuple[Result, str]:
-    """Validate, translate with attention, and return (Result, notice text for the user).
+                    translate: Callable[..., Translation] | None = None,
+                    return_attention: bool = True) -> tuple[Result, str]:
+    """Validate, translate (with attention unless `return_attention` is False: the text-only API), and return
+    (Result, notice text for the user).
 
     `translate` is what decodes (default `tr.translate`; the app's: its `Batcher`, which decodes
     concurrent requests together), called as `translate(text, method=..., beam_size=..., ...)`."""
@@ -328,7 +330,8 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
         notices.append(f"The input was cut to its first {MAX_INPUT_CHARS} characters.")
     try:
         translation = (translate or tr.translate)(text, method=method, beam_size=beam,
-                                                  length_penalty=float(length_penalty), return_attention=True)
+                                                  length_penalty=float(length_penalty),
+                                                  return_attention=return_attention)
     except ValueError as err:
         raise gr.Error(str(err), title="Cannot translate this input", print_exception=False) from None
     except BatcherBusy as err:
