@@ -9,6 +9,7 @@ import importlib
 import json
 import os
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
 from pathlib import Path
@@ -688,3 +689,33 @@ def test_the_text_api_keeps_nothing_in_the_session_and_computes_no_attention(app
     assert out[app.PAGE.results.translation] and seen == [False]
     page = app.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)  # the page keeps its result
     assert page[app.PAGE.states.result].attention is not None and seen == [False, True]
+
+
+def test_exports_stay_within_their_byte_budget_oldest_first(tmp_path):
+    for i in range(5):
+        path = tmp_path / f"attention-1-{i}.npz"
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (1_000_000 + i, time.time() - 100 + i))  # older first
+    logic._prune(tmp_path, max_age_s=900, max_bytes=2500)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["attention-1-3.npz", "attention-1-4.npz"]
+    logic._prune(tmp_path, max_age_s=50)  # and anything older than max_age_s
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_folders_of_apps_no_longer_running_are_removed_and_no_others(tmp_path):
+    import subprocess
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"{logic.EXPORT_DIR_PREFIX}{int(ended.stdout)}"
+    alive = tmp_path / f"{logic.EXPORT_DIR_PREFIX}{os.getppid()}"  # a running process
+    own = tmp_path / f"{logic.EXPORT_DIR_PREFIX}{os.getpid()}"
+    other = tmp_path / "attention-explorer-notes"  # not an app's folder: no process id
+    for d in (dead, alive, own, other):
+        d.mkdir()
+        (d / "attention-1-x.npz").write_bytes(b"x")
+    assert logic.remove_stale_export_dirs(tmp_path, os.getpid()) == [dead]
+    assert not dead.exists() and alive.exists() and own.exists() and other.exists()
+
+
+def test_the_app_caps_uploads():
+    assert logic.launch_options()["max_file_size"] == "1mb"

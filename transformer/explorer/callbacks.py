@@ -9,9 +9,11 @@ No gradio here: errors meant for the user are `logic.user_error`s.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from .logic import (
     DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, ENV_CHECKPOINT, ENV_PRECISION, UI_MAX_BEAM, ModelRegistry, Result, ViewState,
     ablate, ablation_notice, examples_for, export_npz, is_toy, nbest_table, result_payload, run_translation,
     select_candidate, training_progress, training_view, user_error, with_norms,
+    EXPORT_DIR_PREFIX, remove_stale_export_dirs,
 )
 from .head_views import head_figures, head_info
 from .search_views import CompareSession, compare_value, record_search, tree_value
@@ -139,7 +142,10 @@ class Explorer:
         every core (`torch_threads`)."""
         torch.set_num_threads(torch_threads())
         override = os.environ.get(ENV_CHECKPOINT)
-        export_dir = Path(tempfile.gettempdir()) / f"attention-explorer-{os.getpid()}"
+        export_dir = Path(tempfile.gettempdir()) / f"{EXPORT_DIR_PREFIX}{os.getpid()}"
+        for stale in remove_stale_export_dirs(export_dir.parent, os.getpid()):
+            log.info("removed %s, left by an app that is no longer running", stale)
+        atexit.register(shutil.rmtree, export_dir, ignore_errors=True)  # this app's exports go with it
         registry = ModelRegistry(checkpoint_dir, override, precision_from_env())
         return cls(registry, export_dir, strict=bool(override))
 

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -290,7 +291,8 @@ def launch_options() -> dict[str, Any]:
     return dict(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                 server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
                 share=False, allowed_paths=None, ssr_mode=False, mcp_server=False, show_error=False,
-                state_session_capacity=200, css=page.stylesheet(), theme=gr.themes.Default())
+                state_session_capacity=200, css=page.stylesheet(), theme=gr.themes.Default(),
+                max_file_size="1mb")  # the page uploads nothing; a request to gradio's upload route gets 1 MB
 
 
 def user_error(message: str, title: str = "Error") -> gr.Error:
@@ -590,15 +592,55 @@ def export_npz(result: Result, directory: Path) -> Path:
     return Path(name)
 
 
-def _prune(directory: Path, max_age_s: float) -> None:
-    """Delete old exports (gradio has already copied them into its own cache)."""
+EXPORTS_MAX_BYTES = 100_000_000  # the app's own export folder, all files together (oldest go first)
+EXPORT_DIR_PREFIX = "attention-explorer-"  # + the process id: one folder per running app
+
+
+def _prune(directory: Path, max_age_s: float, max_bytes: int = EXPORTS_MAX_BYTES) -> None:
+    """Delete exports older than `max_age_s` (gradio has already copied them into its own cache), then the
+    oldest until the folder holds at most `max_bytes`."""
     cutoff = time.time() - max_age_s
+    files = []
     for p in directory.glob("attention-*.npz"):
         try:
-            if p.stat().st_mtime < cutoff:
+            stat = p.stat()
+            if stat.st_mtime < cutoff:
                 p.unlink()
+            else:
+                files.append((stat.st_mtime, stat.st_size, p))
         except OSError:
             pass
+    total = sum(size for _, size, _ in files)
+    for _, size, p in sorted(files):
+        if total <= max_bytes:
+            break
+        try:
+            p.unlink()
+            total -= size
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def remove_stale_export_dirs(parent: Path, own_pid: int) -> list[Path]:
+    """Remove the export folders that apps which are no longer running left in `parent` (a killed app never ran
+    its exit hook); a folder of a running app, this one's included, is left alone. Returns what was removed."""
+    removed = []
+    for d in parent.glob(f"{EXPORT_DIR_PREFIX}*"):
+        pid = d.name.removeprefix(EXPORT_DIR_PREFIX)
+        if d.is_dir() and pid.isdigit() and int(pid) != own_pid and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
 
 
 def load_train_log(directory: Path | None) -> list[dict[str, Any]]:
