@@ -43,6 +43,8 @@ READS = [
     ("Zoë lives in Tórshavn.", ["Zoë", "Tórshavn"]),
     ("I met O'Brien yesterday.", ["O'Brien"]),
     ("D'Angelo is here.", ["D'Angelo"]),
+    ("i met o'brien yesterday.", ["o'brien"]),  # typed in lower case: still one name
+    ("it is 6 o'clock and i don't know.", ["6"]),  # a contraction is no name
     ("Oluwaseun-Ade is here.", ["Oluwaseun-Ade"]),
     ("My colleague 王芳 wrote.", ["王芳"]),
     ("I wrote سلمى on the card.", ["سلمى"]),

@@ -57,6 +57,7 @@ def _mark_ranges() -> str:
 
 _LETTERS = rf"[^\W\d_](?:[^\W\d_]|[{_mark_ranges()}])*"
 _WORD = rf"{_LETTERS}(?:-{_LETTERS}|['’](?=[^\W\d_a-z]){_LETTERS})*"
+_ELIDED = re.compile(rf"(?<![\w'’-])([^\W\d_])['’]({_LETTERS})(?![\w'’])")  # o'brien, d'angelo: cased or not
 _TOKEN = re.compile(rf"(?<![\w{_SEPARATORS}{_CURRENCY}+])(?:{_NUMBER})|(?<![\w'’-]){_WORD}")
 
 
@@ -88,7 +89,12 @@ def find_entities(text: str, known: Callable[[str], bool], copied: set[str], one
     left as text). `known(word)`: the training English holds the word; `copied`: capitalised words the
     training data copies; `one_case`: the sentence was typed all in lower or all in upper case."""
     found, distinct = [], set()
+    elided = {}  # "o'brien" typed in one case: a letter, an apostrophe and a word the training English never holds
+    if one_case:
+        elided = {m.start(): (m.end(), m.group()) for m in _ELIDED.finditer(text) if not known(m.group(2))}
     for start, end, word in candidates(text):
+        if start in elided:
+            end, word = elided[start]
         unseen = not all(known(part) for part in word.split("-"))  # "O'Brien" is one part, "well-known" two
         if is_number(word):
             is_entity = True
