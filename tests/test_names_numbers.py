@@ -22,3 +22,16 @@ def test_names_and_numbers_survive_at_least_as_often_as_measured():
     for form in ("as written", "UPPER CASE"):
         assert rates[form]["rate"] >= FLOOR, (form, rates[form]["rate"], rates[form]["lost"][:5])
         assert rates[form]["entities"] == sum(len(e) for _, e in rows)
+
+
+# The second set (tests/data/names_numbers_forms.tsv): separators, dates, scores, currency, accents, apostrophes,
+# other scripts, brackets, many names, acronyms. The shipped en-de measures 83.5 / 83.5 / 81.6 / 83.5 % greedy
+# (as written, lower case, UPPER CASE, NFD); what it loses is sentences of 5-6 names (it never learned ⟨4⟩..⟨8⟩).
+FORMS_FLOOR = 78.0
+
+
+def test_every_input_form_keeps_the_harder_names_and_numbers_at_least_as_often_as_measured():
+    rows = read_entity_set(ROOT / "tests" / "data" / "names_numbers_forms.tsv")
+    rates = entity_rates(load_pretrained(ROOT / "checkpoints" / "en-de"), rows, method="greedy")
+    for form in ("as written", "lower case", "UPPER CASE", "NFD"):
+        assert rates[form]["rate"] >= FORMS_FLOOR, (form, rates[form]["rate"], rates[form]["lost"][:5])
