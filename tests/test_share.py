@@ -1,6 +1,8 @@
 """The shareable URL's parser (transformer/explorer/share.py): every field validated, bad values fall back with a note."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from transformer.explorer.share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS, MEAN_HEADS, ROWS_PREDICTED, \
@@ -132,3 +134,16 @@ def test_a_links_layer_is_bounded_by_the_kind_on_screen():
     assert view.layer == 5 and notes == []
     view, notes = read("steps", "5")
     assert view.layer is None and "cross attention has 4 layers" in notes[0]
+
+
+@pytest.mark.parametrize("text", ["gift\u202etfig", "pay\u200bpal", "a\u2066b\u2069", "\ufeffHello", "so\u00adft"])
+def test_link_text_with_invisible_characters_is_refused_and_shown_visibly(text):
+    view, notes = ViewState.from_query({"text": text})
+    assert view.text == "" and len(notes) == 1 and "invisible characters" in notes[0]
+    assert not re.search("[\u00ad\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]", notes[0])  # the note shows �
+
+
+def test_ordinary_unicode_in_link_text_is_kept():
+    for text in ("Zoë lives in Tórshavn.", "My colleague 王芳 wrote.", "I wrote سلمى on the card."):
+        view, notes = ViewState.from_query({"text": text})
+        assert view.text == text and notes == []

@@ -53,6 +53,9 @@ MAX_VALUE_CHARS = 200  # any parameter but the texts
 _BOOLS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
 _MARKUP = re.compile(r"<\s*[a-zA-Z/!?]|javascript\s*:", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Characters that change how text looks without being seen: bidirectional overrides and isolates (a link could
+# show "gift" and translate "tfig"), zero-width spaces and joiners, the BOM, soft hyphen, invisible operators.
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
 _FRAMEWORK_PARAMS = ("view", "lang")  # gradio's own (`?view=api`, `?lang=de`), and any `__name` (`__theme`)
 
 
@@ -307,7 +310,7 @@ def off_text(off: Sequence[Sequence[Any]]) -> str:
 # ----------------------------------------------------------------------------- checking one value
 def _show(value: str, max_chars: int = 40) -> str:
     """A value for a note: quoted, cut, control characters replaced (the page shows it as text)."""
-    value = _CONTROL.sub("\ufffd", value)
+    value = _INVISIBLE.sub("\ufffd", _CONTROL.sub("\ufffd", value))
     return repr(value if len(value) <= max_chars else value[: max_chars - 1] + "\u2026")
 
 
@@ -317,6 +320,8 @@ def _check_text(text: str) -> tuple[str, str | None]:
         return "", f"{len(text)} characters; at most {MAX_INPUT_CHARS}"
     if _CONTROL.search(text):
         return "", "control characters"
+    if _INVISIBLE.search(text):
+        return "", "invisible characters (bidirectional overrides or zero-width marks) that change how it reads"
     if _MARKUP.search(text):
         return "", "looks like HTML or script; type such text yourself if you mean it"
     return text, None
