@@ -247,6 +247,8 @@ PRIVATE, QUIET = dict(api_visibility="private"), dict(api_visibility="private", 
 MODEL = dict(concurrency_limit=1, concurrency_id="model")  # other model work: one at a time, on the batcher's thread
 TRANSLATE = dict(concurrency_limit=EXPLORER.batcher.max_batch, concurrency_id="translate")  # together: one batch
 QUIET_MODEL = {**QUIET, **MODEL}
+# A page load (a link's view restored) runs no model: it never queues behind compare, tree or heads-off work.
+RESTORE = dict(concurrency_limit=8, concurrency_id="restore")
 
 
 def wire_translation(demo: gr.Blocks, p: Page) -> None:
@@ -276,7 +278,7 @@ def wire_translation(demo: gr.Blocks, p: Page) -> None:
     r.copy.click(None, None, [r.link], js=page.JS_COPY_LINK, **PRIVATE)
     restored = [c.model, s.model, c.src, p.compare.src, c.method, c.beam, c.lp, s.lp, c.present, p.tabs, s.tab,
                 r.note, s.restore] + training
-    demo.load(p.on_restore, [s.model], restored, **PRIVATE, **MODEL).then(
+    demo.load(p.on_restore, [s.model], restored, **PRIVATE, **RESTORE).then(
         None, [s.restore], [s.view], js=page.JS_RESTORE, **PRIVATE).then(
         p.on_restore_translate, inputs + [s.restore], outputs, **PRIVATE, **TRANSLATE).success(**export).then(
         **tree).then(xp.on_restore_compare, [c.src, p.compare.src, c.method, c.beam, s.model, s.lp, s.tab, s.view],

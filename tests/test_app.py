@@ -719,3 +719,9 @@ def test_export_folders_of_apps_no_longer_running_are_removed_and_no_others(tmp_
 
 def test_the_app_caps_uploads():
     assert logic.launch_options()["max_file_size"] == "1mb"
+
+
+def test_a_page_load_never_queues_behind_model_work(app):
+    """The restore a page load runs has its own concurrency group; compare, tree and heads-off share "model"."""
+    groups = {fn.name: fn.concurrency_id for fn in app.demo.fns.values()}
+    assert groups["on_restore"] == "restore" and groups["on_compare"] == "model"
