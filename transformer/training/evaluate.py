@@ -88,11 +88,8 @@ def sequence_accuracy(model: Transformer, pairs: list[tuple[list[int], list[int]
     return {"sequence_accuracy": seq_ok / len(pairs), "token_accuracy": tok_ok / n_tok, "n_sentences": len(pairs)}
 
 
-def main(argv: list[str] | None = None) -> dict:
-    from transformer.hub import (
-        load_checkpoint,  # local import keeps `evaluate` importable from hub-free code
-    )
-
+def parser() -> argparse.ArgumentParser:
+    """The command's flags."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", required=True, help="checkpoint directory or Hub repo id")
     src = p.add_mutually_exclusive_group(required=True)
@@ -120,6 +117,15 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     p.add_argument("--out", help="write the metrics as JSON here")
     p.add_argument("--record", action="store_true", help="also merge the result into CHECKPOINT/metrics.json")
+    return p
+
+
+def main(argv: list[str] | None = None) -> dict:
+    from transformer.hub import (
+        load_checkpoint,  # local import keeps `evaluate` importable from hub-free code
+    )
+
+    p = parser()
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.threads:
