@@ -1,13 +1,11 @@
 """Attention explorer: translate a sentence and look at every layer and head of the Transformer's attention.
 
-    python app.py                                   # http://127.0.0.1:7860; int8 decoding where torch can
-    GRADIO_SERVER_NAME=0.0.0.0 GRADIO_SERVER_PORT=8080 TRANSFORMER_PRECISION=fp32 python app.py   # float32
-    TRANSFORMER_CHECKPOINT=checkpoints/toy-reverse python app.py   # or a Hugging Face Hub repo id
+    python app.py   # http://127.0.0.1:7860; GRADIO_SERVER_NAME/PORT, TRANSFORMER_PRECISION, TRANSFORMER_CHECKPOINT
 
 Layout and wiring only: a builder per panel returns its components (the named tuples below); `build_demo`
 composes them into a `Page`, whose handlers answer `{component: value}`, and wires the events. What an event
 computes is `transformer.explorer.callbacks`. `demo` (queued, not launched) is what Spaces and the tests import.
-API: `/translate` (text, method, beam_size) -> (translation, notice, n-best table); model, length penalty: state.
+API: `/translate` (text, method, beam_size) -> (translation, notice, n-best table), text only.
 """
 from __future__ import annotations
 
@@ -51,18 +49,18 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         return {self.attention.view: EXPLORER.payload(result), self.results.candidate: gr.Dropdown(
             choices=candidate_choices(result), value=value, interactive=n_cand > 1)}
 
-    def on_api_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
-        """API `/translate`: (text, method, beam_size) -> (translation, notice, n-best). Text only: no attention is
-        computed and nothing is kept in the session."""
-        result, notice = EXPLORER.translate(text, method, beam_size, model, length_penalty, return_attention=False)
+    def texts(self, result: Result, notice: str) -> dict:
         return {self.results.translation: result.translation.text, self.results.notice: notice,
                 self.results.nbest: nbest_table(result)}
+
+    def on_api_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
+        """API `/translate`: (translation, notice, n-best); no attention computed, nothing kept in the session."""
+        return self.texts(*EXPLORER.translate(text, method, beam_size, model, length_penalty, return_attention=False))
 
     def on_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """The page's translation: (translation, notice, n-best) and the result, kept as session state."""
         result, notice = EXPLORER.translate(text, method, beam_size, model, length_penalty)
-        return {self.results.translation: result.translation.text, self.results.notice: notice,
-                self.results.nbest: nbest_table(result), self.states.result: result}
+        return self.texts(result, notice) | {self.states.result: result}
 
     def on_translate_view(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """The page's Translate: the API's outputs and the attention payload in one response (one round trip)."""
@@ -148,8 +146,7 @@ def build_controls(view: ViewState, examples: list[str]) -> Controls:
                                  elem_id="beam")
             with gr.Accordion("Advanced", open=False):
                 lp = gr.Slider(0.0, 2.0, value=view.length_penalty, step=0.1, label="Length penalty",
-                               info="GNMT length penalty used to rank beam hypotheses (0 = none); starts at the "
-                                    "value chosen on validation for the default model", elem_id="lp")
+                               info=texts.LENGTH_PENALTY_INFO, elem_id="lp")
             with gr.Row():
                 translate = gr.Button("Translate", variant="primary", elem_id="translate", scale=2)
                 api = gr.Button(visible=False)  # the /translate API's own event (see wire_translation)
@@ -170,11 +167,8 @@ def build_results() -> Results:
                           elem_id="share-link", buttons=["copy"], scale=3, max_lines=1)
         note = gr.Textbox(label="Shared link", interactive=False, elem_id="link-note", scale=2, visible=False)
     with gr.Row(elem_id="nbest-row"):
-        nbest = gr.Dataframe(value=nbest_table(None),
-                             label="n-best list: each translation once, at its best score (spellings: how many "
-                                   "candidates of the search write it in other subword pieces; the tree shows them "
-                                   "all). Click a row to inspect it",
-                             interactive=False, elem_id="nbest", scale=3, wrap=True,
+        nbest = gr.Dataframe(value=nbest_table(None), label=texts.NBEST_LABEL, interactive=False, elem_id="nbest",
+                             scale=3, wrap=True,
                              column_widths=["6%", "50%", "16%", "16%", "12%"])
         with gr.Column(scale=2):
             candidate = gr.Dropdown(choices=candidate_choices(None), value=0, type="value", label="Candidate shown",
@@ -244,11 +238,10 @@ def build_demo() -> tuple[gr.Blocks, Page]:
 # ----------------------------------------------------------------------------- wiring
 
 PRIVATE, QUIET = dict(api_visibility="private"), dict(api_visibility="private", show_progress="minimal")
-MODEL = dict(concurrency_limit=1, concurrency_id="model")  # other model work: one at a time, on the batcher's thread
-TRANSLATE = dict(concurrency_limit=EXPLORER.batcher.max_batch, concurrency_id="translate")  # together: one batch
+# other model work one at a time (the batcher's thread); translations together (one batch); page loads run no model
+MODEL, RESTORE = dict(concurrency_limit=1, concurrency_id="model"), dict(concurrency_limit=8, concurrency_id="restore")
+TRANSLATE = dict(concurrency_limit=EXPLORER.batcher.max_batch, concurrency_id="translate")
 QUIET_MODEL = {**QUIET, **MODEL}
-# A page load (a link's view restored) runs no model: it never queues behind compare, tree or heads-off work.
-RESTORE = dict(concurrency_limit=8, concurrency_id="restore")
 
 
 def wire_translation(demo: gr.Blocks, p: Page) -> None:

@@ -43,3 +43,8 @@ along that row are its attention weights over the columns and add up to 100 %.
   the training pairs, aligns with the predicted token, in at least half of the rows). A head below every
   threshold has no letter; its shares are still on hover.
 """
+
+LENGTH_PENALTY_INFO = ("GNMT length penalty used to rank beam hypotheses (0 = none); starts at the value chosen on "
+                       "validation for the default model")
+NBEST_LABEL = ("n-best list: each translation once, at its best score (spellings: how many candidates of the search "
+               "write it in other subword pieces; the tree shows them all). Click a row to inspect it")
