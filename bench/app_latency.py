@@ -54,7 +54,7 @@ def main() -> None:
     import torch
 
     import app  # noqa: E402  (loads the model once, like the server does)
-    from transformer.explorer import logic  # noqa: E402
+    from transformer.explorer import exports, logic  # noqa: E402
 
     torch.set_num_threads(args.threads)
     model = app.DEFAULT_MODEL
@@ -69,7 +69,7 @@ def main() -> None:
         t2 = time.perf_counter()
         size = len(json.dumps(payload))
         t3 = time.perf_counter()
-        logic.export_npz(result, app.EXPORT_DIR)
+        exports.export_npz(result, app.EXPORT_DIR)
         t4 = time.perf_counter()
         times.update(translate=t1 - t0, payload=t2 - t1, serialise=t3 - t2, export=t4 - t3, total=t4 - t0)
         return times, size, result

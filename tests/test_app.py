@@ -25,7 +25,7 @@ gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from transformer.explorer import logic  # noqa: E402
+from transformer.explorer import exports, logic  # noqa: E402
 from transformer.explorer.payload import decode_attention  # noqa: E402
 from transformer.translator import (  # noqa: E402
     Attention, Candidate, StepRecord, Translation, load_pretrained,
@@ -280,7 +280,7 @@ def test_step_view_and_hidden_text(app):
 
 def test_export_npz_round_trip_without_pickle(app, tmp_path):
     result = fake_result(app)
-    path = logic.export_npz(result, tmp_path)
+    path = exports.export_npz(result, tmp_path)
     assert path.parent == tmp_path and path.suffix == ".npz"
     with np.load(path, allow_pickle=False) as z:
         np.testing.assert_array_equal(z["cross"], result.attention.cross)
@@ -696,9 +696,9 @@ def test_exports_stay_within_their_byte_budget_oldest_first(tmp_path):
         path = tmp_path / f"attention-1-{i}.npz"
         path.write_bytes(b"x" * 1000)
         os.utime(path, (1_000_000 + i, time.time() - 100 + i))  # older first
-    logic._prune(tmp_path, max_age_s=900, max_bytes=2500)
+    exports._prune(tmp_path, max_age_s=900, max_bytes=2500)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["attention-1-3.npz", "attention-1-4.npz"]
-    logic._prune(tmp_path, max_age_s=50)  # and anything older than max_age_s
+    exports._prune(tmp_path, max_age_s=50)  # and anything older than max_age_s
     assert list(tmp_path.iterdir()) == []
 
 
@@ -706,14 +706,14 @@ def test_export_folders_of_apps_no_longer_running_are_removed_and_no_others(tmp_
     import subprocess
 
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead = tmp_path / f"{logic.EXPORT_DIR_PREFIX}{int(ended.stdout)}"
-    alive = tmp_path / f"{logic.EXPORT_DIR_PREFIX}{os.getppid()}"  # a running process
-    own = tmp_path / f"{logic.EXPORT_DIR_PREFIX}{os.getpid()}"
+    dead = tmp_path / f"{exports.EXPORT_DIR_PREFIX}{int(ended.stdout)}"
+    alive = tmp_path / f"{exports.EXPORT_DIR_PREFIX}{os.getppid()}"  # a running process
+    own = tmp_path / f"{exports.EXPORT_DIR_PREFIX}{os.getpid()}"
     other = tmp_path / "attention-explorer-notes"  # not an app's folder: no process id
     for d in (dead, alive, own, other):
         d.mkdir()
         (d / "attention-1-x.npz").write_bytes(b"x")
-    assert logic.remove_stale_export_dirs(tmp_path, os.getpid()) == [dead]
+    assert exports.remove_stale_export_dirs(tmp_path, os.getpid()) == [dead]
     assert not dead.exists() and alive.exists() and own.exists() and other.exists()
 
 
