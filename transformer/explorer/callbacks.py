@@ -29,11 +29,12 @@ from transformer.quantize import PRECISIONS, int8_available
 from transformer.translator import Translator
 
 from .logic import (
-    DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, ENV_CHECKPOINT, ENV_PRECISION, UI_MAX_BEAM, ModelRegistry, Result, ViewState,
-    ablate, ablation_notice, examples_for, is_toy, nbest_table, result_payload, run_translation,
+    DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, ENV_PRECISION, UI_MAX_BEAM, Result, ViewState,
+    ablate, ablation_notice, examples_for, nbest_table, result_payload, run_translation,
     select_candidate, training_progress, training_view, user_error, with_norms,
 )
 from .exports import EXPORT_DIR_PREFIX, export_npz, remove_stale_export_dirs
+from .registry import ENV_CHECKPOINT, ModelRegistry, is_toy
 from .head_views import head_figures, head_info
 from .search_views import CompareSession, compare_value, record_search, tree_value
 

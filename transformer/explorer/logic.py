@@ -1,6 +1,6 @@
 """The attention explorer's logic, kept out of `app.py` so that the app is layout and wiring only.
 
-Three parts: the checkpoints the app offers (`ModelRegistry`, each loaded once), one
+Two parts (the checkpoints the app offers are `registry.py`, the downloads `exports.py`): one
 translation as a session keeps it (`Result`: the decoded n-best list and the attention
 of each candidate looked at), and the views: pure functions from a `Result`'s arrays to
 Plotly figures and tables (drawn by `transformer.explorer.viz`). Errors meant for the user are
@@ -12,7 +12,6 @@ import json
 import logging
 import math
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,12 +24,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from transformer.batching import BatcherBusy
-from transformer.hub import resolve_checkpoint, training_progress
+from transformer.hub import training_progress  # noqa: F401  (re-exported for the callbacks)
 from transformer.placeholders import placeholder_text
-from transformer.translator import Attention, Translation, Translator, load_pretrained
+from transformer.translator import Attention, Translation, Translator
 
 from . import page, viz
 from .payload import attention_payload
+from .registry import ENV_CHECKPOINT, ModelRegistry, is_toy  # noqa: F401  (re-exported: callbacks, tests)
 from .share import (  # noqa: F401  (re-exported: the app's limits and the view state live in share.py)
     DEFAULT_BEAM,
     DEFAULT_LENGTH_PENALTY,
@@ -46,12 +46,8 @@ from .share import (  # noqa: F401  (re-exported: the app's limits and the view 
 
 log = logging.getLogger(__name__)
 
-MODEL_ORDER = ("en-de", "multi30k-en-de")  # the selector lists these first, the default first of all
-ENV_CHECKPOINT = "TRANSFORMER_CHECKPOINT"
 ENV_PRECISION = "TRANSFORMER_PRECISION"  # int8 (the default where torch can) or fp32: the weights the search uses
 
-TOY_VOCAB_LIMIT = 64  # a tokenizer this small is a toy task's letter vocabulary
-TOY_TASKS = {"copy": "copies letters", "reverse": "reverses letters", "sort": "sorts letters"}
 
 KINDS = ("encoder", "decoder", "cross")
 KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
@@ -72,114 +68,6 @@ EXAMPLES_CAPTIONS = [  # our own, for a model that only knows image captions
     "The children are building a snowman in front of the school.",
 ]
 EXAMPLES_TOY = ["h e l l o", "a b c d e f g", "g r a d i e n t", "z y x w v", "t r a n s f o r m e r"]
-
-
-# ----------------------------------------------------------------------------- models
-
-
-@dataclass(frozen=True)
-class ModelEntry:
-    label: str  # shown in the model selector
-    source: str  # what load_pretrained gets: a directory or a Hub repo id
-
-
-class ModelRegistry:
-    """Every checkpoint directory under `checkpoint_dir`, finished models first (MODEL_ORDER, then by
-    name), then models still in training; each loaded once on first use.
-
-    `override` (a Hub repo id or a path, from $TRANSFORMER_CHECKPOINT) becomes the first entry.
-    `precision` ("fp32" or "int8", `load_pretrained`'s `quantize`) is how every model is loaded.
-    """
-
-    def __init__(self, checkpoint_dir: Path, override: str | None = None, precision: str = "fp32"):
-        self.checkpoint_dir = Path(checkpoint_dir)
-        self.override = override or None
-        self.precision = precision
-        self._models: dict[str, Translator] = {}
-        self._dirs: dict[str, Path] = {}
-        self._lock = threading.Lock()
-        self._load_locks: dict[str, threading.Lock] = {}
-
-    def entries(self) -> list[ModelEntry]:
-        found: list[ModelEntry] = []
-        if self.checkpoint_dir.is_dir():
-            dirs = [d for d in self.checkpoint_dir.iterdir()
-                    if d.is_dir() and not d.name.startswith(".") and (d / "config.json").is_file()
-                    and (d / "model.safetensors").is_file()]
-            dirs.sort(key=lambda d: (training_progress(d) is not None,
-                                     MODEL_ORDER.index(d.name) if d.name in MODEL_ORDER else len(MODEL_ORDER), d.name))
-            found = [ModelEntry(d.name, str(d)) for d in dirs]
-        if self.override:
-            path = Path(self.override)
-            same = [e for e in found if path.is_dir() and Path(e.source).resolve() == path.resolve()]
-            first = same[0] if same else ModelEntry(self.override, self.override)
-            found = [first] + [e for e in found if e != first]
-        return found
-
-    def labels(self) -> list[str]:
-        return [e.label for e in self.entries()]
-
-    def choices(self, labels: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        """(shown, label) for the model selector: a toy task's checkpoint (a letter vocabulary, read from its
-        config.json without loading it) says so, so that a class does not pick it for English."""
-        out = []
-        for label in self.labels() if labels is None else labels:
-            directory = self.directory(label)
-            toy = False
-            if directory is not None and (directory / "config.json").is_file():
-                try:
-                    toy = json.loads((directory / "config.json").read_text())["src_vocab_size"] <= TOY_VOCAB_LIMIT
-                except (ValueError, KeyError, TypeError, OSError):
-                    toy = False
-            does = TOY_TASKS.get(label.removeprefix("toy-"), "works on letters")
-            out.append((f"{label} (a toy task, not a translator: it {does})" if toy else label, label))
-        return out
-
-    def default(self) -> str | None:
-        entries = self.entries()
-        return entries[0].label if entries else None
-
-    def is_loaded(self, label: str) -> bool:
-        return label in self._models
-
-    def get(self, label: str | None) -> Translator:
-        """The loaded model for `label`; loads it (once, even under concurrent requests) if needed."""
-        if label is None:
-            raise LookupError(
-                f"No model found: train one (python -m transformer.train --preset toy-reverse) so that "
-                f"{self.checkpoint_dir.name}/ holds a checkpoint, or set {ENV_CHECKPOINT}.")
-        if label in self._models:
-            return self._models[label]
-        with self._lock:
-            lock = self._load_locks.setdefault(label, threading.Lock())
-        with lock:
-            if label not in self._models:
-                entry = next((e for e in self.entries() if e.label == label), None)
-                if entry is None:
-                    raise LookupError(f"Unknown model {label!r}; choose one of {self.labels()}")
-                start = time.perf_counter()
-                translator = load_pretrained(entry.source, quantize=self.precision)
-                try:  # where its train_log.jsonl / metrics.json live (a Hub id is in the cache by now)
-                    self._dirs[label] = resolve_checkpoint(entry.source, local_files_only=True)
-                except Exception:
-                    log.warning("no local directory for %s: the training tab will be empty", label)
-                self._models[label] = translator
-                log.info("loaded %s (%s) from %s in %.1f s", label, self.precision, entry.source,
-                         time.perf_counter() - start)
-        return self._models[label]
-
-    def directory(self, label: str | None) -> Path | None:
-        """The checkpoint directory of a model (None if unknown); the model need not be loaded."""
-        if label in self._dirs:
-            return self._dirs[label]
-        entry = next((e for e in self.entries() if e.label == label), None)
-        if entry is not None and Path(entry.source).is_dir():
-            return Path(entry.source)
-        return None
-
-
-def is_toy(tr: Translator) -> bool:
-    return tr.tokenizer.vocab_size <= TOY_VOCAB_LIMIT
 
 
 def examples_for(tr: Translator | None, directory: Path | None = None) -> list[str]:

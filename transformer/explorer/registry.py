@@ -1,0 +1,126 @@
+"""The checkpoints the app offers: every directory under `checkpoints/` (and $TRANSFORMER_CHECKPOINT first),
+each loaded once, on first use; toy tasks are marked as such in the model list."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from transformer.hub import resolve_checkpoint, training_progress
+from transformer.translator import Translator, load_pretrained
+
+log = logging.getLogger(__name__)
+
+MODEL_ORDER = ("en-de", "multi30k-en-de")  # the selector lists these first, the default first of all
+ENV_CHECKPOINT = "TRANSFORMER_CHECKPOINT"
+TOY_VOCAB_LIMIT = 64  # a tokenizer this small is a toy task's letter vocabulary
+TOY_TASKS = {"copy": "copies letters", "reverse": "reverses letters", "sort": "sorts letters"}
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    label: str  # shown in the model selector
+    source: str  # what load_pretrained gets: a directory or a Hub repo id
+
+
+class ModelRegistry:
+    """Every checkpoint directory under `checkpoint_dir`, finished models first (MODEL_ORDER, then by
+    name), then models still in training; each loaded once on first use.
+
+    `override` (a Hub repo id or a path, from $TRANSFORMER_CHECKPOINT) becomes the first entry.
+    `precision` ("fp32" or "int8", `load_pretrained`'s `quantize`) is how every model is loaded.
+    """
+
+    def __init__(self, checkpoint_dir: Path, override: str | None = None, precision: str = "fp32"):
+        self.checkpoint_dir = Path(checkpoint_dir)
+        self.override = override or None
+        self.precision = precision
+        self._models: dict[str, Translator] = {}
+        self._dirs: dict[str, Path] = {}
+        self._lock = threading.Lock()
+        self._load_locks: dict[str, threading.Lock] = {}
+
+    def entries(self) -> list[ModelEntry]:
+        found: list[ModelEntry] = []
+        if self.checkpoint_dir.is_dir():
+            dirs = [d for d in self.checkpoint_dir.iterdir()
+                    if d.is_dir() and not d.name.startswith(".") and (d / "config.json").is_file()
+                    and (d / "model.safetensors").is_file()]
+            dirs.sort(key=lambda d: (training_progress(d) is not None,
+                                     MODEL_ORDER.index(d.name) if d.name in MODEL_ORDER else len(MODEL_ORDER), d.name))
+            found = [ModelEntry(d.name, str(d)) for d in dirs]
+        if self.override:
+            path = Path(self.override)
+            same = [e for e in found if path.is_dir() and Path(e.source).resolve() == path.resolve()]
+            first = same[0] if same else ModelEntry(self.override, self.override)
+            found = [first] + [e for e in found if e != first]
+        return found
+
+    def labels(self) -> list[str]:
+        return [e.label for e in self.entries()]
+
+    def choices(self, labels: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """(shown, label) for the model selector: a toy task's checkpoint (a letter vocabulary, read from its
+        config.json without loading it) says so, so that a class does not pick it for English."""
+        out = []
+        for label in self.labels() if labels is None else labels:
+            directory = self.directory(label)
+            toy = False
+            if directory is not None and (directory / "config.json").is_file():
+                try:
+                    toy = json.loads((directory / "config.json").read_text())["src_vocab_size"] <= TOY_VOCAB_LIMIT
+                except (ValueError, KeyError, TypeError, OSError):
+                    toy = False
+            does = TOY_TASKS.get(label.removeprefix("toy-"), "works on letters")
+            out.append((f"{label} (a toy task, not a translator: it {does})" if toy else label, label))
+        return out
+
+    def default(self) -> str | None:
+        entries = self.entries()
+        return entries[0].label if entries else None
+
+    def is_loaded(self, label: str) -> bool:
+        return label in self._models
+
+    def get(self, label: str | None) -> Translator:
+        """The loaded model for `label`; loads it (once, even under concurrent requests) if needed."""
+        if label is None:
+            raise LookupError(
+                f"No model found: train one (python -m transformer.train --preset toy-reverse) so that "
+                f"{self.checkpoint_dir.name}/ holds a checkpoint, or set {ENV_CHECKPOINT}.")
+        if label in self._models:
+            return self._models[label]
+        with self._lock:
+            lock = self._load_locks.setdefault(label, threading.Lock())
+        with lock:
+            if label not in self._models:
+                entry = next((e for e in self.entries() if e.label == label), None)
+                if entry is None:
+                    raise LookupError(f"Unknown model {label!r}; choose one of {self.labels()}")
+                start = time.perf_counter()
+                translator = load_pretrained(entry.source, quantize=self.precision)
+                try:  # where its train_log.jsonl / metrics.json live (a Hub id is in the cache by now)
+                    self._dirs[label] = resolve_checkpoint(entry.source, local_files_only=True)
+                except Exception:
+                    log.warning("no local directory for %s: the training tab will be empty", label)
+                self._models[label] = translator
+                log.info("loaded %s (%s) from %s in %.1f s", label, self.precision, entry.source,
+                         time.perf_counter() - start)
+        return self._models[label]
+
+    def directory(self, label: str | None) -> Path | None:
+        """The checkpoint directory of a model (None if unknown); the model need not be loaded."""
+        if label in self._dirs:
+            return self._dirs[label]
+        entry = next((e for e in self.entries() if e.label == label), None)
+        if entry is not None and Path(entry.source).is_dir():
+            return Path(entry.source)
+        return None
+
+
+def is_toy(tr: Translator) -> bool:
+    return tr.tokenizer.vocab_size <= TOY_VOCAB_LIMIT
