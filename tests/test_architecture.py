@@ -43,3 +43,16 @@ def test_a_planted_violation_breaks_the_contracts(tmp_path, planted, contract):
     assert out.returncode != 0
     broken = out.stdout.split("Broken contracts")[-1]
     assert contract in broken, out.stdout
+
+
+def test_no_function_is_longer_than_80_lines():
+    """Short functions: a longer one is split (the layout rules of the project)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    long = []
+    for path in [root / "app.py", *sorted((root / "transformer").rglob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                long.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1})")
+    assert not long, long
