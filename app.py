@@ -168,8 +168,7 @@ def build_results() -> Results:
         note = gr.Textbox(label="Shared link", interactive=False, elem_id="link-note", scale=2, visible=False)
     with gr.Row(elem_id="nbest-row"):
         nbest = gr.Dataframe(value=nbest_table(None), label=texts.NBEST_LABEL, interactive=False, elem_id="nbest",
-                             scale=3, wrap=True,
-                             column_widths=["6%", "50%", "16%", "16%", "12%"])
+                             scale=3, wrap=True, column_widths=["6%", "50%", "16%", "16%", "12%"])
         with gr.Column(scale=2):
             candidate = gr.Dropdown(choices=candidate_choices(None), value=0, type="value", label="Candidate shown",
                                     interactive=False, elem_id="candidate")
@@ -238,8 +237,8 @@ def build_demo() -> tuple[gr.Blocks, Page]:
 # ----------------------------------------------------------------------------- wiring
 
 PRIVATE, QUIET = dict(api_visibility="private"), dict(api_visibility="private", show_progress="minimal")
-# other model work one at a time (the batcher's thread); translations together (one batch); page loads run no model
-MODEL, RESTORE = dict(concurrency_limit=1, concurrency_id="model"), dict(concurrency_limit=8, concurrency_id="restore")
+MODEL = dict(concurrency_limit=1, concurrency_id="model")  # other model work: one at a time, on the batcher's thread
+RESTORE = dict(concurrency_limit=8, concurrency_id="restore")  # page loads run no model: never behind model work
 TRANSLATE = dict(concurrency_limit=EXPLORER.batcher.max_batch, concurrency_id="translate")
 QUIET_MODEL = {**QUIET, **MODEL}
 
@@ -297,11 +296,6 @@ def wire_tabs(p: Page) -> None:
 
 demo, PAGE = build_demo()
 demo.queue(default_concurrency_limit=2, max_size=64)
-# the handlers by name (tests/test_app.py, bench/app_latency.py)
-show_result, on_translate, on_candidate = PAGE.show_result, PAGE.on_translate, PAGE.on_candidate
-on_model_change, on_restore, on_restore_translate = PAGE.on_model_change, PAGE.on_restore, PAGE.on_restore_translate
-on_tree_pick, on_compare_pick, on_greedy_vs_beam = PAGE.on_tree_pick, PAGE.on_compare_pick, EXPLORER.on_greedy_vs_beam
-on_tree_open, on_tree_refresh, on_compare = EXPLORER.on_tree_open, EXPLORER.on_tree_refresh, EXPLORER.on_compare
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")

@@ -63,9 +63,9 @@ def main() -> None:
     def full_request() -> tuple[dict[str, float], int, object]:
         times = {}
         t0 = time.perf_counter()
-        result = app.on_translate(text, "beam", args.beam, model, logic.DEFAULT_LENGTH_PENALTY)[app.PAGE.states.result]
+        result = app.PAGE.on_translate(text, "beam", args.beam, model, logic.DEFAULT_LENGTH_PENALTY)[app.PAGE.states.result]
         t1 = time.perf_counter()
-        payload = app.show_result(result)[app.PAGE.attention.view]
+        payload = app.PAGE.show_result(result)[app.PAGE.attention.view]
         t2 = time.perf_counter()
         size = len(json.dumps(payload))
         t3 = time.perf_counter()

@@ -207,7 +207,7 @@ def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
 
 def test_show_result_sends_the_payload_and_candidate_selector(app):
     result = fake_result(app)
-    payload, dropdown = values(app, app.show_result(result), "attention.view", "results.candidate")
+    payload, dropdown = values(app, app.PAGE.show_result(result), "attention.view", "results.candidate")
     assert payload["model"] == "fake" and payload["candidate"] == 0 and payload["n_layers"] == 2
     assert dropdown.value == 0 and dropdown.interactive is False  # one candidate only
     back = decode_attention(payload)
@@ -217,7 +217,7 @@ def test_show_result_sends_the_payload_and_candidate_selector(app):
     assert EVIL in payload["tokens"]["src"]["raw"]
     assert not [s for s in payload["tokens"]["src"]["label"] if "<" in s]
     assert "onerror" in raw
-    empty, dropdown = values(app, app.show_result(None), "attention.view", "results.candidate")
+    empty, dropdown = values(app, app.PAGE.show_result(None), "attention.view", "results.candidate")
     assert empty is None and dropdown.interactive is False
 
 
@@ -225,17 +225,17 @@ def test_candidate_change_sends_that_candidates_attention(app):
     tr = app.DEFAULT_TRANSLATOR
     result, _ = logic.run_translation(tr, app.DEFAULT_MODEL, "h e l l o", "beam", 3)
     shown = ("states.result", "attention.view", "results.candidate")
-    result_out, payload, dropdown = values(app, app.on_candidate(result, 2), *shown)
+    result_out, payload, dropdown = values(app, app.PAGE.on_candidate(result, 2), *shown)
     assert result_out.candidate == 2 and payload["candidate"] == 2 and dropdown.value == 2
     assert payload["tokens"]["tgt_out"]["raw"] == result.translation.candidates[2].tokens
     with pytest.raises(gr.Error):
-        app.on_candidate(result, 7)
-    assert values(app, app.on_candidate(None, 1), *shown[:2]) == [None, None]
+        app.PAGE.on_candidate(result, 7)
+    assert values(app, app.PAGE.on_candidate(None, 1), *shown[:2]) == [None, None]
 
 
 def test_model_change_updates_examples_and_clears_result(app):
     label = app.DEFAULT_MODEL
-    out = app.on_model_change(label)
+    out = app.PAGE.on_model_change(label)
     state, result, translation, notice, examples, payload = values(
         app, out, "states.model", "states.result", "results.translation", "results.notice", "controls.examples",
         "attention.view")
@@ -243,7 +243,7 @@ def test_model_change_updates_examples_and_clears_result(app):
     assert [s[0] for s in examples.raw_samples] == logic.EXAMPLES_TOY  # a toy model gets letter examples
     assert payload is None  # the page's payload: views cleared
     with pytest.raises(gr.Error, match="Unknown model"):
-        app.on_model_change("no-such-model")
+        app.PAGE.on_model_change("no-such-model")
 
 
 def test_view_state_defaults_match_the_controls(app):
@@ -393,7 +393,7 @@ def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(a
     from transformer.explorer import callbacks
 
     assert app.DEFAULT_TRANSLATOR.precision == "int8"  # the default where torch has quantised CPU kernels
-    notice = values(app, app.on_model_change(app.DEFAULT_MODEL), "results.notice")[0]
+    notice = values(app, app.PAGE.on_model_change(app.DEFAULT_MODEL), "results.notice")[0]
     assert "Decoding: int8" in notice and "TRANSFORMER_PRECISION=fp32" in notice
     assert "int8" in app.EXPLORER.serving_note()
     for value, expected in (("fp32", "fp32"), (" FP32 ", "fp32"), ("int8", "int8"), ("", "int8"), ("int4", "int8")):
@@ -444,10 +444,10 @@ def test_main_path_records_no_search(app, monkeypatch):
         return original(sources, method, beam_size, length_penalty, max_len, return_attention, top_k, record_search)
 
     monkeypatch.setattr(tr, "translate_sources", spy)
-    result = app.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    result = app.PAGE.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
     assert [k.get("record_search", False) for k in calls] == [False]
     assert result.translation.search is None and result.search is None
-    assert app.on_tree_refresh(result, "attention", "")[0] is None  # the tree tab is closed: nothing recorded
+    assert app.EXPLORER.on_tree_refresh(result, "attention", "")[0] is None  # the tree tab is closed: nothing recorded
     assert len(calls) == 1 and result.search is None
 
 
@@ -455,11 +455,11 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     from transformer.explorer import search_viz
 
     tr = app.DEFAULT_TRANSLATOR
-    result = app.on_translate("h e l l o", "beam", 4, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    result = app.PAGE.on_translate("h e l l o", "beam", 4, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
     calls = []
     original = tr.translate
     monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
-    value, result = app.on_tree_open(result, '{"kind": "cross", "layer": 0, "head": 1}')
+    value, result = app.EXPLORER.on_tree_open(result, '{"kind": "cross", "layer": 0, "head": 1}')
     assert [(k["method"], k["record_search"], k["return_attention"]) for k in calls] == [
         ("beam", True, False), ("greedy", True, False)]
     trace = result.search.trace
@@ -472,23 +472,23 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     np.testing.assert_allclose(value["node"]["data"][0]["y"], reference.cross[0, 1, -1], atol=1e-6)
     assert value["tree"]["data"] and value["tree_rev"] == result.search.rev
     # opening the tab again costs no decoding; a node, layer and head are one teacher-forced pass (cached)
-    app.on_tree_open(result, "")
+    app.EXPLORER.on_tree_open(result, "")
     node = trace.nbest[-1]
-    picked = app.on_tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
+    picked = app.PAGE.on_tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
                                                          "tree_rev": result.search.rev}))
     assert len(calls) == 2 and picked["tree"] is None  # the page has the tree already
     mean = tr.attention_for_prefix(result.translation, trace.prefix_ids(node)).cross[1].mean(axis=0)[-1]
     np.testing.assert_allclose(picked["row"], mean, atol=1e-6)
     assert picked["prefix"] == " ".join(trace.prefix_tokens(node))
     # hostile event data falls back to defaults
-    odd = app.on_tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
+    odd = app.PAGE.on_tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
     assert odd["selected"] == trace.nbest[0] and odd["layer"] == odd["n_layers"] - 1 and odd["head"] == -1
     assert odd["tree"] is not None
 
 
 def test_tree_of_a_greedy_translation_has_no_second_search(app):
-    result = app.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
-    value, result = app.on_tree_open(result, "")
+    result = app.PAGE.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    value, result = app.EXPLORER.on_tree_open(result, "")
     assert result.search.greedy is None and result.search.trace.method == "greedy"
     assert [n.token_id for n in result.search.trace.best_path()] == result.translation.candidates[0].ids
 
@@ -497,7 +497,7 @@ def test_compare_figures_hold_both_results_arrays(app):
     from transformer.explorer.search_viz import select_map
 
     tr = app.DEFAULT_TRANSLATOR
-    value, session = app.on_compare("h e l l o", "h e l l a", "beam", 3, app.DEFAULT_MODEL, 0.6,
+    value, session = app.EXPLORER.on_compare("h e l l o", "h e l l a", "beam", 3, app.DEFAULT_MODEL, 0.6,
                                     '{"kind": "cross", "layer": 1, "head": 2}')
     assert session.translations[0] == tr.translate("h e l l o", beam_size=3).text
     assert (value["kind"], value["layer"], value["head"], value["note"]) == ("cross", 1, 2, None)
@@ -509,24 +509,24 @@ def test_compare_figures_hold_both_results_arrays(app):
     w_b, *_ = select_map(session.attentions[1], "cross", 1, 2)
     np.testing.assert_allclose(value["difference"]["data"][0]["z"], w_a - w_b, atol=1e-6)  # same lengths
     # another kind, layer and head from the panel: the same two translations, no decoding
-    other = app.on_compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
+    other = app.PAGE.on_compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
     np.testing.assert_allclose(other["pair"]["data"][1]["z"], session.attentions[1].encoder[0].mean(0), atol=1e-6)
 
 
 def test_difference_of_a_sentence_with_itself_is_zero(app):
-    value, _ = app.on_compare("g r a d i e n t", "g r a d i e n t", "beam", 2, app.DEFAULT_MODEL, 0.6, "")
+    value, _ = app.EXPLORER.on_compare("g r a d i e n t", "g r a d i e n t", "beam", 2, app.DEFAULT_MODEL, 0.6, "")
     assert value["note"] is None
     assert np.array(value["difference"]["data"][0]["z"]).size and not np.any(value["difference"]["data"][0]["z"])
 
 
 def test_greedy_vs_beam_side_by_side(app):
     tr = app.DEFAULT_TRANSLATOR
-    value, session = app.on_greedy_vs_beam("h e l l o", 1, app.DEFAULT_MODEL, 0.6, '{"kind": "decoder"}')
+    value, session = app.EXPLORER.on_greedy_vs_beam("h e l l o", 1, app.DEFAULT_MODEL, 0.6, '{"kind": "decoder"}')
     assert value["labels"] == ["greedy", f"beam {logic.DEFAULT_BEAM}"] and value["kind"] == "decoder"
     assert session.translations == (tr.translate("h e l l o", method="greedy").text,
                                     tr.translate("h e l l o", beam_size=logic.DEFAULT_BEAM).text)
     with pytest.raises(gr.Error, match="Type a sentence"):
-        app.on_compare("h e l l o", "   ", "beam", 3, app.DEFAULT_MODEL, 0.6, "")
+        app.EXPLORER.on_compare("h e l l o", "   ", "beam", 3, app.DEFAULT_MODEL, 0.6, "")
 
 
 def test_restore_from_a_link_validates_and_notes(app):
@@ -536,7 +536,7 @@ def test_restore_from_a_link_validates_and_notes(app):
                                             "head": "9", "model": "nope", "compare": EVIL, "lp": "nan"})
     linked = ("controls.src", "compare.src", "controls.method", "controls.beam", "controls.lp", "states.lp",
               "controls.present", "tabs")  # what a link may set
-    out = app.on_restore(app.DEFAULT_MODEL, request)
+    out = app.PAGE.on_restore(app.DEFAULT_MODEL, request)
     text, compare, beam, lp, tabs = values(app, out, "controls.src", "compare.src", "controls.beam", "controls.lp",
                                            "tabs")
     model, tab, note, restored = values(app, out, "states.model", "states.tab", "results.note", "states.restore")
@@ -545,12 +545,12 @@ def test_restore_from_a_link_validates_and_notes(app):
     for word in ("beam", "head", "model", "compare", "lp"):
         assert f"{word} " in note.value
     assert json.loads(restored)["view"]["layer"] == 1
-    out = app.on_restore(app.DEFAULT_MODEL, SimpleNamespace(query_params={}))
+    out = app.PAGE.on_restore(app.DEFAULT_MODEL, SimpleNamespace(query_params={}))
     note, plain = values(app, out, "results.note", "states.restore")
     assert note.visible is False  # a plain page: no note
     assert not {attrgetter(path)(app.PAGE) for path in linked} & out.keys()  # nothing typed is overwritten
-    assert app.on_restore_translate("x", "beam", 5, app.DEFAULT_MODEL, 0.6, plain) == gr.skip()  # no link text
-    assert app.on_restore_translate("", "beam", 5, app.DEFAULT_MODEL, 0.6, restored) == gr.skip()  # no error
+    assert app.PAGE.on_restore_translate("x", "beam", 5, app.DEFAULT_MODEL, 0.6, plain) == gr.skip()  # no link text
+    assert app.PAGE.on_restore_translate("", "beam", 5, app.DEFAULT_MODEL, 0.6, restored) == gr.skip()  # no error
 
 
 def test_examples_follow_what_the_model_was_trained_on(app, tmp_path):
@@ -575,7 +575,7 @@ class Event:
 
 
 def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmasked(app):
-    result = app.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    result = app.PAGE.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
     cfg = app.DEFAULT_TRANSLATOR.model.config
     every_cross = [["cross", layer, head] for layer in range(cfg.n_decoder_layers) for head in range(cfg.n_heads)]
     out = app.PAGE.on_rerun(result, Event(off=every_cross + [["encoder", 0, 1]], measure="weight"))
@@ -597,20 +597,20 @@ def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmas
     assert app.EXPLORER.rerun_texts(result)[2] == "" and app.EXPLORER.rerun_texts(None)[0] == ""
     # another candidate of the ablated result keeps its heads off
     if len(ablated.translation.candidates) > 1:
-        shown = app.on_candidate(ablated, 1)
+        shown = app.PAGE.on_candidate(ablated, 1)
         assert not decode_attention(shown[app.PAGE.attention.view]).cross.any()
 
 
 @pytest.mark.parametrize("off", [[["cross", 99, 0]], [["kernel", 0, 0]], "all", [["cross", 0]], [[None, 0, 0]]])
 def test_bad_heads_to_switch_off_are_a_clear_error(app, off):
-    result = app.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    result = app.PAGE.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
     with pytest.raises(gr.Error):
         app.EXPLORER.rerun(result, Event(off=off))
 
 
 def test_norms_come_only_when_asked_and_rows_are_shares(app):
-    result = app.on_translate("h e l l o", "beam", 2, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
-    payload = app.show_result(result)[app.PAGE.attention.view]
+    result = app.PAGE.on_translate("h e l l o", "beam", 2, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    payload = app.PAGE.show_result(result)[app.PAGE.attention.view]
     assert "norm" not in payload["kinds"]["encoder"] and payload["measures"] == ["weight"]
     out = app.PAGE.on_rerun(result, Event(off=[["decoder", 0, 0]], measure="norm"))
     ablated, payload = values(app, out, "states.result", "attention.view")
@@ -687,7 +687,7 @@ def test_the_text_api_keeps_nothing_in_the_session_and_computes_no_attention(app
     out = app.PAGE.on_api_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)
     assert set(out) == {app.PAGE.results.translation, app.PAGE.results.notice, app.PAGE.results.nbest}
     assert out[app.PAGE.results.translation] and seen == [False]
-    page = app.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)  # the page keeps its result
+    page = app.PAGE.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)  # the page keeps its result
     assert page[app.PAGE.states.result].attention is not None and seen == [False, True]
 
 
