@@ -7,14 +7,17 @@ name, number and clock time of the source as one placeholder token, writes that 
 entity belongs, and the text of the translation puts the entity back. The attention maps show the
 placeholder tokens themselves, because they are what the model read and wrote.
 
-What counts as an entity (`find_entities`): a number of digits or a clock time; a capitalised word
-that the training data copies unchanged into German ("Tom", "Berlin": `copied_words`) or that the
-training English never holds ("Oluwaseun"); in text typed all in one case, any word the training
-English never holds. Words German translates ("Monday", "Germany", "English") are not entities.
+What counts as an entity (`find_entities`, over the words and numbers `candidates` finds): a number,
+the whole expression as typed ("1,250", "12/05/1990", "$5", "3rd"); a capitalised word that the training
+data copies unchanged into German ("Tom", "Berlin": `copied_words`) or that the training English never
+holds ("Oluwaseun", "O'Brien"); a word of a script without case that it never holds; in text typed all
+in one case, any word the training English never holds. Words German translates ("Monday", "Germany",
+"English") are not entities. At most `ModelConfig.placeholders` distinct ones; the rest stay text.
 
-Training marks the same entities in its text with the placeholder strings themselves ("My name is
-⟨1⟩."), and `encode_with_placeholders` turns each such span into the placeholder's id, as it does
-for the entity spans of a typed sentence.
+Training marks the entities a pair shares with the same lexer and numbering
+(`transformer.training.augment.with_placeholders`), writing the placeholder strings themselves ("My name
+is ⟨1⟩."), and `encode_marked` turns each such span into the placeholder's id, as `splice` does for the
+entity spans of a typed sentence.
 """
 from __future__ import annotations
 
