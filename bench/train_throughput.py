@@ -6,8 +6,9 @@ on the machine hits all alike. Paths:
 - `ref fp32`, `ref bf16`: the reference commit's model code (`git show COMMIT:transformer/model.py`, so its
   dropout and attention) with its loss (float32 logits of every position, `F.cross_entropy`) and its
   optimizer (AdamW, not fused), in float32 and under bf16 autocast;
-- `now`: `trainer.batch_loss` and `trainer.make_optimizer` as the trainer runs them, in the precision the
-  trainer chooses on this machine (`hardware.py`).
+- `now (fp32)`, `now (bf16)`: `trainer.batch_loss` and `trainer.make_optimizer` as the trainer runs them, in
+  float32 and under bf16 autocast; `chosen` names the one the trainer picks on this machine (`hardware.py`),
+  and the ratios are that path's.
 
 Every step also clips the gradient norm, as the trainer does. Cases: `en-de` is today's shipped en-de
 architecture (16k vocabulary, 6+4 layers); `--preset NAME` adds the architecture of a training preset, with
@@ -185,8 +186,13 @@ def build_paths(cfg: ModelConfig, reference_cls, bf16_now: bool, commit: str) ->
         ref.load_state_dict(now.state_dict())
         opt = make_optimizer(ref, replace(train_cfg, fused=False))
         paths.append(Path_(f"{commit} {precision}", ref, opt, reference_loss(precision == "bf16"), precision == "bf16"))
-    paths.append(Path_(f"now ({'bf16' if bf16_now else 'fp32'})", now, make_optimizer(now, train_cfg),
-                       lambda model, b: batch_loss(model, b, 0.1, bf16_now, True), bf16_now))
+    for bf16 in (False, True):
+        model = Transformer(cfg)
+        model.load_state_dict(now.state_dict())
+        paths.append(Path_(f"now ({'bf16' if bf16 else 'fp32'})", model, make_optimizer(model, train_cfg),
+                           lambda m, b, bf16=bf16: batch_loss(m, b, 0.1, bf16, True), bf16))
+    if bf16_now:  # the trainer's choice last: the ratios are its
+        paths[-2], paths[-1] = paths[-1], paths[-2]
     return paths
 
 
@@ -223,6 +229,7 @@ def run_case(name: str, cfg: ModelConfig, batches: list, args, reference_cls, bf
             "matmul_gflop_per_token": round(p.flops_per_token / 1e9, 4),
             "mean_loss_timed_steps": round(statistics.mean(p.losses), 4),
         }
+    out["chosen"] = paths[-1].name
     for p in paths[1:]:
         out[f"ratio {p.name} / {first.name}"] = round(out[p.name]["tokens_per_s"] / out[first.name]["tokens_per_s"], 3)
     now, ref_bf16 = paths[-1], paths[1]
@@ -274,6 +281,7 @@ def main() -> None:
         hw = hardware.detect(torch.device("cpu"))
         bf16_now = hardware.use_bf16("auto", hw)
         result["hardware"] = hw.kind
+        result["bf16_gemm_speedup"] = None if hw.bf16_speedup is None else round(hw.bf16_speedup, 2)
         peaks = {"fp32": gemm_peak(torch.float32), "bf16": gemm_peak(torch.bfloat16)}
         reference_cls = reference_model_class(args.commit)
         cases = {"en-de": dict(EN_DE)}

@@ -119,22 +119,31 @@ def test_dropout_masks_are_independent_of_neighbouring_elements():
 
 # ---------------------------------------------------------------------------- the hardware choice
 
-@pytest.mark.parametrize("flags,kind,bf16", [
-    ({"avx512f", "amx_bf16", "amx_tile", "avx512_bf16"}, "amx", True),
-    ({"avx512f", "avx512_bf16"}, "avx512_bf16", True),
-    ({"avx2", "avx512f"}, "cpu", False),
-    (set(), "cpu", False),
+@pytest.mark.parametrize("flags,speedup,kind,bf16", [
+    ({"avx512f", "amx_bf16", "amx_tile", "avx512_bf16"}, 7.0, "amx", True),
+    ({"avx512f", "avx512_bf16"}, 2.2, "avx512_bf16", True),
+    ({"avx512f", "avx512_bf16"}, 0.6, "avx512_bf16", False),  # a VM that hides AMX: the flag alone misleads
+    ({"avx2", "avx512f"}, None, "cpu", False),
+    (set(), None, "cpu", False),
 ])
-def test_hardware_choice_by_cpu_flags_is_logged(caplog, flags, kind, bf16):
-    hw = hardware.detect(torch.device("cpu"), flags)
-    assert hw.kind == kind
+def test_hardware_choice_by_cpu_flags_and_measured_speed_is_logged(caplog, flags, speedup, kind, bf16):
+    hw = hardware.detect(torch.device("cpu"), flags, speedup=speedup)
+    assert hw.kind == kind and hw.bf16_speedup == speedup
     with caplog.at_level(logging.INFO, logger="transformer.training.hardware"):
         assert hardware.use_bf16("auto", hw) is bf16
     assert ("bf16 autocast" if bf16 else "float32") in caplog.text and "chosen for" in caplog.text
+    if speedup is not None:
+        assert f"{speedup:.2f}x" in caplog.text
+
+
+def test_bf16_speedup_is_measured_on_a_cpu_with_bf16_flags():
+    hw = hardware.detect(torch.device("cpu"), {"avx512_bf16"})
+    assert hw.bf16_speedup is not None and hw.bf16_speedup > 0
+    assert hardware.detect(torch.device("cpu"), {"avx2"}).bf16_speedup is None
 
 
 def test_precision_flag_overrides_the_hardware(caplog):
-    amx, plain = hardware.detect(torch.device("cpu"), {"amx_bf16"}), hardware.detect(torch.device("cpu"), set())
+    amx, plain = hardware.detect(torch.device("cpu"), {"amx_bf16"}, 7.0), hardware.detect(torch.device("cpu"), set())
     with caplog.at_level(logging.INFO, logger="transformer.training.hardware"):
         assert hardware.use_bf16("fp32", amx) is False
         assert hardware.use_bf16("bf16", plain) is True

@@ -2,11 +2,18 @@
 
 bf16 autocast pays where the hardware multiplies bf16 natively: a CUDA GPU, an Intel CPU with AMX, or a
 CPU with AVX-512 BF16 (measured on an AMD EPYC: `bench/train_throughput.py`). On a CPU without bf16 units,
-autocast only adds casts, so the trainer stays in float32 there. `--precision bf16|fp32` overrides the choice.
+autocast only adds casts, so the trainer stays in float32 there.
+
+A CPU flag is not proof: a virtual machine can hide AMX from the kernels (an Intel Xeon whose hypervisor
+masks `amx_*` but shows `avx512_bf16` multiplied bf16 at 0.6x its float32 speed). So on a CPU with bf16
+flags the choice also times one bf16 and one float32 matrix multiplication of a training step's shape
+(well under a second) and takes bf16 only where it is at least `BF16_MIN_SPEEDUP` times faster.
+`--precision bf16|fp32` overrides the choice.
 """
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +22,7 @@ import torch
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("auto", "bf16", "fp32")
+BF16_MIN_SPEEDUP = 1.5  # autocast adds casts around every matmul: bf16 must win clearly on the matmul alone
 
 
 @dataclass(frozen=True)
@@ -23,6 +31,7 @@ class Hardware:
 
     device: torch.device
     kind: str
+    bf16_speedup: float | None = None  # bf16 GEMM speed over float32, measured on a CPU with bf16 flags
 
     @property
     def bf16_units(self) -> bool:
@@ -41,16 +50,34 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
     return set()
 
 
-def detect(device: torch.device, flags: set[str] | None = None) -> Hardware:
-    """The kind of matrix unit training runs on."""
+def gemm_seconds(dtype: torch.dtype, shape: tuple[int, int, int] = (2048, 256, 1024), repeats: int = 5) -> float:
+    """Best time of one (M x K) @ (K x N) matrix multiplication in `dtype` (a d_model-256 FFN's shape)."""
+    m, k, n = shape
+    a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+    a @ b  # first call: kernel selection
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def bf16_gemm_speedup() -> float:
+    """How many times faster a bf16 matrix multiplication runs than a float32 one on this CPU."""
+    return gemm_seconds(torch.float32) / gemm_seconds(torch.bfloat16)
+
+
+def detect(device: torch.device, flags: set[str] | None = None, speedup: float | None = None) -> Hardware:
+    """The kind of matrix unit training runs on; on a CPU with bf16 flags, also the measured bf16 speedup
+    (`speedup` given: taken as measured, for tests)."""
     if device.type == "cuda":
         return Hardware(device, "cuda")
     flags = cpu_flags() if flags is None else flags
-    if "amx_bf16" in flags:
-        return Hardware(device, "amx")
-    if "avx512_bf16" in flags:
-        return Hardware(device, "avx512_bf16")
-    return Hardware(device, "cpu")
+    kind = "amx" if "amx_bf16" in flags else "avx512_bf16" if "avx512_bf16" in flags else "cpu"
+    if kind == "cpu":
+        return Hardware(device, kind)
+    return Hardware(device, kind, bf16_gemm_speedup() if speedup is None else speedup)
 
 
 def use_bf16(precision: str, hardware: Hardware) -> bool:
@@ -58,9 +85,12 @@ def use_bf16(precision: str, hardware: Hardware) -> bool:
     Logs the choice and why."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    bf16 = hardware.bf16_units if precision == "auto" else precision == "bf16"
+    pays = hardware.kind == "cuda" or (hardware.bf16_units and (hardware.bf16_speedup or 0) >= BF16_MIN_SPEEDUP)
+    bf16 = pays if precision == "auto" else precision == "bf16"
     how = "chosen for" if precision == "auto" else f"set by --precision {precision} on"
-    log.info("training in %s: %s %s", "bf16 autocast" if bf16 else "float32", how,
+    measured = "" if hardware.bf16_speedup is None else (
+        f", whose bf16 matmul runs {hardware.bf16_speedup:.2f}x float32 (bf16 needs {BF16_MIN_SPEEDUP}x)")
+    log.info("training in %s: %s %s%s", "bf16 autocast" if bf16 else "float32", how,
              {"cuda": "a CUDA GPU", "amx": "a CPU with AMX", "avx512_bf16": "a CPU with AVX-512 BF16 (no AMX)",
-              "cpu": "a CPU without bf16 units"}[hardware.kind])
+              "cpu": "a CPU without bf16 units"}[hardware.kind], measured)
     return bf16
