@@ -157,6 +157,21 @@ def test_resume_without_restoring_rng_would_differ(tmp_path, straight_run):
         assert_same_weights(load_state(run_dir)["model"], straight_run["model"])
 
 
+def test_stop_at_step_keeps_the_schedule_of_the_whole_run(tmp_path):
+    """--stop-at-step halts a run part-way on the schedule of all its --max-steps (a 1,000-step comparison of
+    the fast and reference paths stops where the shipped run's lr is, not at the end of a shorter cosine)."""
+    cosine = ["--schedule", "cosine", "--max-steps", str(N_STEPS), "--save-every", "1000"]
+    straight = run_train(tmp_path / "straight", *cosine)
+    halted = run_train(tmp_path / "halted", *cosine, "--stop-at-step", str(N_STEPS // 2))
+    assert halted.step == N_STEPS // 2
+    lr_half = halted.scheduler.get_last_lr()[0]
+    short = run_train(tmp_path / "short", "--schedule", "cosine", "--max-steps", str(N_STEPS // 2))
+    assert lr_half > 10 * short.scheduler.get_last_lr()[0]  # a 40-step cosine has annealed to ~0 by now
+    run_train(tmp_path / "halted", *cosine, "--resume")
+    assert_same_weights(load_state(tmp_path / "halted")["model"], load_state(tmp_path / "straight")["model"])
+    assert straight.step == N_STEPS
+
+
 def test_resume_refuses_a_different_model(tmp_path):
     run_dir = tmp_path / "other"
     run_train(run_dir, "--max-steps", "2", "--save-every", "1000")

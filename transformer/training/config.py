@@ -52,6 +52,7 @@ class TrainConfig:
     clip_norm: float = 1.0
     max_epochs: int = 20
     max_steps: int = 0  # 0: no limit
+    stop_at_step: int = 0  # stop (save, export) at this step; the schedule still runs over max_steps. 0: no stop
     max_minutes: float = 0.0  # wall-clock training budget across resumes; 0: none
     patience: int = 0  # epochs without a better validation score before stopping; 0: never
     precision: str = "auto"  # auto | bf16 | fp32: auto is bf16 autocast where there are bf16 units (hardware.py)

@@ -187,6 +187,7 @@ class Trainer:
     def out_of_budget(self) -> bool:
         cfg, p = self.cfg, self.progress
         return bool((cfg.max_steps and p.step >= cfg.max_steps)
+                    or (cfg.stop_at_step and p.step >= cfg.stop_at_step)
                     or (cfg.max_minutes and p.train_seconds >= cfg.max_minutes * 60)
                     or (cfg.val_every and cfg.patience and p.bad_epochs >= cfg.patience)
                     or self.stop_requested)
