@@ -191,7 +191,7 @@ def build_paths(cfg: ModelConfig, reference_cls, bf16_now: bool, commit: str) ->
         model.load_state_dict(now.state_dict())
         paths.append(Path_(f"now ({'bf16' if bf16 else 'fp32'})", model, make_optimizer(model, train_cfg),
                            lambda m, b, bf16=bf16: batch_loss(m, b, 0.1, bf16, True), bf16))
-    if bf16_now:  # the trainer's choice last: the ratios are its
+    if not bf16_now:  # the trainer's choice last: the ratios are its
         paths[-2], paths[-1] = paths[-1], paths[-2]
     return paths
 
