@@ -396,11 +396,26 @@ def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(a
     notice = values(app, app.PAGE.on_model_change(app.DEFAULT_MODEL), "results.notice")[0]
     assert "Decoding: int8" in notice and "TRANSFORMER_PRECISION=fp32" in notice
     assert "int8" in app.EXPLORER.serving_note()
+    assert "chosen for this CPU" in notice  # the serving path, and why
     for value, expected in (("fp32", "fp32"), (" FP32 ", "fp32"), ("int8", "int8"), ("", "int8"), ("int4", "int8")):
         monkeypatch.setenv("TRANSFORMER_PRECISION", value)
         assert callbacks.precision_from_env() == expected
+        why = callbacks.serving_choice()[1]
+        overridden = value.strip().lower() in ("fp32", "int8")
+        assert why == "set by TRANSFORMER_PRECISION" if overridden else why.startswith("chosen for this CPU")
     fp32 = logic.ModelRegistry(Path(app.REGISTRY.checkpoint_dir), app.REGISTRY.override, "fp32")
     assert fp32.get(app.DEFAULT_MODEL).precision == "fp32" and callbacks.precision_note("fp32") == "Decoding: fp32."
+
+
+@pytest.mark.parametrize("flags,int8,expected", [
+    ({"avx2", "fma", "avx512_vnni"}, True, "int8"), ({"asimd", "asimddp"}, True, "int8"),
+    ({"sse2", "sse4_2"}, True, "fp32"), ({"avx2"}, False, "fp32"), (set(), True, "int8"),
+])
+def test_the_serving_path_is_chosen_per_cpu(flags, int8, expected):
+    from transformer.quantize import serving_precision
+
+    precision, why = serving_precision(flags, int8)
+    assert precision == expected and why
 
 
 def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):
