@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer.quantize import RowBlockLinear, RowInt8Linear
+from transformer.quantize import FusedQKVAttention, RowBlockLinear, RowInt8Linear
 from transformer.translator import load_pretrained
 
 FLAGSHIP = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
@@ -164,7 +164,9 @@ def tr8():
 def test_int8_searches_with_int8_decoder_weights_and_draws_float32_attention(tr, tr8):
     assert (tr.precision, tr8.precision) == ("fp32", "int8")
     linears = sum(isinstance(m, torch.nn.Linear) for m in tr.model.decoder.modules()) + 1  # + the output projection
-    assert sum(isinstance(m, RowInt8Linear) for m in tr8.search_model.modules()) == linears
+    fused = [m for m in tr8.search_model.decoder.modules() if isinstance(m, FusedQKVAttention)]
+    assert len(fused) == tr.model.config.n_decoder_layers  # self-attention's q, k, v: one int8 product
+    assert sum(isinstance(m, RowInt8Linear) for m in tr8.search_model.modules()) == linears + len(fused)
     assert sum(isinstance(m, RowBlockLinear) for m in tr.search_model.modules()) == linears  # float32, shared
     assert tr.search_model.generator.weight is tr.model.generator.weight
     assert tr8.search_model.encoder is tr8.model.encoder  # shared, float32
