@@ -616,6 +616,23 @@ def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmas
         assert not decode_attention(shown[app.PAGE.attention.view]).cross.any()
 
 
+def test_heads_off_and_norm_passes_run_on_the_batchers_thread(app, monkeypatch):
+    """All model work goes through the Batcher: a heads-off translation and a norm pass never run on the
+    handler's thread, beside another pass on the same cores."""
+    import threading
+
+    result = app.PAGE.on_translate("x y z", "beam", 2, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    tr, seen = app.DEFAULT_TRANSLATOR, []
+    for name in ("translate", "attention_for"):
+        def spy(*args, real=getattr(tr, name), name=name, **kwargs):
+            seen.append((name, threading.current_thread().name))
+            return real(*args, **kwargs)
+        monkeypatch.setattr(tr, name, spy)
+    app.PAGE.on_rerun(result, Event(off=[["decoder", 0, 1]], measure="norm"))
+    assert {name for name, _ in seen} == {"translate", "attention_for"}
+    assert {thread for _, thread in seen} == {app.EXPLORER.batcher._thread.name}
+
+
 @pytest.mark.parametrize("off", [[["cross", 99, 0]], [["kernel", 0, 0]], "all", [["cross", 0]], [[None, 0, 0]]])
 def test_bad_heads_to_switch_off_are_a_clear_error(app, off):
     result = app.PAGE.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]

@@ -222,10 +222,13 @@ class Explorer:
         if result is None:
             return None
         data, tr = event_data(evt), self.translator(result.model)
-        try:
+
+        def model_work() -> Result:  # on the batcher's thread, between batches: never two passes at once
             out = ablate(tr, result, data.get("off", []))
-            if data.get("measure") == "norm":
-                with_norms(tr, out)
+            return with_norms(tr, out) if data.get("measure") == "norm" else out
+
+        try:
+            out = self.batcher.call(model_work, timeout_s=REQUEST_TIMEOUT_S)
         except ValueError as err:
             raise user_error(str(err), "Cannot switch those heads off") from None
         return out
