@@ -144,10 +144,21 @@ def test_registry_loads_once_and_caches(app):
     assert app.REGISTRY.directory(label) is not None
 
 
-@pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", None, float("nan")])
+@pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", float("nan"), [5]])
 def test_check_options_rejects_bad_beam(app, beam):
     with pytest.raises(gr.Error, match="beam_size must be a whole number from 1 to 10"):
         logic.check_options("beam", beam)
+
+
+def test_beam_and_length_penalty_left_out_are_the_models_own(app):
+    """The API's docs call them optional: None is the checkpoint's default, not an error."""
+    assert logic.check_options("beam", None) is None and logic.check_length_penalty(None) is None
+    result, _ = logic.run_translation(app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL, "a b c", "beam", None, None)
+    generation = app.DEFAULT_TRANSLATOR.generation
+    assert (result.translation.beam_size, result.length_penalty) == (generation.num_beams, generation.length_penalty)
+    for bad in (-0.5, float("inf"), "0.6", 1e9):
+        with pytest.raises(gr.Error, match="length_penalty must be a number from 0 to 10"):
+            logic.check_length_penalty(bad)
 
 
 def test_check_options_accepts_and_rejects_methods(app):

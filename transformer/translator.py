@@ -228,6 +228,11 @@ class Translator:
             raise ValueError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
             raise ValueError("text is empty: type a sentence to translate")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:  # a lone surrogate: no character, and the tokenizer cannot take it
+            raise ValueError(f"text holds U+{ord(text[err.start]):04X} at position {err.start}, half of a character "
+                             "pair on its own (a lone surrogate): paste the text again") from None
         text = unicodedata.normalize("NFC", text)  # "Zoë" pasted decomposed (NFD) is the same name
         prepared = self.prepare(text)
         encoding = self.tokenizer.encodings([prepared])[0]

@@ -47,6 +47,7 @@ def torch_threads() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
 
 
+MAX_VIEW_CHARS = 10_000  # the page's view state is a few hundred characters; more is not the page's
 REQUEST_TIMEOUT_S = 60.0  # a Translate press that waits longer for the batcher is told the app is busy
 
 
@@ -82,9 +83,11 @@ def precision_note(precision: str, why: str = "") -> str:
 
 def view_data(view_json: str | None) -> dict[str, Any]:
     """The page's view state (kind, layer, head, rows) sent as JSON by the browser; {} when unreadable."""
+    if view_json is not None and not isinstance(view_json, str) or len(view_json or "") > MAX_VIEW_CHARS:
+        return {}
     try:
         data = json.loads(view_json or "{}")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -184,6 +187,9 @@ class Explorer:
         return precision_note(tr.precision, self.serving_why if tr.precision == self.registry.precision else "")
 
     def translator(self, label: str | None) -> Translator:
+        if label is not None and not isinstance(label, str):
+            raise user_error(f"model must be one of {self.registry.labels()}, got a {type(label).__name__}",
+                             "Model unavailable")
         try:
             return self.registry.get(label)
         except Exception as err:
