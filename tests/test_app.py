@@ -150,6 +150,22 @@ def test_check_options_rejects_bad_beam(app, beam):
         logic.check_options("beam", beam)
 
 
+def test_the_work_of_one_request_is_capped_and_the_notice_says_so(app, monkeypatch):
+    """Source tokens × beam width within logic.MAX_BEAM_TOKENS: a long input at a wide beam is searched at a
+    narrower beam, with a notice; a short one, and greedy, are left as asked. Page and API share the path."""
+    monkeypatch.setattr(logic, "MAX_BEAM_TOKENS", 12)
+    tr, model = app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL
+    long_text = "a b c d e f g h i j k"  # 11 letters + <eos>: 12 tokens, so beam 1 at most
+    result, notice = logic.run_translation(tr, model, long_text, "beam", 5, 0.6)
+    assert result.translation.beam_size == 1 and "beam width was cut from 5 to 1" in notice
+    out = app.PAGE.on_api_translate(long_text, "beam", 4, model, 0.6)
+    assert "cut from 4 to 1" in out[app.PAGE.results.notice]
+    result, notice = logic.run_translation(tr, model, "a b", "beam", 4, 0.6)  # 3 tokens × 4 = 12: as asked
+    assert result.translation.beam_size == 4 and "cut" not in notice
+    result, notice = logic.run_translation(tr, model, long_text, "greedy", 1, 0.6)
+    assert result.translation.beam_size == 1 and "cut" not in notice
+
+
 def test_beam_and_length_penalty_left_out_are_the_models_own(app):
     """The API's docs call them optional: None is the checkpoint's default, not an error."""
     assert logic.check_options("beam", None) is None and logic.check_length_penalty(None) is None

@@ -222,6 +222,27 @@ def quoted(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+MAX_BEAM_TOKENS = 640  # source tokens × beam width one request may search: beam 10 up to 64 tokens, beam 5 to 128
+
+
+def budgeted_beam(tr: Translator, text: str, method: str, beam: int) -> tuple[int, str]:
+    """(beam width, notice): the beam width cut so that source tokens × beam width stays within
+    `MAX_BEAM_TOKENS`, so that one long request at a wide beam cannot hold the model for seconds while every
+    other user waits; the notice says so ("" when nothing was cut). Greedy is never cut."""
+    if method != "beam":
+        return beam, ""
+    try:
+        tokens = len(tr.source(text).ids)
+    except ValueError as err:
+        raise gr.Error(str(err), title="Cannot translate this input", print_exception=False) from None
+    allowed = max(1, MAX_BEAM_TOKENS // tokens)
+    if beam <= allowed:
+        return beam, ""
+    return allowed, (f"The beam width was cut from {beam} to {allowed} for this input of {tokens} tokens: one request "
+                     f"may search at most {MAX_BEAM_TOKENS} token-beams (tokens × beam width), so that it does not "
+                     "hold up other people's translations.")
+
+
 def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_size: Any,
                     length_penalty: float = DEFAULT_LENGTH_PENALTY,
                     translate: Callable[..., Translation] | None = None,
@@ -244,6 +265,9 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
     if len(text) > MAX_INPUT_CHARS:
         text = text[:MAX_INPUT_CHARS]
         notices.append(f"The input was cut to its first {MAX_INPUT_CHARS} characters.")
+    beam, cut = budgeted_beam(tr, text, method, beam)
+    if cut:
+        notices.append(cut)
     try:
         translation = (translate or tr.translate)(text, method=method, beam_size=beam,
                                                   length_penalty=length_penalty,
