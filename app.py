@@ -13,13 +13,14 @@ import logging
 import os
 from collections import namedtuple
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no network at run time (telemetry, version check)
 
 import gradio as gr  # noqa: E402
 
 from transformer.explorer import page, texts  # noqa: E402
-from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, view_data  # noqa: E402
+from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, event_data, view_data  # noqa: E402
 from transformer.explorer.logic import (  # noqa: E402
     EXAMPLES_EN, UI_MAX_BEAM, Result, ViewState, candidate_choices, launch_options, nbest_row_candidate, nbest_table)
 
@@ -37,6 +38,21 @@ Results = namedtuple("Results", "translation notice copy link note nbest candida
 HtmlTab = namedtuple("HtmlTab", "tab view")  # the attention and the tree tab: one gr.HTML each
 CompareTab = namedtuple("CompareTab", "tab src run versus view")
 PlotTab = namedtuple("PlotTab", "tab plot table")  # the training and the heads tab: a figure and a table
+
+
+def lenient(slider: gr.Slider) -> gr.Slider:
+    """`slider`, whose API input can be anything a client sends: what is no number goes on to the handler, which
+    says what is wrong (gr.Slider's own check fails on it with a bare TypeError). An instance attribute, not a
+    subclass: gradio writes a .pyi file beside the module of every component subclass."""
+    check = slider.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        if isinstance(payload, bool) or not isinstance(payload, (int, float)) or payload != payload:
+            return payload
+        return check(payload)
+
+    slider.preprocess = preprocess
+    return slider
 
 
 class Page(namedtuple("Page", "states controls results tabs attention tree compare training heads")):
@@ -77,10 +93,15 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         result = EXPLORER.rerun(result, evt)
         return {self.states.result: result} | self.show_result(result)
 
-    def on_nbest_select(self, result: Result | None, evt: gr.SelectData) -> dict:
-        if result is None or not evt.index:
+    def on_nbest_select(self, result: Result | None, evt: gr.EventData) -> dict:
+        """A row of the n-best table clicked: its candidate. `evt` is read as plain data (gr.SelectData would fail
+        on an event without "index", before this handler could say anything)."""
+        index = event_data(evt).get("index")
+        if result is None or not index:
             return {self.states.result: result} | self.show_result(result)
-        row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+        row = index[0] if isinstance(index, (list, tuple)) and index else index
+        if isinstance(row, bool) or not isinstance(row, int):  # not a row of the table: nothing to show
+            return {self.states.result: result} | self.show_result(result)
         return self.on_candidate(result, nbest_row_candidate(result, row))
 
     def show_model(self, info: ModelInfo) -> dict:
@@ -142,8 +163,8 @@ def build_controls(view: ViewState, examples: list[str]) -> Controls:
                                 value=view.model, label="Model", elem_id="model")
             with gr.Row():
                 method = gr.Radio(["greedy", "beam"], value=view.method, label="Decoding", elem_id="method")
-                beam = gr.Slider(1, UI_MAX_BEAM, value=view.beam, step=1, precision=0, label="Beam width",
-                                 elem_id="beam")
+                beam = lenient(gr.Slider(1, UI_MAX_BEAM, value=view.beam, step=1, precision=0, label="Beam width",
+                                         elem_id="beam"))
             with gr.Accordion("Advanced", open=False):
                 lp = gr.Slider(0.0, 2.0, value=view.length_penalty, step=0.1, label="Length penalty",
                                info=texts.LENGTH_PENALTY_INFO, elem_id="lp")

@@ -26,9 +26,12 @@ Where the float32 ratio comes from: `linear_floor_ratio_vs_compare` (the two mod
 alone, each for its own output length) and `output_projection_ratio_vs_compare` (their vocabulary projections
 alone), with `weights_per_step` / `compare_weights_per_step`, the float32 megabytes one decoding step reads.
 
-int8 (issue 19): `int8_with_attention` / `int8_without_attention` are the same checkpoint loaded with
-`load_pretrained(..., quantize="int8")` (what the app serves by default: torch.ao dynamic quantisation
-of the decoder and output projection, attention drawn in float32), timed in the same rounds;
+int8: `int8_with_attention` / `int8_without_attention` are the same checkpoint loaded with
+`load_pretrained(..., quantize="int8")` (what the app serves where the CPU has int8 kernels: the decoder and
+output projection with int8 weights and each row's activations quantised on their own scale, batch-invariant;
+attention drawn in float32), timed in the same rounds; `int8_per_batch_with_attention` is torch.ao's dynamic
+quantisation (one activation scale per call, not batch-invariant), what the app served before;
+`ours_*` is float32 (the search's linears in fixed row blocks, batch-invariant);
 `int8_speedup_vs_fp32` = ours_with_attention / int8_with_attention and `int8_speedup_vs_marian` =
 marian_generate / int8_with_attention (p50s); `int8_same_output` says whether int8 gave the float32
 translation. With torchao installed, `torchao_int8_dynamic_with_attention` (Int8DynamicActivationInt8Weight)
@@ -58,7 +61,7 @@ from transformer.decoding import (  # noqa: E402
 )
 from transformer.hub import PretrainedTransformer  # noqa: E402
 from transformer.model import Transformer, causal_mask, padding_mask  # noqa: E402
-from transformer.quantize import int8_search_model  # noqa: E402
+from transformer.quantize import int8_search_model, quantize_linear_int8_per_batch  # noqa: E402
 from transformer.tokenizer import TextTokenizer, train_tokenizer  # noqa: E402
 from transformer.translator import Translation, Translator, load_pretrained  # noqa: E402
 
@@ -248,7 +251,9 @@ def int8_translators(tr: Translator, torchao: bool) -> dict[str, Translator | st
         return Translator(tr.model, tr.tokenizer, name=tr.name, truecaser=tr.truecaser, search_model=search,
                           precision="int8")
 
-    paths: dict[str, Translator | str] = {"int8": same_weights(int8_search_model(tr.model))}
+    paths: dict[str, Translator | str] = {"int8": same_weights(int8_search_model(tr.model)),
+                                          "int8_per_batch": same_weights(int8_search_model(
+                                              tr.model, quantize=quantize_linear_int8_per_batch))}
     if not torchao:
         return paths
     try:

@@ -3,7 +3,9 @@
 Each request replays what the page does for one Translate press: the undocumented `/translate_view`
 (beam 5; the translation and the page's attention payload in one response); `--api-only` sends the
 API's `/translate` instead.
-Phase 1: --clients concurrent clients x --requests each -> errors, p50/p95 latency, throughput.
+Phase 1: --clients concurrent clients x --requests each -> errors, p50/p95 latency, throughput, and
+`differ_from_lone`: how many answers (translation, n-best table and attention payload, compared whole) differ
+from the answer the same sentence got when it was the only request, just before the burst.
 Phase 2, after a 2 s pause: --sequential requests from one client (one press alone: its p50) -> server
 VmRSS (from /proc/<pid>/status) before/after.
 
@@ -19,6 +21,7 @@ Prints one JSON object.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import ssl
 import statistics
@@ -37,6 +40,10 @@ SENTENCES_EN = [  # my own sentences
     "Two dogs are chasing a red ball across the wet sand.",
     "My grandfather repairs old bicycles in his garage every Sunday.",
     "A woman with a green umbrella waits for the bus in the rain.",
+    "The baby is asleep.",
+    "Our neighbours grow sunflowers that are taller than their garden fence.",
+    "Where is the station?",
+    "After the concert, the musicians packed their instruments and drove back to the city through the night.",
 ]
 PAUSE_S = 2.0  # between the phases
 SENTENCES_TOY = ["q u i c k b r o w n f o x", "h e l l o", "a b c d e f g", "z y x w v u t"]
@@ -65,29 +72,49 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))] if ordered else float("nan")
 
 
-def one_request(client, text: str, api_only: bool) -> None:
+def one_request(client, text: str, api_only: bool) -> str:
+    """One press; its answer as one string (translation, n-best table and, for the page, the attention payload),
+    to compare with the answer the same sentence gets alone."""
     if api_only:
-        translation = client.predict(text, "beam", 5, api_name="/translate")[0]
+        outputs = client.predict(text, "beam", 5, api_name="/translate")
+        answer = outputs[:3]
     else:  # the page's request: translation, notice, n-best, the attention payload and the candidate list
         outputs = client.predict(text, "beam", 5, api_name="/translate_view")
-        translation, payload = outputs[0], outputs[3]
+        payload = outputs[3]
         if not isinstance(payload, dict) or "kinds" not in payload:
             raise ValueError(f"translate_view returned {str(outputs)[:200]}")
-    if not isinstance(translation, str):
-        raise TypeError(f"translation is {type(translation).__name__}")
+        answer = [outputs[0], outputs[2], {k: v for k, v in payload.items() if k != "rev"}]  # rev: a counter
+    if not isinstance(outputs[0], str):
+        raise TypeError(f"translation is {type(outputs[0]).__name__}")
+    return hashlib.sha256(json.dumps(answer, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def concurrent_phase(clients: list, sentences: list[str], n_requests: int, api_only: bool) -> dict:
-    """Every client sends `n_requests` one after another, all clients at once: errors, latency, throughput."""
+def lone_answers(client, sentences: list[str], api_only: bool) -> dict[str, str]:
+    """Each sentence's answer when it is the only request (one after another, the app otherwise idle)."""
+    answers = {}
+    for text in sentences:
+        answers[text] = one_request(client, text, api_only)
+        time.sleep(0.05)  # past the batcher's 10 ms window: decoded alone
+    return answers
+
+
+def concurrent_phase(clients: list, sentences: list[str], n_requests: int, api_only: bool,
+                     lone: dict[str, str]) -> dict:
+    """Every client sends `n_requests` one after another, all clients at once: errors, latency, throughput, and
+    how many answers differ from the answer their sentence gets alone (`lone`)."""
     latencies: list[float] = []
     errors: list[str] = []
+    differ: list[str] = []
 
     def user(i: int) -> None:
         for j in range(n_requests):
             start = time.perf_counter()
+            text = sentences[(i + j) % len(sentences)]
             try:
-                one_request(clients[i], sentences[(i + j) % len(sentences)], api_only)
+                answer = one_request(clients[i], text, api_only)
                 latencies.append(time.perf_counter() - start)
+                if answer != lone[text]:
+                    differ.append(text)
             except Exception as err:  # counted, not raised: the point is how many fail
                 errors.append(f"{type(err).__name__}: {str(err)[:120]}")
 
@@ -98,7 +125,7 @@ def concurrent_phase(clients: list, sentences: list[str], n_requests: int, api_o
     wall = time.perf_counter() - start
     return {
         "clients": len(clients), "requests": len(clients) * n_requests, "errors": len(errors),
-        "error_samples": sorted(set(errors))[:3],
+        "error_samples": sorted(set(errors))[:3], "differ_from_lone": len(differ),
         "p50_s": round(statistics.median(latencies), 3) if latencies else None,
         "p95_s": round(percentile(latencies, 95), 3) if latencies else None,
         "throughput_rps": round(len(latencies) / wall, 2) if wall > 0 else None, "wall_s": round(wall, 1),
@@ -168,7 +195,8 @@ def main() -> None:
         tls = {} if args.tls_context_per_call else {"ssl_verify": shared_tls_context()}
         clients = [Client(server.url, verbose=False, **tls) for _ in range(max(args.clients, 1))]
         one_request(clients[0], sentences[0], args.api_only)  # warm-up
-        report["concurrent"] = concurrent_phase(clients[: args.clients], sentences, args.requests, args.api_only)
+        lone = lone_answers(clients[0], sentences, args.api_only)
+        report["concurrent"] = concurrent_phase(clients[: args.clients], sentences, args.requests, args.api_only, lone)
         report["rss_after_concurrent_mb"] = round(rss_kb(server.pid) / 1024, 1)
         time.sleep(PAUSE_S)  # a press alone, not the tail of the burst (the batcher's burst mode ends after 1 s)
         report["sequential"] = sequential_phase(clients[0], sentences, args.sequential, args.api_only, server.pid)

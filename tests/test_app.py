@@ -144,10 +144,37 @@ def test_registry_loads_once_and_caches(app):
     assert app.REGISTRY.directory(label) is not None
 
 
-@pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", None, float("nan")])
+@pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", float("nan"), [5]])
 def test_check_options_rejects_bad_beam(app, beam):
     with pytest.raises(gr.Error, match="beam_size must be a whole number from 1 to 10"):
         logic.check_options("beam", beam)
+
+
+def test_the_work_of_one_request_is_capped_and_the_notice_says_so(app, monkeypatch):
+    """Source tokens × beam width within logic.MAX_BEAM_TOKENS: a long input at a wide beam is searched at a
+    narrower beam, with a notice; a short one, and greedy, are left as asked. Page and API share the path."""
+    monkeypatch.setattr(logic, "MAX_BEAM_TOKENS", 12)
+    tr, model = app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL
+    long_text = "a b c d e f g h i j k"  # 11 letters + <eos>: 12 tokens, so beam 1 at most
+    result, notice = logic.run_translation(tr, model, long_text, "beam", 5, 0.6)
+    assert result.translation.beam_size == 1 and "beam width was cut from 5 to 1" in notice
+    out = app.PAGE.on_api_translate(long_text, "beam", 4, model, 0.6)
+    assert "cut from 4 to 1" in out[app.PAGE.results.notice]
+    result, notice = logic.run_translation(tr, model, "a b", "beam", 4, 0.6)  # 3 tokens × 4 = 12: as asked
+    assert result.translation.beam_size == 4 and "cut" not in notice
+    result, notice = logic.run_translation(tr, model, long_text, "greedy", 1, 0.6)
+    assert result.translation.beam_size == 1 and "cut" not in notice
+
+
+def test_beam_and_length_penalty_left_out_are_the_models_own(app):
+    """The API's docs call them optional: None is the checkpoint's default, not an error."""
+    assert logic.check_options("beam", None) is None and logic.check_length_penalty(None) is None
+    result, _ = logic.run_translation(app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL, "a b c", "beam", None, None)
+    generation = app.DEFAULT_TRANSLATOR.generation
+    assert (result.translation.beam_size, result.length_penalty) == (generation.num_beams, generation.length_penalty)
+    for bad in (-0.5, float("inf"), "0.6", 1e9):
+        with pytest.raises(gr.Error, match="length_penalty must be a number from 0 to 10"):
+            logic.check_length_penalty(bad)
 
 
 def test_check_options_accepts_and_rejects_methods(app):
@@ -396,11 +423,26 @@ def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(a
     notice = values(app, app.PAGE.on_model_change(app.DEFAULT_MODEL), "results.notice")[0]
     assert "Decoding: int8" in notice and "TRANSFORMER_PRECISION=fp32" in notice
     assert "int8" in app.EXPLORER.serving_note()
+    assert "chosen for this CPU" in notice  # the serving path, and why
     for value, expected in (("fp32", "fp32"), (" FP32 ", "fp32"), ("int8", "int8"), ("", "int8"), ("int4", "int8")):
         monkeypatch.setenv("TRANSFORMER_PRECISION", value)
         assert callbacks.precision_from_env() == expected
+        why = callbacks.serving_choice()[1]
+        overridden = value.strip().lower() in ("fp32", "int8")
+        assert why == "set by TRANSFORMER_PRECISION" if overridden else why.startswith("chosen for this CPU")
     fp32 = logic.ModelRegistry(Path(app.REGISTRY.checkpoint_dir), app.REGISTRY.override, "fp32")
     assert fp32.get(app.DEFAULT_MODEL).precision == "fp32" and callbacks.precision_note("fp32") == "Decoding: fp32."
+
+
+@pytest.mark.parametrize("flags,int8,expected", [
+    ({"avx2", "fma", "avx512_vnni"}, True, "int8"), ({"asimd", "asimddp"}, True, "int8"),
+    ({"sse2", "sse4_2"}, True, "fp32"), ({"avx2"}, False, "fp32"), (set(), True, "int8"),
+])
+def test_the_serving_path_is_chosen_per_cpu(flags, int8, expected):
+    from transformer.quantize import serving_precision
+
+    precision, why = serving_precision(flags, int8)
+    assert precision == expected and why
 
 
 def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):
@@ -599,6 +641,23 @@ def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmas
     if len(ablated.translation.candidates) > 1:
         shown = app.PAGE.on_candidate(ablated, 1)
         assert not decode_attention(shown[app.PAGE.attention.view]).cross.any()
+
+
+def test_heads_off_and_norm_passes_run_on_the_batchers_thread(app, monkeypatch):
+    """All model work goes through the Batcher: a heads-off translation and a norm pass never run on the
+    handler's thread, beside another pass on the same cores."""
+    import threading
+
+    result = app.PAGE.on_translate("x y z", "beam", 2, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    tr, seen = app.DEFAULT_TRANSLATOR, []
+    for name in ("translate", "attention_for"):
+        def spy(*args, real=getattr(tr, name), name=name, **kwargs):
+            seen.append((name, threading.current_thread().name))
+            return real(*args, **kwargs)
+        monkeypatch.setattr(tr, name, spy)
+    app.PAGE.on_rerun(result, Event(off=[["decoder", 0, 1]], measure="norm"))
+    assert {name for name, _ in seen} == {"translate", "attention_for"}
+    assert {thread for _, thread in seen} == {app.EXPLORER.batcher._thread.name}
 
 
 @pytest.mark.parametrize("off", [[["cross", 99, 0]], [["kernel", 0, 0]], "all", [["cross", 0]], [[None, 0, 0]]])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from transformer.quantize import FusedQKVAttention, RowBlockLinear, RowInt8Linear
 from transformer.translator import load_pretrained
 
 FLAGSHIP = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
@@ -161,12 +162,15 @@ def tr8():
 
 
 def test_int8_searches_with_int8_decoder_weights_and_draws_float32_attention(tr, tr8):
-    assert (tr.precision, tr8.precision) == ("fp32", "int8") and tr.search_model is tr.model
-    quantized = torch.ao.nn.quantized.dynamic.Linear
-    assert sum(isinstance(m, quantized) for m in tr8.search_model.modules()) == \
-        sum(isinstance(m, torch.nn.Linear) for m in tr.model.decoder.modules()) + 1  # + the output projection
+    assert (tr.precision, tr8.precision) == ("fp32", "int8")
+    linears = sum(isinstance(m, torch.nn.Linear) for m in tr.model.decoder.modules()) + 1  # + the output projection
+    fused = [m for m in tr8.search_model.decoder.modules() if isinstance(m, FusedQKVAttention)]
+    assert len(fused) == tr.model.config.n_decoder_layers  # self-attention's q, k, v: one int8 product
+    assert sum(isinstance(m, RowInt8Linear) for m in tr8.search_model.modules()) == linears + len(fused)
+    assert sum(isinstance(m, RowBlockLinear) for m in tr.search_model.modules()) == linears  # float32, shared
+    assert tr.search_model.generator.weight is tr.model.generator.weight
     assert tr8.search_model.encoder is tr8.model.encoder  # shared, float32
-    assert not any(isinstance(m, quantized) for m in tr8.model.modules())
+    assert not any(isinstance(m, RowInt8Linear) for m in tr8.model.modules())
     for sentence in SENTENCES:
         r8 = tr8.translate(sentence, method="beam", beam_size=4)
         assert r8.text == tr.translate(sentence, method="beam", beam_size=4).text

@@ -136,6 +136,31 @@ def encode_source(model: Transformer, src: Tensor, return_attention: bool | str 
     return EncodedSource(memory, src_mask, weights)
 
 
+# The padded source lengths a search runs at. A sentence is searched at the smallest that holds it, so the
+# shapes its cross-attention sees depend on its own length alone, never on the longest sentence beside it
+# (float32 sums over a padded row are rounded differently at another length). Sentences of one bucket
+# share a search; a mixed batch runs one search per bucket.
+SOURCE_BUCKETS = (16, 32, 48, 64, 96, 128, 192, 256)
+
+
+def source_bucket(length: int) -> int:
+    """The padded length a source of `length` tokens (<eos> included) is searched at (`SOURCE_BUCKETS`)."""
+    return next((b for b in SOURCE_BUCKETS if length <= b), length)
+
+
+def stack_encoded(parts: list[EncodedSource], src_ids: list[list[int]], pad_id: int, length: int
+                  ) -> tuple[Tensor, EncodedSource]:
+    """Encoder passes of single sentences (memory (1, S_i, d_model) each), padded with zeros to `length` and
+    stacked: padded ids (B, length) and their `EncodedSource` (memory (B, length, d_model), mask
+    (B, 1, 1, length)). The mask is always given, even where nothing is padded, so that every batch takes the
+    same attention path."""
+    memory = parts[0].memory.new_zeros(len(parts), length, parts[0].memory.size(-1))
+    for b, part in enumerate(parts):
+        memory[b, : part.memory.size(1)] = part.memory[0]
+    src = pad_sequences([list(ids) + [pad_id] * (length - len(ids)) for ids in src_ids], pad_id).to(memory.device)
+    return src, EncodedSource(memory, padding_mask(src, pad_id), [])
+
+
 @overload
 def greedy_decode(
     model: Transformer, src: Tensor, max_len: MaxLen = ..., encoded: EncodedSource | None = ...,

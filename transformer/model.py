@@ -172,6 +172,12 @@ class MultiHeadAttention(nn.Module):
     def project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
         return self.split_heads(self.k_proj(x)), self.split_heads(self.v_proj(x))
 
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention's queries, keys and values of x (B, T, d_model), each (B, H, T, d_k). A search model
+        may compute the three in one product (`quantize.FusedQKVAttention`)."""
+        k, v = self.project_kv(x)
+        return self.project_q(x), k, v
+
     def value_norms(self, v: Tensor) -> Tensor:
         """‖f_h(x_j)‖ of Kobayashi et al. (2020): v (B, H, T_k, d_k) -> (B, H, T_k), the norm of what key j
         adds to the output through head h (its value times head h's columns of `out_proj`, bias aside)."""
@@ -272,11 +278,10 @@ class DecoderLayer(nn.Module):
 
     def _self_block(self, x: Tensor, mask: Tensor | None, cache: LayerKVCache | None, need_weights: bool | str,
                     head_mask: Tensor | None):
-        x = cast_once(x)
-        k, v = self.self_attn.project_kv(x)
+        q, k, v = self.self_attn.project_qkv(cast_once(x))
         if cache is not None:
             k, v = cache.append_self(k, v)
-        a, w = self.self_attn.attend(self.self_attn.project_q(x), k, v, mask, need_weights, head_mask)
+        a, w = self.self_attn.attend(q, k, v, mask, need_weights, head_mask)
         return self.dropout(a), w
 
     def _cross_block(self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: LayerKVCache | None,

@@ -1,34 +1,49 @@
-"""Int8 decoding on CPU: the search runs a copy of the model whose decoder and output projection have
-int8 weights; everything else stays float32.
+"""The weights the search runs, chosen per CPU, and batch-invariant: a sentence's search computes the
+same bits whatever else is decoded beside it.
 
     from transformer import load_pretrained
     tr = load_pretrained("checkpoints/en-de", quantize="int8")   # tr.precision == "int8"
+    serving_precision()                                          # ("int8", "why, on this CPU")
 
-At beam 5 a decoding step reads every decoder and output weight for a handful of rows, so it is
-bound by memory traffic: int8 weights (a quarter of the bytes) make the search about twice as fast.
-How (`int8_search_model`): PyTorch's dynamic quantisation (`torch.ao.quantization.quantize_dynamic`,
-per-channel int8 weights, activations quantised per call) of every `nn.Linear` of the decoder and of
-the output projection. torchao is the successor of `torch.ao.quantization`, but its CPU int8 paths
-were slower than float32 for this model (bench/decode_latency.py measures both; README, Speed).
+At beam 5 a decoding step reads every decoder and output weight for a handful of rows, so it is bound by
+memory traffic: int8 weights (a quarter of the bytes) make the search faster. What stays float32, and
+why: the encoder and the embeddings (shared with the float32 model, not copied; the encoder runs once per
+sentence) and the attention capture. Attention maps computed through int8 weights drift from the float32
+ones by up to ~0.1 (max abs, 50 val sentences), more than the 0.02 the app allows, so `Translator` draws
+every map (and the step probabilities) with one teacher-forced float32 pass over the hypothesis the int8
+search found: the maps are exactly the float32 model's maps of that output.
 
-What stays float32, and why: the encoder and the embeddings (shared with the float32 model, not
-copied; the encoder runs once per sentence) and the attention capture. Attention maps computed through
-int8 weights drift from the float32 ones by up to ~0.1 (max abs, 50 val sentences), more than the 0.02
-the app allows, so `Translator` draws every map (and the step probabilities) with one teacher-forced
-float32 pass over the hypothesis the int8 search found: the maps are exactly the float32 model's maps
-of that output.
+Batch invariance. PyTorch's dynamic quantisation (`quantize_dynamic`) quantises a call's activations with
+one scale for the whole batch, so a sentence's translation depended on the other sentences of its batch.
+`RowInt8Linear` quantises each row with its own scale (7 bits, [-63, 63] times max|row| / 63) and
+multiplies in int8 with int32 accumulation, which is exact: the integer sums do not depend on how a kernel
+blocks the rows, and the float scaling after it is elementwise. It runs on torch's own quantised kernels
+(fbgemm/oneDNN, `quantized.linear_dynamic`), which choose their activation scale from the batch's min and
+max: an extra row holding -64 and 63 fixes that scale at exactly 1, so the integers pass through unchanged.
+Float32 matrix products are not batch-invariant on CPU (MKL picks other kernels for other row counts, e.g.
+a gemv for one row, and splits long reductions over threads differently): `RowBlockLinear` (the float32
+search) multiplies in blocks of `ROW_BLOCK` rows, one call per block, so every row sees the same call shape
+whatever the batch; the tests check on each machine that this holds.
 """
 from __future__ import annotations
 
+import copy
+import logging
 import warnings
+from pathlib import Path
 
 import torch
-from torch import nn
+import torch.nn.functional as F
+from torch import Tensor, nn
 
-from .model import Transformer
+from .model import DecoderLayer, MultiHeadAttention, Transformer
+
+log = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "int8")
 ENGINES = ("x86", "fbgemm", "onednn", "qnnpack")  # torch's quantised CPU kernels, one of them is enough
+ROW_BLOCK = 16  # rows per float32 matrix product in the search: one call shape, whatever the batch
+_ACTIVATION_LEVELS = 63  # a row is quantised to [-63, 63]: 7 bits, as fbgemm's reduce_range expects
 
 
 def int8_available() -> bool:
@@ -36,9 +51,134 @@ def int8_available() -> bool:
     return any(engine in torch.backends.quantized.supported_engines for engine in ENGINES)
 
 
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (/proc/cpuinfo; empty where it cannot be read)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def serving_precision(flags: set[str] | None = None, int8: bool | None = None) -> tuple[str, str]:
+    """(precision, why): the search weights for this CPU. int8 wherever torch has quantised kernels and the
+    CPU has integer dot products (x86 AVX2 / AVX-512 VNNI / AMX, ARM NEON); float32 otherwise. bf16 is not
+    offered: a bf16 matmul ran at about half float32 speed on a Xeon whose VM hides AMX (docs/model.md)."""
+    flags = cpu_flags() if flags is None else flags
+    int8 = int8_available() if int8 is None else int8
+    if not int8:
+        return "fp32", "this torch build has no quantised CPU kernels"
+    units = [f for f in ("amx_int8", "avx512_vnni", "avx_vnni", "avx2", "asimddp", "asimd") if f in flags]
+    if not units and flags:
+        return "fp32", "this CPU has no integer dot-product units (no AVX2, VNNI or NEON)"
+    return "int8", f"int8 kernels on {'/'.join(units) or 'this CPU'}"
+
+
+class RowInt8Linear(nn.Module):
+    """`nn.Linear` with int8 weights (one scale per output channel) and int8 activations (one scale per
+    row), int32 accumulation: each output row depends on its input row alone, bit for bit (module doc)."""
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        weight = linear.weight.detach().float()  # (N, K)
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        scales = (weight.abs().amax(1) / 127).clamp_min(1e-12)  # (N,)
+        zero = torch.zeros(self.out_features, dtype=torch.long)
+        with warnings.catch_warnings():  # quantized tensors announce their deprecation on every call
+            warnings.simplefilter("ignore")
+            qweight = torch.quantize_per_channel(weight, scales.double(), zero, 0, torch.qint8)
+            self._packed = torch.ops.quantized.linear_prepack(qweight, None)
+        bias = linear.bias.detach().float().clone() if linear.bias is not None else None
+        self.register_buffer("bias", bias)
+        scale_row = torch.zeros(1, self.in_features)
+        scale_row[0, :2] = torch.tensor([-1.0 - _ACTIVATION_LEVELS, float(_ACTIVATION_LEVELS)])
+        self.register_buffer("_scale_row", scale_row)  # fixes the kernel's activation scale at exactly 1
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (..., K) float32 -> (..., N) float32."""
+        rows = x.reshape(-1, self.in_features)  # (M, K)
+        m = rows.size(0)
+        scale = rows.abs().amax(1, keepdim=True).clamp_min_(1e-30).div_(_ACTIVATION_LEVELS)  # (M, 1)
+        q = torch.empty(m + 1, self.in_features)
+        torch.div(rows, scale, out=q[:m]).round_()  # integers in [-63, 63]
+        q[m:] = self._scale_row
+        out = torch.ops.quantized.linear_dynamic(q, self._packed, True)[:m]  # (M, N): w_scale * exact int sum
+        out = out.mul_(scale) if self.bias is None else torch.addcmul(self.bias, out, scale)
+        return out.view(*x.shape[:-1], self.out_features)
+
+
+class RowBlockLinear(nn.Module):
+    """`nn.Linear` (sharing its parameters) computed `ROW_BLOCK` rows per call, the last block padded with
+    zeros: every row goes through the same float32 call shape, whatever the batch (module doc)."""
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        self.weight, self.bias = linear.weight, linear.bias
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (..., K) -> (..., N)."""
+        return row_block_linear(x, self.weight, self.bias)
+
+
+def row_block_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """`F.linear(x, weight, bias)` in blocks of `ROW_BLOCK` rows: x (..., K) -> (..., N)."""
+    rows = x.reshape(-1, x.size(-1))
+    m = rows.size(0)
+    if m % ROW_BLOCK:
+        rows = torch.cat([rows, rows.new_zeros(ROW_BLOCK - m % ROW_BLOCK, rows.size(1))])
+    out = torch.cat([F.linear(block, weight, bias) for block in rows.split(ROW_BLOCK)])[:m]
+    return out.view(*x.shape[:-1], weight.size(0))
+
+
+def replace_linears(modules: nn.Module, make) -> nn.Module:
+    """A copy of `modules` with every `nn.Linear` replaced by `make(that linear)` (the original's, so a
+    wrapper can share its parameters); `modules` itself is left as it is."""
+    out = copy.deepcopy(modules, memo={id(p): p for p in modules.parameters()})  # parameters shared, not copied
+    for name, module in modules.named_modules():
+        if isinstance(module, nn.Linear):
+            parent_name, _, child = name.rpartition(".")
+            setattr(out.get_submodule(parent_name) if parent_name else out, child, make(module))
+    return out
+
+
+class FusedQKVAttention(MultiHeadAttention):
+    """A decoder self-attention whose queries, keys and values come from one int8 product (`qkv`, the three
+    weights stacked): one activation quantisation and one kernel call instead of three per step."""
+
+    qkv: RowInt8Linear
+
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """x (B, T, d_model) -> q, k, v, each (B, H, T, d_k)."""
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.split_heads(q), self.split_heads(k), self.split_heads(v)
+
+
+def fuse_self_attention(attention: MultiHeadAttention, source: MultiHeadAttention) -> None:
+    """Turn `attention` (a search copy) into a `FusedQKVAttention` over `source`'s float32 projections, in place."""
+    stacked = nn.Linear(source.q_proj.in_features, 3 * source.q_proj.out_features)
+    with torch.no_grad():
+        stacked.weight.copy_(torch.cat([source.q_proj.weight, source.k_proj.weight, source.v_proj.weight]))
+        stacked.bias.copy_(torch.cat([source.q_proj.bias, source.k_proj.bias, source.v_proj.bias]))
+    attention.qkv = RowInt8Linear(stacked)
+    attention.__class__ = FusedQKVAttention
+
+
 def quantize_linear_int8(modules: nn.Module) -> nn.Module:
-    """A copy of `modules` with every `nn.Linear` replaced by a dynamically quantised int8 one
-    (per-output-channel weight scales); `modules` itself is left as it is."""
+    """A copy of `modules` with every `nn.Linear` a `RowInt8Linear`, and each decoder self-attention's three
+    projections one (`FusedQKVAttention`); `modules` itself is left as it is."""
+    out = replace_linears(modules, RowInt8Linear)
+    originals = [m for m in modules.modules() if isinstance(m, DecoderLayer)]
+    for original, layer in zip(originals, [m for m in out.modules() if isinstance(m, DecoderLayer)]):
+        fuse_self_attention(layer.self_attn, original.self_attn)
+    return out
+
+
+def quantize_linear_int8_per_batch(modules: nn.Module) -> nn.Module:
+    """torch.ao's dynamic quantisation (one activation scale per call: not batch-invariant). What the app
+    served before `RowInt8Linear`; bench/decode_latency.py times it beside."""
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
     with warnings.catch_warnings():  # torch.ao.quantization announces its move to torchao on every call
@@ -46,20 +186,35 @@ def quantize_linear_int8(modules: nn.Module) -> nn.Module:
         return quantize_dynamic(modules, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=False)
 
 
-def int8_search_model(model: Transformer, quantize=quantize_linear_int8) -> Transformer:
-    """The model the search runs in int8 mode: `model`'s encoder, embeddings and positions (shared, float32)
-    with a copy of its decoder and output projection passed through `quantize` (default
-    `quantize_linear_int8`; bench/decode_latency.py also passes torchao's). Eval mode, CPU only."""
-    if next(model.parameters()).device.type != "cpu":
-        raise ValueError("int8 decoding runs on the CPU; load the model with device='cpu'")
-    if not int8_available():
-        engines = torch.backends.quantized.supported_engines
-        raise RuntimeError(f"this torch build has no quantised CPU engine (it has {engines})")
-    search = Transformer.__new__(Transformer)  # no fresh weights: every part is either shared or quantised
+def row_block_float32(modules: nn.Module) -> nn.Module:
+    """A copy of `modules` with every `nn.Linear` a `RowBlockLinear` over the same parameters."""
+    return replace_linears(modules, RowBlockLinear)
+
+
+def search_model(model: Transformer, precision: str = "fp32", quantize=None) -> Transformer:
+    """The model the search runs: `model`'s encoder, embeddings and positions (shared, float32) with a copy
+    of its decoder and output projection whose linears are batch-invariant: `RowInt8Linear` for "int8",
+    `RowBlockLinear` for "fp32" (`quantize`, a function of a module, replaces either; the benches pass
+    torch.ao's or torchao's). Eval mode."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "int8":
+        if next(model.parameters()).device.type != "cpu":
+            raise ValueError("int8 decoding runs on the CPU; load the model with device='cpu'")
+        if not int8_available():
+            engines = torch.backends.quantized.supported_engines
+            raise RuntimeError(f"this torch build has no quantised CPU engine (it has {engines})")
+    quantize = quantize or (quantize_linear_int8 if precision == "int8" else row_block_float32)
+    search = Transformer.__new__(Transformer)  # no fresh weights: every part is either shared or replaced
     nn.Module.__init__(search)
     search.config = model.config
     for name in ("src_embed", "tgt_embed", "positional", "embed_dropout", "encoder"):
         setattr(search, name, getattr(model, name))
-    quantized = quantize(nn.ModuleDict({"decoder": model.decoder, "generator": model.generator}))
-    search.decoder, search.generator = quantized["decoder"], quantized["generator"]
+    replaced = quantize(nn.ModuleDict({"decoder": model.decoder, "generator": model.generator}))
+    search.decoder, search.generator = replaced["decoder"], replaced["generator"]
     return search.eval()
+
+
+def int8_search_model(model: Transformer, quantize=quantize_linear_int8) -> Transformer:
+    """`search_model(model, "int8", quantize)`."""
+    return search_model(model, "int8", quantize)

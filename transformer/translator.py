@@ -41,8 +41,9 @@ from .decoding import (
     beam_search,
     encode_source,
     greedy_decode,
+    source_bucket,
+    stack_encoded,
     strip_specials,
-    translate_ids,
 )
 from .casing import Truecaser, case_form, prepare_source
 from .config import GenerationConfig
@@ -50,7 +51,8 @@ from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
 from .inside_head import HeadRow, head_row
 from .model import HeadMask, Transformer, causal_mask, pad_sequences
 from .placeholders import encode_marked, entity_spans, find_entities, mark_entities, placeholder_text, splice
-from .quantize import PRECISIONS, int8_search_model
+from .quantize import PRECISIONS
+from .quantize import search_model as build_search_model
 from .search_trace import SearchTrace
 from .tokenizer import TextTokenizer
 
@@ -204,9 +206,9 @@ class Translator:
         self.copied_words: set[str] = getattr(model, "copied_words", set())  # names placeholders stand for
         self.name = name
         self.device = next(model.parameters()).device
-        # what greedy and beam search run (an int8 copy of the decoder: `quantize.int8_search_model`);
-        # the encoder pass and the attention capture always use `model`
-        self.search_model = (search_model if search_model is not None else self.model).eval()
+        # what greedy and beam search run: the decoder with batch-invariant linears (`quantize.search_model`:
+        # int8 rows, or float32 in fixed row blocks); the encoder pass and the attention capture use `model`
+        self.search_model = (search_model if search_model is not None else build_search_model(self.model)).eval()
         self.precision = precision  # "fp32" or "int8": which weights the search uses
         # beam width and length penalty when a call gives none: the checkpoint's generation_config.json
         self.generation: GenerationConfig = getattr(model, "generation", None) or GenerationConfig()
@@ -226,6 +228,11 @@ class Translator:
             raise ValueError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
             raise ValueError("text is empty: type a sentence to translate")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:  # a lone surrogate: no character, and the tokenizer cannot take it
+            raise ValueError(f"text holds U+{ord(text[err.start]):04X} at position {err.start}, half of a character "
+                             "pair on its own (a lone surrogate): paste the text again") from None
         text = unicodedata.normalize("NFC", text)  # "Zoë" pasted decomposed (NFD) is the same name
         prepared = self.prepare(text)
         encoding = self.tokenizer.encodings([prepared])[0]
@@ -289,46 +296,74 @@ class Translator:
         record_search: bool = False,
         head_mask: HeadMask | dict | None = None,
     ) -> list[Translation]:
-        """Several prepared sources (`source`) with the same options, decoded as one padded batch: one
-        encoder pass, one search, one attention pass. Each result is what `translate` gives that source
-        alone (the same n-best; scores and attention equal up to float rounding, padding never in a map).
+        """Several prepared sources (`source`) with the same options, searched together. Each result is bit
+        for bit what `translate` gives that source alone, whatever the other sources are and in any order:
+        the n-best, the scores, the steps and every attention map. How: each sentence's encoder pass and
+        attention capture run alone (float32, unpadded); the search, where batching pays, runs the sentences
+        of one `SOURCE_BUCKETS` length together with batch-invariant weights (`quantize.search_model`).
         `head_mask` (as in `translate`) is shared by every source; None options as in `translate`."""
         beam_size, length_penalty = self.generation.resolve(beam_size, length_penalty)
         check_options(method, beam_size, length_penalty, max_len)
         mask = as_head_mask(head_mask, self.model.config, self.device)
         if not sources:
             return []
-        src = pad_sequences([s.ids for s in sources], self.model.config.pad_id).to(self.device)
         if max_len is not None:
             max_len = min(max_len, self.model.config.max_len)
-        encoded = encode_source(self.model, src, return_attention, mask)
-        if method == "greedy":
-            beam_size = 1
-            out = greedy_decode(self.search_model, src, max_len, encoded, length_penalty, record_search=record_search,
-                                head_mask=mask)
-            hyps, traces = (out.hypotheses, out.traces) if record_search else (out, [])
-            nbests = [[h] for h in hyps]
-        else:
-            out = beam_search(self.search_model, src, beam_size, length_penalty, max_len, encoded=encoded,
-                              record_search=record_search, head_mask=mask)
-            nbests, traces = (out.hypotheses, out.traces) if record_search else (out, [])
+        encoded = [self._encode(s.ids, return_attention, mask) for s in sources]
+        nbests, traces = self._search([s.ids for s in sources], encoded, method, beam_size, length_penalty,
+                                      max_len, record_search, mask)
         results = []
-        for i, (source, hyps) in enumerate(zip(sources, nbests)):
+        for source, hyps, trace in zip(sources, nbests, traces):
             candidates = [self._candidate(h, source) for h in hyps]
             best = candidates[0]
             results.append(Translation(
                 text=best.text, src_tokens=self.tokenizer.ids_to_tokens(source.ids), tgt_tokens=best.tokens,
                 score=best.score, log_prob=best.log_prob, truncated=source.truncated, candidates=candidates,
-                method=method, beam_size=beam_size, src_ids=source.ids, model_input=source.text, head_mask=mask,
-                entities=source.entities, as_text=source.as_text,
-                search=traces[i].name_tokens(self.tokenizer.ids_to_tokens) if traces else None,
+                method=method, beam_size=1 if method == "greedy" else beam_size, src_ids=source.ids,
+                model_input=source.text, head_mask=mask, entities=source.entities, as_text=source.as_text,
+                search=trace.name_tokens(self.tokenizer.ids_to_tokens) if trace is not None else None,
             ))
         if return_attention:
-            attentions = self._capture([r.src_ids for r in results], [r.candidates[0].ids for r in results],
-                                       top_k, encoded, mask)
-            for result, attention in zip(results, attentions):
-                result.attention = attention
+            for result, enc in zip(results, encoded):  # alone: the float32 model's maps of this output
+                result.attention = self._capture([result.src_ids], [result.candidates[0].ids], top_k, enc, mask)[0]
         return results
+
+    def _encode(self, src_ids: list[int], return_attention: bool, head_mask: HeadMask | None) -> EncodedSource:
+        """One sentence's float32 encoder pass (src (1, S), no padding, so no mask): the same bits in any batch.
+        Always the attention path that computes the weights, kept or not: the fused path (SDPA) rounds
+        differently, and a text-only request must find the translation the page shows."""
+        encoded = encode_source(self.model, torch.tensor([src_ids], device=self.device), True, head_mask)
+        if not return_attention:
+            encoded.attention = []
+        return encoded
+
+    def _search(self, src_ids: list[list[int]], encoded: list[EncodedSource], method: str, beam_size: int,
+                length_penalty: float, max_len: int | None, record_search: bool, head_mask: HeadMask | None
+                ) -> tuple[list[list[Hypothesis]], list[SearchTrace | None]]:
+        """Per sentence, its n-best (one hypothesis for greedy) and its search trace (None unless recorded).
+        Sentences of one source bucket (`source_bucket`) are searched as one batch over their encoder passes
+        `encoded`, padded to the bucket; every row of the search model is computed on its own row alone."""
+        groups: dict[int, list[int]] = {}
+        for i, ids in enumerate(src_ids):
+            groups.setdefault(source_bucket(len(ids)), []).append(i)
+        nbests: list[list[Hypothesis]] = [[] for _ in src_ids]
+        traces: list[SearchTrace | None] = [None] * len(src_ids)
+        for length, members in groups.items():
+            src, enc = stack_encoded([encoded[i] for i in members], [src_ids[i] for i in members],
+                                     self.model.config.pad_id, length)
+            if method == "greedy":
+                out = greedy_decode(self.search_model, src, max_len, enc, length_penalty,
+                                    record_search=record_search, head_mask=head_mask)
+                hyps = out.hypotheses if record_search else out
+                found = [[h] for h in hyps]
+            else:
+                out = beam_search(self.search_model, src, beam_size, length_penalty, max_len, encoded=enc,
+                                  record_search=record_search, head_mask=head_mask)
+                found = out.hypotheses if record_search else out
+            for k, i in enumerate(members):
+                nbests[i] = found[k]
+                traces[i] = out.traces[k] if record_search else None
+        return nbests, traces
 
     @torch.inference_mode()
     def attention_for(self, result: Translation, candidate: int = 0, top_k: int = 5,
@@ -409,12 +444,15 @@ class Translator:
         check_options(method, beam_size, length_penalty, None)
         mask = as_head_mask(head_mask, self.model.config, self.device)
         sources = [self._source_or_none(t) for t in texts]
-        keep = [i for i, s in enumerate(sources) if s is not None]
-        outputs = translate_ids(self.search_model, [sources[i].ids[:-1] for i in keep], method, beam_size,
-                                length_penalty, batch_size, head_mask=mask)
+        order = sorted((i for i, s in enumerate(sources) if s is not None), key=lambda i: len(sources[i].ids))
         texts_out = [""] * len(texts)
-        for i, ids in zip(keep, outputs):
-            texts_out[i] = self.tokenizer.decode(ids, sources[i].entities)
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
+            encoded = [self._encode(sources[i].ids, False, mask) for i in idx]
+            nbests, _ = self._search([sources[i].ids for i in idx], encoded, method, beam_size, length_penalty,
+                                     None, False, mask)
+            for i, hyps in zip(idx, nbests):
+                texts_out[i] = self._candidate(hyps[0], sources[i]).text
         return texts_out
 
     def inside_head(self, result: Translation, kind: str, layer: int, head: int, query: int,
@@ -512,5 +550,5 @@ def load_pretrained(name_or_path: str | os.PathLike, device: str = "cpu", quanti
     model = load_checkpoint(directory, device=device)
     if quantize == "int8":
         return Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser,
-                          search_model=int8_search_model(model), precision="int8")
+                          search_model=build_search_model(model, "int8"), precision="int8")
     return Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser)

@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 import torch
 
 from transformer.batching import Batcher
-from transformer.quantize import PRECISIONS, int8_available
+from transformer.quantize import PRECISIONS, int8_available, serving_precision
 from transformer.translator import Translator
 
 from .logic import (
@@ -47,32 +47,47 @@ def torch_threads() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
 
 
+MAX_VIEW_CHARS = 10_000  # the page's view state is a few hundred characters; more is not the page's
 REQUEST_TIMEOUT_S = 60.0  # a Translate press that waits longer for the batcher is told the app is busy
 
 
 def precision_from_env() -> str:
-    """`TRANSFORMER_PRECISION` (int8 or fp32); by default int8 where this torch has quantised CPU kernels."""
+    """The search weights the app loads its models in (`serving_choice`)."""
+    return serving_choice()[0]
+
+
+def serving_choice() -> tuple[str, str]:
+    """(precision, why): `TRANSFORMER_PRECISION` (int8 or fp32) where set to one this torch can run; otherwise
+    the path chosen for this CPU (`quantize.serving_precision`: int8 where torch has quantised kernels and
+    the CPU integer dot products)."""
     value = os.environ.get(ENV_PRECISION, "").strip().lower()
-    default = "int8" if int8_available() else "fp32"
+    chosen, why = serving_precision()
     if value and value not in PRECISIONS:
-        log.warning("%s=%r is not one of %s: using %s", ENV_PRECISION, value, PRECISIONS, default)
-    if value == "int8" and not int8_available():
+        log.warning("%s=%r is not one of %s: using %s", ENV_PRECISION, value, PRECISIONS, chosen)
+    elif value == "int8" and not int8_available():
         log.warning("%s=int8, but this torch build has no quantised CPU kernels: using fp32", ENV_PRECISION)
-    return value if value in PRECISIONS and (value != "int8" or int8_available()) else default
+        return "fp32", "this torch build has no quantised CPU kernels"
+    elif value:
+        return value, f"set by {ENV_PRECISION}"
+    return chosen, f"chosen for this CPU: {why}"
 
 
-def precision_note(precision: str) -> str:
-    """What the notes say about the weights that decode (in the model notice)."""
+def precision_note(precision: str, why: str = "") -> str:
+    """What the notes say about the weights that decode (in the model notice), and why those."""
+    reason = f"{why}; " if why else ""
     if precision == "int8":
-        return f"Decoding: int8 (attention drawn in float32; {ENV_PRECISION}=fp32 decodes in float32)."
-    return "Decoding: fp32."
+        return (f"Decoding: int8 ({reason}attention drawn in float32; {ENV_PRECISION}=fp32 decodes in "
+                "float32).")
+    return f"Decoding: fp32{f' ({why})' if why else ''}."
 
 
 def view_data(view_json: str | None) -> dict[str, Any]:
     """The page's view state (kind, layer, head, rows) sent as JSON by the browser; {} when unreadable."""
+    if view_json is not None and not isinstance(view_json, str) or len(view_json or "") > MAX_VIEW_CHARS:
+        return {}
     try:
         data = json.loads(view_json or "{}")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -123,6 +138,7 @@ class Explorer:
                  batcher: Batcher | None = None):
         self.registry, self.export_dir = registry, Path(export_dir)
         self.batcher = batcher or Batcher()
+        self.serving_why = ""  # why the registry's precision serves (`serving_choice`; set by `start`)
         self._heads: dict[str | None, dict[str, Any] | None] = {}
         self._head_figures: dict[str | None, tuple[go.Figure, pd.DataFrame]] = {}
         self.default_model = registry.default()
@@ -147,8 +163,12 @@ class Explorer:
         for stale in remove_stale_export_dirs(export_dir.parent, os.getpid()):
             log.info("removed %s, left by an app that is no longer running", stale)
         atexit.register(shutil.rmtree, export_dir, ignore_errors=True)  # this app's exports go with it
-        registry = ModelRegistry(checkpoint_dir, override, precision_from_env())
-        return cls(registry, export_dir, strict=bool(override))
+        precision, why = serving_choice()
+        log.info("serving path: %s search weights (%s); %s=int8|fp32 overrides", precision, why, ENV_PRECISION)
+        registry = ModelRegistry(checkpoint_dir, override, precision)
+        explorer = cls(registry, export_dir, strict=bool(override))
+        explorer.serving_why = why
+        return explorer
 
     @property
     def default_length_penalty(self) -> float:
@@ -160,9 +180,16 @@ class Explorer:
         """The notes at start-up: which model serves, and in which precision."""
         if self.startup_error or self.default_translator is None:
             return self.startup_error
-        return f"Model {self.default_model}. {precision_note(self.default_translator.precision)}"
+        return f"Model {self.default_model}. {self.precision_note(self.default_translator)}"
+
+    def precision_note(self, tr: Translator) -> str:
+        """`precision_note` for a loaded model, with why its precision serves."""
+        return precision_note(tr.precision, self.serving_why if tr.precision == self.registry.precision else "")
 
     def translator(self, label: str | None) -> Translator:
+        if label is not None and not isinstance(label, str):
+            raise user_error(f"model must be one of {self.registry.labels()}, got a {type(label).__name__}",
+                             "Model unavailable")
         try:
             return self.registry.get(label)
         except Exception as err:
@@ -201,10 +228,13 @@ class Explorer:
         if result is None:
             return None
         data, tr = event_data(evt), self.translator(result.model)
-        try:
+
+        def model_work() -> Result:  # on the batcher's thread, between batches: never two passes at once
             out = ablate(tr, result, data.get("off", []))
-            if data.get("measure") == "norm":
-                with_norms(tr, out)
+            return with_norms(tr, out) if data.get("measure") == "norm" else out
+
+        try:
+            out = self.batcher.call(model_work, timeout_s=REQUEST_TIMEOUT_S)
         except ValueError as err:
             raise user_error(str(err), "Cannot switch those heads off") from None
         return out
@@ -232,7 +262,7 @@ class Explorer:
         tr = self.translator(label)
         info = self.model_info(label, tr)
         expects = "toy task: type space-separated letters" if is_toy(tr) else "English"
-        info.notice = f"Model {label} is ready ({expects}). {precision_note(tr.precision)}"
+        info.notice = f"Model {label} is ready ({expects}). {self.precision_note(tr)}"
         progress = training_progress(self.registry.directory(label))
         if progress:
             info.notice += (f" It is still in training (step {progress[0]} of {progress[1]}): expect rough "

@@ -186,16 +186,61 @@ def user_error(message: str, title: str = "Error") -> gr.Error:
     return gr.Error(message, title=title, print_exception=False)
 
 
-def check_options(method: Any, beam_size: Any) -> int:
-    """The beam width as an int, or gr.Error with what is allowed."""
+def check_options(method: Any, beam_size: Any) -> int | None:
+    """The beam width as an int (None, left out: the model's own), or gr.Error with what is allowed."""
     if method not in ("greedy", "beam"):
-        raise gr.Error(f"method must be 'greedy' or 'beam', got {method!r}.", title="Invalid option",
+        raise gr.Error(f"method must be 'greedy' or 'beam', got {quoted(method)}.", title="Invalid option",
                        print_exception=False)
+    if beam_size is None:
+        return None
     if isinstance(beam_size, bool) or not isinstance(beam_size, (int, float)) or not math.isfinite(beam_size) \
             or beam_size != int(beam_size) or not 1 <= beam_size <= UI_MAX_BEAM:
-        raise gr.Error(f"beam_size must be a whole number from 1 to {UI_MAX_BEAM}, got {beam_size!r}.",
+        raise gr.Error(f"beam_size must be a whole number from 1 to {UI_MAX_BEAM}, got {quoted(beam_size)}.",
                        title="Invalid beam width", print_exception=False)
     return int(beam_size)
+
+
+MAX_LENGTH_PENALTY = 10.0  # the slider's range is far below; a bigger one only makes outputs run to the limit
+
+
+def check_length_penalty(value: Any) -> float | None:
+    """The length penalty as a float (None, left out: the model's own), or gr.Error with what is allowed."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= MAX_LENGTH_PENALTY:
+        raise gr.Error(f"length_penalty must be a number from 0 to {MAX_LENGTH_PENALTY:g}, got {quoted(value)}.",
+                       title="Invalid length penalty", print_exception=False)
+    return float(value)
+
+
+def quoted(value: Any, limit: int = 40) -> str:
+    """A value as an error message may quote it: its repr, cut to `limit` characters, control characters and
+    lone surrogates escaped (repr does), so a message never carries what it complains about."""
+    text = ascii(value) if isinstance(value, str) else repr(value) if isinstance(value, (int, float)) else \
+        f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+MAX_BEAM_TOKENS = 640  # source tokens × beam width one request may search: beam 10 up to 64 tokens, beam 5 to 128
+
+
+def budgeted_beam(tr: Translator, text: str, method: str, beam: int) -> tuple[int, str]:
+    """(beam width, notice): the beam width cut so that source tokens × beam width stays within
+    `MAX_BEAM_TOKENS`, so that one long request at a wide beam cannot hold the model for seconds while every
+    other user waits; the notice says so ("" when nothing was cut). Greedy is never cut."""
+    if method != "beam":
+        return beam, ""
+    try:
+        tokens = len(tr.source(text).ids)
+    except ValueError as err:
+        raise gr.Error(str(err), title="Cannot translate this input", print_exception=False) from None
+    allowed = max(1, MAX_BEAM_TOKENS // tokens)
+    if beam <= allowed:
+        return beam, ""
+    return allowed, (f"The beam width was cut from {beam} to {allowed} for this input of {tokens} tokens: one request "
+                     f"may search at most {MAX_BEAM_TOKENS} token-beams (tokens × beam width), so that it does not "
+                     "hold up other people's translations.")
 
 
 def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_size: Any,
@@ -207,8 +252,12 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
 
     `translate` is what decodes (default `tr.translate`; the app's: its `Batcher`, which decodes
     concurrent requests together), called as `translate(text, method=..., beam_size=..., ...)`."""
-    beam = check_options(method, beam_size)
-    text = "" if text is None else str(text)
+    # left out (None): the model's own, chosen on validation (its generation_config.json)
+    beam, length_penalty = tr.generation.resolve(check_options(method, beam_size), check_length_penalty(length_penalty))
+    if text is not None and not isinstance(text, str):
+        raise gr.Error(f"text must be a string, got {quoted(text)}.", title="Cannot translate this input",
+                       print_exception=False)
+    text = text or ""
     if not text.strip():
         raise gr.Error("Type a sentence in the box (or click an example), then press Translate.",
                        title="Nothing to translate", print_exception=False)
@@ -216,9 +265,12 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
     if len(text) > MAX_INPUT_CHARS:
         text = text[:MAX_INPUT_CHARS]
         notices.append(f"The input was cut to its first {MAX_INPUT_CHARS} characters.")
+    beam, cut = budgeted_beam(tr, text, method, beam)
+    if cut:
+        notices.append(cut)
     try:
         translation = (translate or tr.translate)(text, method=method, beam_size=beam,
-                                                  length_penalty=float(length_penalty),
+                                                  length_penalty=length_penalty,
                                                   return_attention=return_attention)
     except ValueError as err:
         raise gr.Error(str(err), title="Cannot translate this input", print_exception=False) from None

@@ -1,0 +1,195 @@
+"""Batch invariance: a sentence gets the same bits (translation, n-best, scores, steps, every attention map)
+alone, in a batch of 2 to 33, in any order, and beside requests with other options, in the precision the app
+serves (int8, where torch has quantised kernels) and in float32; through the API and through the `Batcher`
+with concurrent client threads. The reference is each sentence translated alone, compared with `==`."""
+from __future__ import annotations
+
+import random
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from transformer.batching import Batcher
+from transformer.quantize import ROW_BLOCK, RowBlockLinear, RowInt8Linear, int8_available, row_block_linear
+from transformer.translator import Translation, load_pretrained
+
+SERVED = Path(__file__).resolve().parents[1] / "checkpoints" / "en-de"  # the app's default model
+PRECISIONS = ["int8", "fp32"] if int8_available() else ["fp32"]
+
+# Our own sentences, 1 to 60 words, names and numbers among them (placeholders in en-de).
+SENTENCES = [
+    "Hello.",
+    "It rains.",
+    "Dogs bark loudly.",
+    "The kettle is boiling.",
+    "She closed the window quietly.",
+    "A tired nurse waits for the bus after lunch.",
+    "My brother lost his keys in the snow.",
+    "The baker opens his shop at six o'clock.",
+    "Two cats sleep on a warm blanket by the stove.",
+    "Where did you put the red scissors?",
+    "The museum is closed on Mondays and on public holidays.",
+    "Maria Schneider won the chess tournament in Leipzig last spring.",
+    "The train to Hamburg leaves from platform 7 at 14:35.",
+    "We bought 3 kilograms of apples for 4.50 euros.",
+    "A group of students is painting a mural on the wall of the old school.",
+    "Although it was late, the children wanted to hear one more story.",
+    "The farmer repairs the fence before the storm arrives.",
+    "Please turn off the lights when you leave the room.",
+    "An old man feeds pigeons in the square every morning.",
+    "The orchestra played a symphony that nobody in the audience had heard before.",
+    "My grandmother grows tomatoes, beans and pumpkins in her garden behind the house.",
+    "The bridge was built in 1896 and repaired after the flood in 2002.",
+    "Tom and Aisha are cooking dinner together tonight.",
+    "Why is the sky blue?",
+    "A young woman in a green dress dances on the stage while a drummer plays.",
+    "The firefighters rescued a small dog from the burning barn.",
+    "Our neighbours are moving to Canada next month because of a new job.",
+    "He reads the newspaper while his coffee gets cold.",
+    "The doctor says that I should drink more water and sleep longer.",
+    "Three workers in orange vests are fixing the road near the hospital.",
+    "I have never seen so many stars as on that night in the desert.",
+    "The library lends books, films and board games to everyone who lives in the town.",
+    "A boy in a blue cap throws a stone into the lake and watches the ripples.",
+    "When the bell rang, the pupils ran out into the yard, laughing and shouting.",
+    "The company sold 12,500 bicycles in the first half of the year.",
+    "She has been learning the violin since she was seven years old.",
+    "The cook cuts onions, carrots and celery for the soup.",
+    "Yesterday the wind blew the roof off the shed.",
+    "A man with a long beard sells roasted chestnuts at the corner of the market.",
+    "If the weather is good tomorrow, we will walk along the river to the next village.",
+    "The children built a snowman with a carrot nose and two buttons for eyes.",
+    "Our teacher, Mr. Okafor, showed us photos from his trip to Lagos.",
+    "After a long day at the office, my father likes to sit in the garden, listen to the birds and "
+    "drink a glass of cold lemonade while the sun slowly sets behind the hills and the neighbours' "
+    "children play football in the street until their mothers call them in for dinner.",
+    "The scientists measured the temperature of the lake every hour for three weeks, wrote every value "
+    "into a notebook and later found that the water had warmed by almost two degrees since the last study.",
+    "A waiter carries four plates at once.",
+    "The cat jumped onto the table and knocked over a vase.",
+    "Nobody knew the answer.",
+    "The little girl holds a balloon and smiles at her father.",
+]
+ATTENTION = ("encoder", "decoder", "cross")
+
+
+def assert_identical(got: Translation, alone: Translation) -> None:
+    """Bit for bit: every candidate (ids, text, score, log-probability), every step, every attention map."""
+    assert [(c.ids, c.text, c.score, c.log_prob) for c in got.candidates] == \
+        [(c.ids, c.text, c.score, c.log_prob) for c in alone.candidates]
+    assert (got.text, got.score, got.log_prob, got.src_ids) == (alone.text, alone.score, alone.log_prob, alone.src_ids)
+    assert [(s.token, s.probability, s.top_k) for s in got.steps] == \
+        [(s.token, s.probability, s.top_k) for s in alone.steps]
+    for kind in ATTENTION:
+        ours, theirs = getattr(got.attention, kind), getattr(alone.attention, kind)
+        assert ours.shape == theirs.shape and np.array_equal(ours, theirs), kind
+
+
+@pytest.fixture(scope="module", params=PRECISIONS)
+def served(request):
+    """(translator, each sentence translated alone at beam 5 with its checkpoint's length penalty)."""
+    tr = load_pretrained(SERVED, quantize=request.param)
+    return tr, [tr.translate(s, beam_size=5) for s in SENTENCES]
+
+
+def test_a_sentence_gets_the_same_bits_in_any_batch_and_order(served):
+    tr, alone = served
+    sources = [tr.source(s) for s in SENTENCES]
+    rng = random.Random(29)
+    seen = set()
+    for size in [3, 5, 9, 17, 33] * 2 + [2, 24, 33]:  # alone + 2 to 32 others, in a random order
+        pick = rng.sample(range(len(SENTENCES)), size)
+        if size == 33:  # the last batch takes every sentence not yet seen
+            unseen = [i for i in range(len(SENTENCES)) if i not in seen]
+            pick = unseen + [i for i in pick if i not in unseen][: size - len(unseen)]
+            rng.shuffle(pick)
+        seen.update(pick)
+        for i, got in zip(pick, tr.translate_sources([sources[i] for i in pick], "beam", 5)):
+            assert_identical(got, alone[i])
+    assert len(seen) == len(SENTENCES)
+
+
+def test_translate_batch_equals_translate_bit_for_bit(served):
+    tr, alone = served
+    order = random.Random(35).sample(range(len(SENTENCES)), len(SENTENCES))
+    texts = tr.translate_batch([SENTENCES[i] for i in order], beam_size=5, batch_size=13)
+    assert texts == [alone[i].text for i in order]
+
+
+def test_greedy_is_batch_invariant_too(served):
+    tr, _ = served
+    alone = [tr.translate(s, method="greedy", top_k=3) for s in SENTENCES[::3]]
+    sources = [tr.source(s) for s in SENTENCES[::3]]
+    order = random.Random(1).sample(range(len(sources)), len(sources))
+    for i, got in zip(order, tr.translate_sources([sources[i] for i in order], "greedy", top_k=3)):
+        assert_identical(got, alone[i])
+
+
+def test_the_batcher_gives_concurrent_clients_their_lone_answers(served):
+    """Eight client threads submit at once, with different beam widths and length penalties; each answer is
+    the one its sentence gets alone with its options."""
+    tr, alone = served
+    options = [("beam", 5, None), ("beam", 3, 1.0), ("greedy", 1, None), ("beam", 5, 0.2)]
+    jobs = [(i, options[i % len(options)]) for i in range(len(SENTENCES))]
+    expected = {i: alone[i] if opt == options[0] else tr.translate(SENTENCES[i], opt[0], opt[1], opt[2])
+                for i, opt in jobs}
+    batcher = Batcher(window_s=0.05)
+    start, failures = threading.Barrier(8), []
+    results: dict[int, Translation] = {}
+
+    def client(mine: list) -> None:
+        start.wait()
+        futures = [(i, batcher.submit(tr, SENTENCES[i], *opt)) for i, opt in mine]
+        for i, future in futures:
+            results[i] = future.result(120)
+
+    threads = [threading.Thread(target=client, args=(jobs[k::8],)) for k in range(8)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+    finally:
+        batcher.close()
+    assert batcher.stats.largest > 1  # requests really were decoded together
+    for i, _ in jobs:
+        try:
+            assert_identical(results[i], expected[i])
+        except AssertionError:
+            failures.append(SENTENCES[i])
+    assert not failures, failures
+
+
+@pytest.mark.parametrize("shape", [(256, 256), (1024, 256), (256, 4000)])
+def test_row_int8_linear_is_row_invariant_and_close_to_float32(shape):
+    k, n = shape
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(k, n).eval()
+    q = RowInt8Linear(linear)
+    x = torch.randn(300, k) * torch.logspace(-2, 2, 300)[:, None]  # rows of very different magnitudes
+    with torch.inference_mode():
+        whole = q(x)
+        for rows in (1, 2, 5, 16, 33, 160):
+            assert torch.equal(q(x[:rows]), whole[:rows])
+            assert torch.equal(q(x[-rows:].flip(0)), whole[-rows:].flip(0))
+        ref = linear(x)
+    rel = ((whole - ref).norm(dim=1) / ref.norm(dim=1)).max()
+    assert rel < 0.03  # 7-bit rows, 8-bit weights
+
+
+@pytest.mark.parametrize("shape", [(256, 256), (1024, 256), (256, 4000)])
+def test_row_block_float32_linear_is_row_invariant_and_exactly_a_linear(shape):
+    k, n = shape
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(k, n).eval()
+    block = RowBlockLinear(linear)
+    x = torch.randn(320, k)
+    with torch.inference_mode():
+        whole = block(x)
+        for rows in (1, 3, ROW_BLOCK, ROW_BLOCK + 1, 100, 257):
+            assert torch.equal(block(x[:rows]), whole[:rows])
+        first = torch.nn.functional.linear(x[:ROW_BLOCK], linear.weight, linear.bias)
+        assert torch.equal(row_block_linear(x[:ROW_BLOCK], linear.weight, linear.bias), first)
