@@ -101,6 +101,7 @@ class Result:
     off: tuple[tuple[str, int, int], ...] = ()  # heads switched off in `translation` (kind, layer, head)
     base: Result | None = None  # with heads off: the result with every head on (the same source and settings)
     ablated: dict[tuple, Result] = field(default_factory=dict)  # on the base: recent ablations, by `off`
+    own: Result | None = None  # a translation of one's own (method "forced"): the model's result it was scored beside
 
     @property
     def attention(self) -> Attention:
@@ -146,9 +147,12 @@ def ablate(tr: Translator, result: Result, off: Any) -> Result:
         return base
     if off not in base.ablated:
         t = base.translation
-        translation = tr.translate(base.source, method=t.method, beam_size=t.beam_size,
-                                   length_penalty=base.length_penalty, return_attention=True,
-                                   head_mask=head_mask_of(off, tr))
+        if t.method == "forced":  # a translation of one's own: the same tokens, scored and drawn without the heads
+            translation = tr.force(base.source, t.text, head_mask=head_mask_of(off, tr), ids=t.candidates[0].ids)
+        else:
+            translation = tr.translate(base.source, method=t.method, beam_size=t.beam_size,
+                                       length_penalty=base.length_penalty, return_attention=True,
+                                       head_mask=head_mask_of(off, tr))
         if len(base.ablated) >= MAX_ABLATIONS:
             base.ablated.pop(next(iter(base.ablated)))
         base.ablated[off] = Result(base.model, base.source, translation, base.length_penalty,
