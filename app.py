@@ -245,14 +245,14 @@ class InsidePanels(namedtuple("InsidePanels", "page yours inside learn")):
         return {self.learn.tab: gr.Tab(visible=index is not None), self.learn.view: index,
                 self.yours.view: None, self.inside: None}
 
-    def on_restore(self, text: str, model: str | None, lp: float, result: Result | None,
-                   request: gr.Request) -> dict:
-        """A link's page load: the learning tab of its model, and its own translation (`yours`) scored."""
+    def on_restore(self, text: str, model: str | None, lp: float, result: Result | None, restored: str) -> dict:
+        """A link's page load: the learning tab of its model, and its own translation (`yours`, validated by
+        `Explorer.restore` like every parameter) scored."""
         out = self.on_model(model)
-        view, _ = ViewState.from_query(dict(request.query_params) if request is not None else {}, [model or ""])
-        if not view.yours or not (text or "").strip():
+        yours = view_data(restored).get("yours")
+        if not isinstance(yours, str) or not yours or not (text or "").strip():
             return out
-        return out | {self.yours.box: view.yours} | self.on_score(text, view.yours, model, lp, result)
+        return out | {self.yours.box: yours} | self.on_score(text, yours, model, lp, result)
 
 
 def build_yours() -> Yours:
@@ -379,7 +379,7 @@ def wire_inside(p: Page, x: InsidePanels, restored) -> None:
     x.learn.tab.select(None, None, [s.view], js=page.js_enter_tab("learn"), **PRIVATE).then(
         lambda: "learn", None, [s.tab], queue=False, **PRIVATE)
     c.model.input(x.on_model, [c.model], [x.learn.tab, x.learn.view, y.view, x.inside], **PRIVATE)
-    restored.then(x.on_restore, [c.src, s.model, s.lp, s.result],
+    restored.then(x.on_restore, [c.src, s.model, s.lp, s.result, s.restore],
                   [x.learn.tab, x.learn.view, y.box, s.result, p.attention.view, r.candidate, y.view, x.inside],
                   **PRIVATE, **MODEL)
 

@@ -329,5 +329,6 @@ class Explorer:
         except Exception:  # the model's own error shows when it translates
             tr = None
         client = json.dumps({"view": view.client(), "tab": view.tab, "translate": bool(view.text.strip()),
+                             "yours": view.yours,
                              "known": {"lp": f"{view.length_penalty:g}", "compare": view.compare}})
         return Restored(labels, view, ViewState.notes_text(notes), client, params, self.model_info(view.model, tr))

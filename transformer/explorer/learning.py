@@ -22,6 +22,7 @@ from transformer.hub import SNAPSHOTS_DIR, load_int8_weights
 from transformer.translator import Translation, Translator
 
 from .inside_views import token_text
+from .payload import ATTENTION_COLORS
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def snapshot_maps(result: Translation) -> dict[str, Any]:
             for kind in ("encoder", "decoder", "cross")}
     text = [[token_text(t, result.entities) for t in tokens]
             for tokens in (att.src_tokens, att.tgt_in_tokens, att.tgt_out_tokens)]
-    return {"maps": maps, "src": text[0], "tgt_in": text[1], "tgt_out": text[2]}
+    return {"maps": maps, "src": text[0], "tgt_in": text[1], "tgt_out": text[2], "colorscale": ATTENTION_COLORS}
 
 
 class LearningSnapshots:

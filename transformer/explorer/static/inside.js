@@ -42,6 +42,10 @@ function initInsidePanel(root, props, watch, trigger) {
   const EMPTY = "Choose a single head (Head 1, Head 2, \u2026), then click a cell of its map: this panel shows how " +
     "that weight is computed.";
   let asked = null;  // the click we wait for
+  t.$(".back").addEventListener("click", () => {
+    const map = document.querySelector("#explorer .focus-row");
+    if (map) map.scrollIntoView({behavior: "smooth", block: "start"});
+  });
 
   document.addEventListener("attention-cell", (e) => {
     const cell = e.detail || {};
@@ -78,7 +82,8 @@ function initInsidePanel(root, props, watch, trigger) {
       colorscale: "PiYG", xgap: 1, xaxis: "x2", yaxis: "y2", hovertemplate: hover,
       colorbar: {y: 0.15, len: 0.35, thickness: 12}};
     t.react(t.$("#inside-qk"), [top, prod], t.layout({height: t.big() ? 300 : 240,
-      xaxis: {domain: [0, 1], anchor: "y", showticklabels: false}, yaxis: {domain: [0.5, 1], automargin: true},
+      xaxis: {domain: [0, 1], anchor: "y", showticklabels: false},
+      yaxis: {domain: [0.5, 1], automargin: true, autorange: "reversed"},
       xaxis2: {domain: [0, 1], anchor: "y2", title: {text: `dimension (0 to ${v.d_k - 1})`}},
       yaxis2: {domain: [0, 0.3], automargin: true}}));
   }
@@ -153,6 +158,10 @@ function initInsidePanel(root, props, watch, trigger) {
     if (v.message) { t.message(v.message); panel.dataset.ready = "message"; return; }
     t.message(null);
     draw(v);
+    if (asked && asked.query === v.query && asked.key === v.key) {  // the answer to a click: bring it on screen
+      asked = null;
+      panel.scrollIntoView({behavior: "smooth", block: "start"});
+    }
     panel.__value = v;
     panel.dataset.ready = `cell-${v.kind}-${v.layer}-${v.head}-${v.query}-${v.key}`;
   }
@@ -208,6 +217,7 @@ function initYours(root, props, watch) {
       `${t.fmt(v.log_prob, 2)} in total (the sum over its ${v.n_tokens} tokens; 0 would be certain), ` +
       `${t.fmt(v.mean_log_prob, 2)} per token; ${v.n_top1} of ${v.n_tokens} tokens are the model's first choice.` + own;
     t.$(".yours-off").hidden = !v.heads_off;
+    attentionView()[0].share.sync();  // the link carries the translation scored (a restored link's too)
     panel.__value = v;
     panel.dataset.ready = `scored-${v.tokens.length}-${t.fmt(v.log_prob, 4)}`;
   }
@@ -225,7 +235,7 @@ function initLearn(root, props, watch, trigger) {
   const layerSel = t.$("#learn-layer select"), headSel = t.$("#learn-head select");
   const cache = new Map();  // model|text|step -> the server's value: a step seen once is drawn from here
   const requested = new Set();
-  let index = null, shown = null;
+  let index = null, shown = null, requests = 0;
   const KIND_NAMES = {cross: "Cross-attention", encoder: "Encoder self-attention", decoder: "Decoder self-attention"};
   const sourceText = () => {
     const el = document.querySelector("#source textarea, #source input");
@@ -254,7 +264,7 @@ function initLearn(root, props, watch, trigger) {
     if (value) { draw(value, key); return; }
     panel.dataset.ready = "busy";
     t.$(".busy").hidden = false;
-    if (!requested.has(key)) { requested.add(key); trigger("learn", {step, text}); }
+    if (!requested.has(key)) { requested.add(key); requests += 1; trigger("learn", {step, text}); }
   }
 
   function curve(v) {
@@ -279,7 +289,7 @@ function initLearn(root, props, watch, trigger) {
       maps[layer].reduce((s, m) => s + m[i][j], 0) / H));
     const q = kind === "encoder" ? v.src : v.tgt_out, k = kind === "cross" || kind === "encoder" ? v.src : v.tgt_in;
     const trace = {type: "heatmap", z: grid, x: k.map((_, j) => j), y: q.map((_, i) => i), zmin: 0, zmax: 1,
-      colorscale: "Blues", customdata: grid.map((row, i) => row.map((_, j) => [t.esc(q[i]), t.esc(k[j])])),
+      colorscale: v.colorscale, customdata: grid.map((row, i) => row.map((_, j) => [t.esc(q[i]), t.esc(k[j])])),
       hovertemplate: "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.1%}<extra></extra>"};
     const axis = (labels, extra) => Object.assign({tickmode: "array", tickvals: labels.map((_, i) => i),
       ticktext: labels.map(t.esc), automargin: true}, extra);
@@ -287,7 +297,8 @@ function initLearn(root, props, watch, trigger) {
     t.react(plot, [trace], t.layout({height: Math.min(700, Math.max(360, 200 + 18 * q.length)),
       title: {text: `${KIND_NAMES[kind]} \u00b7 layer ${layer + 1} \u00b7 ${head < 0 ? "mean over heads" :
         `head ${head + 1}`} \u00b7 step ${v.step}`}, margin: {l: 110, r: 20, t: 110, b: 20},
-      xaxis: axis(k, {side: "top", tickangle: -60}), yaxis: axis(q, {autorange: "reversed", scaleanchor: "x"})}));
+      xaxis: axis(k, {side: "top", tickangle: -60, showgrid: false, zeroline: false}),
+      yaxis: axis(q, {autorange: "reversed", scaleanchor: "x", showgrid: false, zeroline: false})}));
     plot.__grid = grid;
   }
 
@@ -347,7 +358,7 @@ function initLearn(root, props, watch, trigger) {
     const step = index.steps[Number(slider.value)];
     if (!shown || panel.dataset.shown !== keyOf(step, sourceText())) show(step);
   }).observe(root);
-  panel.__learn = {cache, show, get index() { return index; }};
+  panel.__learn = {cache, show, get index() { return index; }, get requests() { return requests; }};
   watch("value", receive);
   receive();
 }
