@@ -9,6 +9,8 @@
 // Text from users and tokens reach the page only as textContent or as Plotly labels escaped here (`esc`).
 
 const INSIDE_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
+const SIGNED = [[0, "#2166ac"], [0.5, "#f7f7f7"], [1, "#b2182b"]];  // blue negative, white 0, red positive
+const AGREE = [[0, "#762a83"], [0.5, "#f7f7f7"], [1, "#1b7837"]];  // purple: signs differ, green: they agree
 
 function insideTools(root) {
   "use strict";
@@ -75,11 +77,10 @@ function initInsidePanel(root, props, watch, trigger) {
     const limit = (a) => Math.max(1e-6, ...a.map(Math.abs));
     const qk = Math.max(limit(v.q), limit(v.k));
     const rows = [`q  query ${t.esc(v.query_token)}`, `k  key ${t.esc(v.key_token)}`];
-    const top = {type: "heatmap", z: [v.q, v.k], x: dims, y: rows, zmid: 0, zmin: -qk, zmax: qk, colorscale: "RdBu",
-      reversescale: true, xgap: 1, ygap: 3, hovertemplate: hover, colorbar: {y: 0.78, len: 0.45, thickness: 12}};
+    const top = {type: "heatmap", z: [v.q, v.k], x: dims, y: rows, zmid: 0, zmin: -qk, zmax: qk, colorscale: SIGNED, xgap: 1, ygap: 3, hovertemplate: hover, colorbar: {y: 0.78, len: 0.45, thickness: 12}};
     const p = limit(v.products);
     const prod = {type: "heatmap", z: [v.products], x: dims, y: ["q \u00d7 k"], zmid: 0, zmin: -p, zmax: p,
-      colorscale: "PiYG", xgap: 1, xaxis: "x2", yaxis: "y2", hovertemplate: hover,
+      colorscale: AGREE, xgap: 1, xaxis: "x2", yaxis: "y2", hovertemplate: hover,
       colorbar: {y: 0.15, len: 0.35, thickness: 12}};
     t.react(t.$("#inside-qk"), [top, prod], t.layout({height: t.big() ? 300 : 240,
       xaxis: {domain: [0, 1], anchor: "y", showticklabels: false},
@@ -108,8 +109,7 @@ function initInsidePanel(root, props, watch, trigger) {
     const rows = v.keys.map((k, j) => `${t.esc(k)} \u00d7 ${t.pct(v.weights[j])}`).concat(["= output (the sum)"]);
     const z = v.weighted.concat([v.output]);
     const m = Math.max(1e-6, ...z.flat().map(Math.abs));
-    const trace = {type: "heatmap", z, y: rows.map((_, i) => i), zmid: 0, zmin: -m, zmax: m, colorscale: "RdBu",
-      reversescale: true, xgap: 1, ygap: 1, customdata: rows.map((r) => v.output.map(() => r)),
+    const trace = {type: "heatmap", z, y: rows.map((_, i) => i), zmid: 0, zmin: -m, zmax: m, colorscale: SIGNED, xgap: 1, ygap: 1, customdata: rows.map((r) => v.output.map(() => r)),
       hovertemplate: "%{customdata}<br>dimension %{x}: %{z:.4f}<extra></extra>", colorbar: {thickness: 12}};
     t.react(t.$("#inside-values"), [trace], t.layout({height: Math.min(620, 120 + 22 * (n + 1)),
       xaxis: {title: {text: "dimension"}}, shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: n - 0.5,
