@@ -254,3 +254,12 @@ def test_snapshot_records_and_their_score(tmp_path):
     snapshot_file(tmp_path, 7).write_bytes(b"")
     assert [r["step"] for r in snapshot_records(tmp_path)] == [7]  # a record without its weights is left out
     LearningSnapshots()  # nothing loaded until asked
+
+
+def test_the_tree_of_a_scored_translation_is_the_models_own_search(explorer, inside, result):
+    forced, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
+    tree, kept = explorer.on_tree_open(forced, "{}")
+    assert kept is forced and forced.search is not None and tree is not None
+    assert forced.search.translation.text == result.translation.text
+    alone, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, None)
+    assert explorer.on_tree_open(alone, "{}") == (None, alone)  # no search of the model's to show

@@ -249,6 +249,10 @@ class Explorer:
         tr = self.translator(result.model)
         if result.search is None:
             t = result.translation
+            if t.method == "forced":  # a translation of one's own on screen: the tree of the model's own search
+                if result.own is None:
+                    return None, result
+                t = result.own.translation
             try:
                 result.search = self.batcher.call(record_search, tr, result.source, t.method, t.beam_size,
                                                   result.length_penalty, t.head_mask)
