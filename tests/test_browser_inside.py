@@ -229,3 +229,42 @@ def test_browser_a_checkpoint_without_snapshots_hides_the_slider():
         page.goto(server.url)
         page.wait_for_selector("#tab-attention-button")
         assert page.get_by_role("tab", name="Watch it learn").count() == 0
+
+
+EN_DE = ROOT / "checkpoints" / "en-de"
+EN_SOURCE = "My little cousin paints the kitchen after lunch."
+EN_YOURS = "Mein kleiner Cousin streicht nach dem Mittagessen die Küche."
+
+
+@pytest.mark.skipif(not (EN_DE / "model.safetensors").is_file(), reason="checkpoints/en-de is not here")
+def test_browser_en_de_your_translation_and_a_cross_attention_weight():
+    """The shipped English-German model: a German translation of one's own scored, and how one cross-attention
+    weight of it is computed (the README's pictures, with UPDATE_SCREENSHOT=1)."""
+    server = shared_app({"TRANSFORMER_CHECKPOINT": str(EN_DE), "TRANSFORMER_THREADS": "1"})
+    with chromium() as browser:
+        page, (dialogs, external, errors) = open_page(browser)
+        translate(page, server.url, EN_SOURCE)
+        page.locator("#yours textarea").fill(EN_YOURS)
+        page.locator("#yours-score").click()
+        page.wait_for_function("document.querySelector('#yours-panel').dataset.ready.startsWith('scored')")
+        value = page.evaluate("document.querySelector('#yours-panel').__value")
+        assert value["text"] == EN_YOURS and value["own"] is not None
+        assert sum(t["log_p"] for t in value["tokens"]) == pytest.approx(value["log_prob"], abs=1e-3)
+        page.locator("#yours-panel .yours-token").nth(2).hover()
+        SHOTS.mkdir(exist_ok=True)
+        page.locator("#yours-row").screenshot(path=str(SHOTS / "screenshot-yours-box.png"))
+        page.locator("#yours-panel").screenshot(path=str(SHOTS / "screenshot-yours.png"))
+        page.get_by_role("tab", name="Cross-attention").click()
+        page.locator("#head select").select_option(label="Head 8")
+        page.locator("#layer select").select_option(label="Layer 3")
+        page.wait_for_function("document.querySelector('#focus-cross .gtitle').textContent.includes('head 8')")
+        z = page.evaluate(FOCUS_Z, "cross")
+        i = next(n for n, t in enumerate(page.evaluate("document.querySelector('#focus-cross .plot').__view.q.raw"))
+                 if "streicht" in t or "\u2581stre" in t)
+        j = int(np.argmax(z[i]))
+        cell = click_cell(page, "cross", i, j)
+        soft = np.exp(np.array(cell["scores"]) - max(cell["scores"]))
+        np.testing.assert_allclose(soft / soft.sum(), cell["weights"], atol=1e-5)
+        np.testing.assert_allclose(cell["weights"], z[i], atol=1e-4)
+        page.locator("#inside-panel").screenshot(path=str(SHOTS / "screenshot-inside.png"))
+        assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
