@@ -245,7 +245,7 @@ class InsidePanels(namedtuple("InsidePanels", "page yours inside learn")):
         return {self.learn.tab: gr.Tab(visible=index is not None), self.learn.view: index,
                 self.yours.view: None, self.inside: None}
 
-    def on_restore(self, text: str, model: str | None, lp: float, result: Result | None, restored: str) -> dict:
+    def on_restore_yours(self, text: str, model: str | None, lp: float, result: Result | None, restored: str) -> dict:
         """A link's page load: the learning tab of its model, and its own translation (`yours`, validated by
         `Explorer.restore` like every parameter) scored."""
         out = self.on_model(model)
@@ -374,12 +374,14 @@ def wire_inside(p: Page, x: InsidePanels, restored) -> None:
     y.own.click(lambda own: own or "", [r.translation], [y.box], queue=False, **PRIVATE)
     gr.on([c.translate.click, c.src.submit, c.examples.click], lambda: (None, None), None, [y.view, x.inside],
           queue=False, **PRIVATE)
+    # the maps changed (heads switched off or on while one's own translation is on screen): its scores follow
+    p.attention.view.change(INSIDE.yours_of, [s.result], [y.view], **QUIET)
     x.inside.cell(x.on_cell, [s.result], [x.inside], trigger_mode="always_last", **QUIET_MODEL)
     x.learn.view.learn(x.on_learn, [s.model, c.src], [x.learn.view], **QUIET_MODEL)
     x.learn.tab.select(None, None, [s.view], js=page.js_enter_tab("learn"), **PRIVATE).then(
         lambda: "learn", None, [s.tab], queue=False, **PRIVATE)
     c.model.input(x.on_model, [c.model], [x.learn.tab, x.learn.view, y.view, x.inside], **PRIVATE)
-    restored.then(x.on_restore, [c.src, s.model, s.lp, s.result, s.restore],
+    restored.then(x.on_restore_yours, [c.src, s.model, s.lp, s.result, s.restore],
                   [x.learn.tab, x.learn.view, y.box, s.result, p.attention.view, r.candidate, y.view, x.inside],
                   **PRIVATE, **MODEL)
 

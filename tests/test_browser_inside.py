@@ -88,6 +88,17 @@ def test_browser_your_translation(server, reference):
             page.wait_for_selector(f"#focus-{kind} .js-plotly-plot g.hm")
             z = np.array(page.evaluate(FOCUS_Z, kind))
             np.testing.assert_allclose(z, getattr(forced.attention, kind)[-1].mean(0), atol=1e-4)
+        # a head switched off: the maps and the scores of your translation are the model's without it
+        page.locator("#ablate input").check()
+        page.locator("#grid-cross [data-testid='cell-0-1']").click()
+        page.wait_for_selector("#yours-panel .yours-off", state="visible")
+        masked = page.evaluate("document.querySelector('#yours-panel').__value")
+        assert masked["text"] == YOURS and masked["heads_off"]
+        assert masked["log_prob"] == pytest.approx(
+            reference.force(SOURCE, YOURS, head_mask={"cross": [[0, 1]]}).log_prob, abs=1e-4)
+        page.locator("#heads-on").click()
+        page.wait_for_selector("#yours-panel .yours-off", state="hidden")
+        page.locator("#ablate input").uncheck()
         # the link carries it; opening the link scores it again
         page.wait_for_function("window.location.search.includes('yours=')")
         link = page.evaluate("window.location.href")

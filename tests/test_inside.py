@@ -228,6 +228,8 @@ def test_each_snapshot_translates_with_its_own_weights(toy_run, toy_explorer):
         stored = load_int8_weights(snapshot_file(toy_run, step))
         assert all(torch.equal(tr.model.state_dict()[name], w) for name, w in stored.items())
     # the untrained model attends evenly; the trained one looks at the letter it writes
+    first = inside.learn(label, "a b c d e", Event({"step": 1}))
+    assert len(first["tgt_out"]) <= 2 * len(first["src"]) + 10  # an untrained model's output is cut there
     early, late = (np.array(inside.learn(label, "a b c d e", Event({"step": s}))["maps"]["cross"]) for s in (1, 240))
 
     def entropy(w):
@@ -263,3 +265,12 @@ def test_the_tree_of_a_scored_translation_is_the_models_own_search(explorer, ins
     assert forced.search.translation.text == result.translation.text
     alone, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, None)
     assert explorer.on_tree_open(alone, "{}") == (None, alone)  # no search of the model's to show
+
+
+def test_your_translations_scores_follow_heads_switched_off(explorer, inside, result):
+    forced, value = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
+    masked = logic.ablate(explorer.translator(result.model), forced, [["cross", 3, 7], ["decoder", 0, 0]])
+    again = inside.yours_of(masked)
+    assert again["heads_off"] and not value["heads_off"] and again["own"] == value["own"]
+    assert again["log_prob"] == pytest.approx(masked.translation.log_prob) and again["log_prob"] != value["log_prob"]
+    assert inside.yours_of(result) is None and inside.yours_of(None) is None

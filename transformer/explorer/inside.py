@@ -81,11 +81,19 @@ class Inside:
             raise user_error(_plain(str(err)), "Cannot score this translation") from None
         length_penalty = own.length_penalty if own is not None else float(length_penalty)
         forced_result = Result(model or "", text, forced, length_penalty, {0: forced.attention}, own=own)
-        mine = None
+        return forced_result, self.yours_of(forced_result)
+
+    @staticmethod
+    def yours_of(result: Result | None) -> dict[str, Any] | None:
+        """The box's value for the translation of one's own on screen (with heads switched off: scored without
+        them), beside the model's own translation scored the same way; None for a translation of the model's."""
+        if result is None or result.translation.method != "forced":
+            return None
+        own, mine = result.own, None
         if own is not None:
             steps = own.attentions[0].steps  # the float32 pass over the model's best candidate, as `force` scores
             mine = (own.translation.candidates[0].text, math.fsum(math.log(max(s.probability, 1e-45)) for s in steps))
-        return forced_result, yours_value(forced, mine)
+        return yours_value(result.translation, mine)
 
     # ------------------------------------------------------------------------- watch it learn
 

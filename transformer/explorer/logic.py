@@ -156,7 +156,7 @@ def ablate(tr: Translator, result: Result, off: Any) -> Result:
         if len(base.ablated) >= MAX_ABLATIONS:
             base.ablated.pop(next(iter(base.ablated)))
         base.ablated[off] = Result(base.model, base.source, translation, base.length_penalty,
-                                   {0: translation.attention}, off=off, base=base)
+                                   {0: translation.attention}, off=off, base=base, own=base.own)
     return base.ablated[off]
 
 
