@@ -274,3 +274,11 @@ def test_your_translations_scores_follow_heads_switched_off(explorer, inside, re
     assert again["heads_off"] and not value["heads_off"] and again["own"] == value["own"]
     assert again["log_prob"] == pytest.approx(masked.translation.log_prob) and again["log_prob"] != value["log_prob"]
     assert inside.yours_of(result) is None and inside.yours_of(None) is None
+
+
+def test_heads_off_under_your_translation_keep_the_models_texts(explorer, inside, result):
+    forced, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
+    masked = logic.ablate(explorer.translator(result.model), forced, [["cross", 3, 7]])
+    text, nbest, notice = explorer.rerun_texts(masked)
+    assert text == result.translation.text and nbest.equals(logic.nbest_table(result))
+    assert "your translation" in notice and "c4.8" in notice

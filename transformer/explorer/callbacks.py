@@ -212,8 +212,9 @@ class Explorer:
     @staticmethod
     def rerun_texts(result: Result | None) -> tuple[str, pd.DataFrame, str]:
         """After `rerun`'s maps: the translation, the n-best list and the notes (the translation with every head
-        while heads are off)."""
-        return (result.translation.text if result else "", nbest_table(result), ablation_notice(result))
+        while heads are off). With a translation of one's own on screen, the texts stay the model's own."""
+        shown = result.own if result is not None and result.own is not None else result
+        return (shown.translation.text if shown else "", nbest_table(shown), ablation_notice(result))
 
     def export(self, result: Result | None) -> Path | None:
         """The current candidate's attention as an .npz file to download (None without a result)."""

@@ -171,6 +171,9 @@ def ablation_notice(result: Result | None) -> str:
     """What the notes say while heads are off: how many, and the translation with every head on."""
     if result is None or not result.off or result.base is None:
         return ""
+    if result.translation.method == "forced":
+        return (f"{len(result.off)} head{'s' if len(result.off) != 1 else ''} switched off ({off_text(result.off)}): "
+                "the maps and the scores of your translation are the model's without them.")
     return (f"{len(result.off)} head{'s' if len(result.off) != 1 else ''} switched off ({off_text(result.off)}): "
             f"the translation, the n-best list and the maps are the model's without them. With every head: "
             f"“{result.base.translation.text}”.")
