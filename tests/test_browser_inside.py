@@ -194,6 +194,7 @@ def test_browser_watch_it_learn(server, toy_run):
     with chromium() as browser:
         page, (dialogs, external, errors) = open_page(browser)
         page.goto(server.url)
+        page.wait_for_function("window.__attention && window.__attention.share.ready")  # the page's restore done
         page.locator("#source textarea, #source input").first.fill(SOURCE)
         page.get_by_role("tab", name="Watch it learn").click()
         last = SNAPSHOT_STEPS[-1]

@@ -121,7 +121,7 @@ function initExplorer(root, props, watch) {
     });
     const pick = (a, keep) => ({label: a.label.filter((_, i) => keep[i]), raw: a.raw.filter((_, i) => keep[i]),
       special: a.special.filter((_, i) => keep[i]), info: a.info, hidden: true,
-      index: a.index.filter((_, i) => keep[i])});
+      index: a.index ? a.index.filter((_, i) => keep[i]) : undefined});
     const hidden = removed.length ? removed.reduce((s, v) => s + v, 0) / removed.length : 0;
     return [rows, pick(q, keepQ), pick(k, keepK), hidden];
   }
