@@ -19,8 +19,9 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no network at run 
 
 import gradio as gr  # noqa: E402
 
-from transformer.explorer import page, texts  # noqa: E402
+from transformer.explorer import inside_page, page, texts  # noqa: E402
 from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, event_data, view_data  # noqa: E402
+from transformer.explorer.inside import Inside  # noqa: E402
 from transformer.explorer.logic import (  # noqa: E402
     EXAMPLES_EN, UI_MAX_BEAM, Result, ViewState, candidate_choices, launch_options, nbest_row_candidate, nbest_table)
 
@@ -28,6 +29,7 @@ gr.set_static_paths([page.PLOTLY_JS])  # plotly.js for the explorer comes from t
 EXPLORER = Explorer.start(Path(__file__).resolve().parent / "checkpoints")  # the default model loads now
 REGISTRY, EXPORT_DIR, DEFAULT_MODEL = EXPLORER.registry, EXPLORER.export_dir, EXPLORER.default_model
 DEFAULT_TRANSLATOR, STARTUP_ERROR = EXPLORER.default_translator, EXPLORER.startup_error
+INSIDE = Inside(EXPLORER)  # how one weight is computed, a translation of one's own, the model learning
 
 # ----------------------------------------------------------------------------- the page: its panels, top to bottom
 
@@ -236,6 +238,70 @@ def build_model_tabs(info: ModelInfo) -> tuple[PlotTab, PlotTab]:
     return training, heads
 
 
+# ----------------------------------------------------------------------------- three ways into the model
+
+Yours = namedtuple("Yours", "box own score view")
+
+
+class InsidePanels(namedtuple("InsidePanels", "page yours inside learn")):
+    """The "your translation" box, the panel of how one weight is computed and the learning tab, with the
+    handlers of their events that update components; what they compute is `INSIDE`'s (explorer/inside.py)."""
+
+    def on_score(self, text: str, yours: str, model: str | None, lp: float, result: Result | None) -> dict:
+        """Your translation scored: the box's token view, and every map shows the attention for it."""
+        forced, value = INSIDE.score(text, yours, model, lp, result)
+        return {self.page.states.result: forced, self.yours.view: value} | self.page.show_result(forced)
+
+    def on_cell(self, result: Result | None, evt: gr.EventData) -> dict:
+        """A cell of one head's map clicked: how its weight is computed (one float32 pass)."""
+        return INSIDE.cell(result, evt)
+
+    def on_learn(self, label: str | None, text: str, evt: gr.EventData) -> dict:
+        """The learning slider at a step: the sentence as the model translated it then."""
+        return INSIDE.learn(label, text, evt)
+
+    def on_model(self, label: str | None) -> dict:
+        """Another model: the learning tab shows when it ships training snapshots."""
+        index = INSIDE.learn_index(label)
+        return {self.learn.tab: gr.Tab(visible=index is not None), self.learn.view: index,
+                self.yours.view: None, self.inside: None}
+
+    def on_restore_yours(self, text: str, model: str | None, lp: float, result: Result | None, restored: str) -> dict:
+        """A link's page load: the learning tab of its model, and its own translation (`yours`, validated by
+        `Explorer.restore` like every parameter) scored."""
+        out = self.on_model(model)
+        yours = view_data(restored).get("yours")
+        if not isinstance(yours, str) or not yours or not (text or "").strip():
+            return out
+        return out | {self.yours.box: yours} | self.on_score(text, yours, model, lp, result)
+
+
+def build_yours() -> Yours:
+    """A translation of one's own: typed or edited, scored by the model (static/inside.js draws the tokens)."""
+    with gr.Row(elem_id="yours-row", equal_height=True):
+        box = gr.Textbox(label="Your translation: type German, or start from the model's and change it; then "
+                         "press Score", lines=1, max_lines=4, elem_id="yours", scale=4)
+        own = gr.Button("Start from the model's", elem_id="yours-own", scale=1, min_width=170)
+        score = gr.Button("Score", elem_id="yours-score", scale=1, min_width=100)
+    view = gr.HTML(None, html_template=inside_page.yours_template(), js_on_load=inside_page.yours_js(),
+                   css_template=inside_page.CSS, elem_id="yours-view", apply_default_css=False)
+    return Yours(box, own, score, view)
+
+
+def build_inside_panel() -> gr.HTML:
+    """How the weight of a clicked cell is computed, below the maps (static/inside.js)."""
+    return gr.HTML(None, html_template=inside_page.inside_template(), js_on_load=inside_page.inside_js(),
+                   css_template=inside_page.CSS, elem_id="inside", apply_default_css=False)
+
+
+def build_learn_tab(index: dict | None) -> HtmlTab:
+    """The model at each of its training snapshots (shown only for a checkpoint that ships them)."""
+    with gr.Tab("Watch it learn", id="learn", elem_id="tab-learn", visible=index is not None) as tab:
+        html = gr.HTML(index, html_template=inside_page.learn_template(), js_on_load=inside_page.learn_js(),
+                       css_template=inside_page.CSS, elem_id="learn", apply_default_css=False)
+    return HtmlTab(tab, html)
+
+
 def build_demo() -> tuple[gr.Blocks, Page]:
     """The page, top to bottom (every field of the initial view is set by the builders), and its events."""
     view = ViewState(model=DEFAULT_MODEL, length_penalty=EXPLORER.default_length_penalty)
@@ -247,11 +313,16 @@ def build_demo() -> tuple[gr.Blocks, Page]:
         controls, results = build_controls(view, info.examples), build_results()
         with gr.Accordion("How to read this", open=False, elem_id="howto"):
             gr.Markdown(texts.HOW_TO_READ)
+        yours = build_yours()
         with gr.Tabs(elem_id="tabs") as tabs:
             p = Page(states, controls, results, tabs, build_attention_tab(view), build_tree_tab(), build_compare_tab(),
                      *build_model_tabs(info))
-        wire_translation(demo, p)
+            with p.attention.tab:
+                inside = build_inside_panel()
+            learn = build_learn_tab(INSIDE.learn_index(view.model))
+        restored = wire_translation(demo, p)
         wire_tabs(p)
+        wire_inside(p, InsidePanels(p, yours, inside, learn), restored)
     return demo, p
 
 
@@ -264,7 +335,7 @@ TRANSLATE = dict(concurrency_limit=EXPLORER.batcher.max_batch, concurrency_id="t
 QUIET_MODEL = {**QUIET, **MODEL}
 
 
-def wire_translation(demo: gr.Blocks, p: Page) -> None:
+def wire_translation(demo: gr.Blocks, p: Page):
     """Translate (the page's, the API's and a shared link's), examples, candidates, model and settings."""
     s, c, r, xp = p.states, p.controls, p.results, EXPLORER
     inputs, shown = [c.src, c.method, c.beam, s.model, s.lp], [s.result, p.attention.view, r.candidate]
@@ -291,7 +362,7 @@ def wire_translation(demo: gr.Blocks, p: Page) -> None:
     r.copy.click(None, None, [r.link], js=page.JS_COPY_LINK, **PRIVATE)
     restored = [c.model, s.model, c.src, p.compare.src, c.method, c.beam, c.lp, s.lp, c.present, p.tabs, s.tab,
                 r.note, s.restore] + training
-    demo.load(p.on_restore, [s.model], restored, **PRIVATE, **RESTORE).then(
+    return demo.load(p.on_restore, [s.model], restored, **PRIVATE, **RESTORE).then(
         None, [s.restore], [s.view], js=page.JS_RESTORE, **PRIVATE).then(
         p.on_restore_translate, inputs + [s.restore], outputs, **PRIVATE, **TRANSLATE).success(**export).then(
         **tree).then(xp.on_restore_compare, [c.src, p.compare.src, c.method, c.beam, s.model, s.lp, s.tab, s.view],
@@ -313,6 +384,27 @@ def wire_tabs(p: Page) -> None:
     cmp.versus.click(None, None, [s.view], js=page.JS_VIEW, **PRIVATE).then(
         xp.on_greedy_vs_beam, [c.src, c.beam, s.model, s.lp, s.view], [cmp.view, s.compare], **QUIET_MODEL)
     cmp.view.pick(p.on_compare_pick, [s.compare], [cmp.view], **QUIET)
+
+
+def wire_inside(p: Page, x: InsidePanels, restored) -> None:
+    """Your translation (Score, Enter, the model's as a start, a link's), a clicked cell, the learning slider."""
+    s, c, r, y = p.states, p.controls, p.results, x.yours
+    score = dict(fn=x.on_score, inputs=[c.src, y.box, s.model, s.lp, s.result],
+                 outputs=[s.result, p.attention.view, r.candidate, y.view], **PRIVATE, **MODEL)
+    gr.on([y.score.click, y.box.submit], **score).success(p.on_export, [s.result], [r.download], **QUIET)
+    y.own.click(lambda own: own or "", [r.translation], [y.box], queue=False, **PRIVATE)
+    gr.on([c.translate.click, c.src.submit, c.examples.click], lambda: (None, None), None, [y.view, x.inside],
+          queue=False, **PRIVATE)
+    # the maps changed (heads switched off or on while one's own translation is on screen): its scores follow
+    p.attention.view.change(INSIDE.yours_of, [s.result], [y.view], **QUIET)
+    x.inside.cell(x.on_cell, [s.result], [x.inside], trigger_mode="always_last", **QUIET_MODEL)
+    x.learn.view.learn(x.on_learn, [s.model, c.src], [x.learn.view], **QUIET_MODEL)
+    x.learn.tab.select(None, None, [s.view], js=page.js_enter_tab("learn"), **PRIVATE).then(
+        lambda: "learn", None, [s.tab], queue=False, **PRIVATE)
+    c.model.input(x.on_model, [c.model], [x.learn.tab, x.learn.view, y.view, x.inside], **PRIVATE)
+    restored.then(x.on_restore_yours, [c.src, s.model, s.lp, s.result, s.restore],
+                  [x.learn.tab, x.learn.view, y.box, s.result, p.attention.view, r.candidate, y.view, x.inside],
+                  **PRIVATE, **MODEL)
 
 
 demo, PAGE = build_demo()

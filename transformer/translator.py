@@ -493,15 +493,23 @@ class Translator:
         return scores
 
     @torch.inference_mode()
-    def force(self, text: str, translation: str, top_k: int = 5) -> Translation:
+    def force(self, text: str, translation: str, top_k: int = 5, head_mask: HeadMask | dict | None = None,
+              ids: list[int] | None = None) -> Translation:
         """`text` translated as `translation` says, not as the search would: a `Translation` with that one
         candidate, scored (`score`: its log-probability, per token in `steps`, each with the model's own top
-        `top_k` alternatives) and with every attention map of it, from one teacher-forced float32 pass."""
+        `top_k` alternatives) and with every attention map of it, from one teacher-forced float32 pass
+        (with the heads `head_mask` switches off, as in `translate`). `ids`: the output ids to force (<eos>
+        last), e.g. a candidate's, which the search may have spelled in other subword pieces than the
+        tokenizer splits its text into; `translation` is then only what is shown."""
         source = self.source(text)
-        ids = self._target_ids(translation, source) + [self.model.config.eos_id]
+        if ids is None:
+            ids = self._target_ids(translation, source) + [self.model.config.eos_id]
+        else:
+            ids = self._checked_ids(ids)
+        mask = as_head_mask(head_mask, self.model.config, self.device)
         src = torch.tensor([source.ids], device=self.device)
-        encoded = encode_source(self.model, src, True)
-        attention = self._capture([source.ids], [ids], top_k, encoded)[0]
+        encoded = encode_source(self.model, src, True, head_mask=mask)
+        attention = self._capture([source.ids], [ids], top_k, encoded, mask)[0]
         log_prob = math.fsum(math.log(max(s.probability, 1e-45)) for s in attention.steps)
         tokens = self.tokenizer.ids_to_tokens(ids)
         shown = self.tokenizer.decode(strip_specials(ids, self.model), source.entities)
@@ -510,7 +518,17 @@ class Translator:
             text=shown, src_tokens=self.tokenizer.ids_to_tokens(source.ids), tgt_tokens=tokens, score=log_prob,
             log_prob=log_prob, truncated=source.truncated, candidates=[candidate], method="forced", beam_size=1,
             src_ids=source.ids, attention=attention, model_input=source.text, entities=source.entities,
-            as_text=source.as_text)
+            head_mask=mask, as_text=source.as_text)
+
+    def _checked_ids(self, ids: list[int]) -> list[int]:
+        """Output ids to force, as given, or ValueError."""
+        cfg = self.model.config
+        if not isinstance(ids, (list, tuple)) or not ids or not all(
+                isinstance(i, int) and not isinstance(i, bool) and 0 <= i < cfg.tgt_vocab_size for i in ids):
+            raise ValueError(f"ids must be a non-empty list of output token ids in 0..{cfg.tgt_vocab_size - 1}")
+        if len(ids) > cfg.max_len:
+            raise ValueError(f"translation is too long: {len(ids)} tokens, the model reads at most {cfg.max_len}")
+        return list(ids)
 
     def _target_ids(self, text: str, source: Source) -> list[int]:
         """A translation's ids (no specials), the source's entities as its placeholders."""

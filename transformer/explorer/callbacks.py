@@ -242,8 +242,9 @@ class Explorer:
     @staticmethod
     def rerun_texts(result: Result | None) -> tuple[str, pd.DataFrame, str]:
         """After `rerun`'s maps: the translation, the n-best list and the notes (the translation with every head
-        while heads are off)."""
-        return (result.translation.text if result else "", nbest_table(result), ablation_notice(result))
+        while heads are off). With a translation of one's own on screen, the texts stay the model's own."""
+        shown = result.own if result is not None and result.own is not None else result
+        return (shown.translation.text if shown else "", nbest_table(shown), ablation_notice(result))
 
     def export(self, result: Result | None) -> Path | None:
         """The current candidate's attention as an .npz file to download (None without a result)."""
@@ -279,6 +280,10 @@ class Explorer:
         tr = self.translator(result.model)
         if result.search is None:
             t = result.translation
+            if t.method == "forced":  # a translation of one's own on screen: the tree of the model's own search
+                if result.own is None:
+                    return None, result
+                t = result.own.translation
             try:
                 result.search = self.batcher.call(record_search, tr, result.source, t.method, t.beam_size,
                                                   result.length_penalty, t.head_mask)
@@ -359,5 +364,6 @@ class Explorer:
         except Exception:  # the model's own error shows when it translates
             tr = None
         client = json.dumps({"view": view.client(), "tab": view.tab, "translate": bool(view.text.strip()),
+                             "yours": view.yours,
                              "known": {"lp": f"{view.length_penalty:g}", "compare": view.compare}})
         return Restored(labels, view, ViewState.notes_text(notes), client, params, self.model_info(view.model, tr))

@@ -101,6 +101,7 @@ class Result:
     off: tuple[tuple[str, int, int], ...] = ()  # heads switched off in `translation` (kind, layer, head)
     base: Result | None = None  # with heads off: the result with every head on (the same source and settings)
     ablated: dict[tuple, Result] = field(default_factory=dict)  # on the base: recent ablations, by `off`
+    own: Result | None = None  # a translation of one's own (method "forced"): the model's result it was scored beside
 
     @property
     def attention(self) -> Attention:
@@ -146,13 +147,16 @@ def ablate(tr: Translator, result: Result, off: Any) -> Result:
         return base
     if off not in base.ablated:
         t = base.translation
-        translation = tr.translate(base.source, method=t.method, beam_size=t.beam_size,
-                                   length_penalty=base.length_penalty, return_attention=True,
-                                   head_mask=head_mask_of(off, tr))
+        if t.method == "forced":  # a translation of one's own: the same tokens, scored and drawn without the heads
+            translation = tr.force(base.source, t.text, head_mask=head_mask_of(off, tr), ids=t.candidates[0].ids)
+        else:
+            translation = tr.translate(base.source, method=t.method, beam_size=t.beam_size,
+                                       length_penalty=base.length_penalty, return_attention=True,
+                                       head_mask=head_mask_of(off, tr))
         if len(base.ablated) >= MAX_ABLATIONS:
             base.ablated.pop(next(iter(base.ablated)))
         base.ablated[off] = Result(base.model, base.source, translation, base.length_penalty,
-                                   {0: translation.attention}, off=off, base=base)
+                                   {0: translation.attention}, off=off, base=base, own=base.own)
     return base.ablated[off]
 
 
@@ -167,6 +171,9 @@ def ablation_notice(result: Result | None) -> str:
     """What the notes say while heads are off: how many, and the translation with every head on."""
     if result is None or not result.off or result.base is None:
         return ""
+    if result.translation.method == "forced":
+        return (f"{len(result.off)} head{'s' if len(result.off) != 1 else ''} switched off ({off_text(result.off)}): "
+                "the maps and the scores of your translation are the model's without them.")
     return (f"{len(result.off)} head{'s' if len(result.off) != 1 else ''} switched off ({off_text(result.off)}): "
             f"the translation, the n-best list and the maps are the model's without them. With every head: "
             f"“{result.base.translation.text}”.")

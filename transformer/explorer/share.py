@@ -11,9 +11,10 @@ No gradio, no torch: strings in, a dataclass and notes out.
 
 URL parameters (all optional; layer and head are 1-based as on screen):
     text, compare   the source sentence and the "compare with" sentence
+    yours           a translation of one's own, scored by the model (its maps shown); checked as text is
     model           a model label of the selector
     method          greedy | beam          beam   1..10         lp  0..2 (length penalty)
-    tab             attention | tree | compare | training | heads
+    tab             attention | tree | compare | training | heads | learn
     kind            encoder | decoder | cross | steps (the attention view)
     layer           1..n_layers             head   mean | 1..n_heads
     rows            input | predicted       hide, merge, present   0 | 1
@@ -40,11 +41,11 @@ MAX_INPUT_CHARS = 2000  # longer text is cut before tokenising (the model then c
 MEAN_HEADS = -1  # head selector value for "mean over heads"
 ROWS_INPUT, ROWS_PREDICTED = "decoder input token", "predicted token"
 
-TABS = ("attention", "tree", "compare", "training", "heads")  # the app's tabs (gr.Tab ids)
+TABS = ("attention", "tree", "compare", "training", "heads", "learn")  # the app's tabs (gr.Tab ids)
 VIEW_KINDS = ("encoder", "decoder", "cross", "steps")  # the attention tab's views (explorer.js `state.tab`)
 ROWS_CODES = {"input": ROWS_INPUT, "predicted": ROWS_PREDICTED}
 PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "layer", "head", "rows", "hide",
-          "merge", "present", "off", "measure")
+          "merge", "present", "off", "measure", "yours")
 MEASURES = ("weight", "norm")  # what the attention maps show: α, or ‖α f(x)‖
 KIND_CODES = {"e": "encoder", "d": "decoder", "c": "cross"}  # `off`'s kind letters
 MAX_OFF_CHARS = 1200  # `off` may name every head of a large model
@@ -87,6 +88,7 @@ class ViewState:
     step: int = 1
     off: tuple[tuple[str, int, int], ...] = ()  # heads switched off: (kind, layer, head), 0-based, sorted
     measure: str = "weight"
+    yours: str = ""  # a translation of one's own to score (the "Your translation" box)
 
     def client(self) -> dict[str, Any]:
         """The browser-side fields under the names explorer.js uses (`off` and `measure` when not the default)."""
@@ -107,7 +109,7 @@ class ViewState:
                  "rows": "predicted" if self.rows == ROWS_PREDICTED else "input",
                  "hide": str(int(self.hide_special)), "merge": str(int(self.merge_subwords)),
                  "present": str(int(self.present)), "off": off_text(self.off),
-                 "measure": "" if self.measure == "weight" else self.measure}
+                 "measure": "" if self.measure == "weight" else self.measure, "yours": self.yours}
         return {k: v for k, v in query.items() if v != ""}
 
     @classmethod
@@ -172,9 +174,9 @@ def _ignored(values: Mapping[str, str], key: str, why: str) -> str:
 
 
 def _read_texts(view: ViewState, values: Mapping[str, str]) -> list[str]:
-    """`text` and `compare`, when they can go into a textbox (`_check_text`)."""
+    """`text`, `compare` and `yours`, when they can go into a textbox (`_check_text`)."""
     notes = []
-    for key in ("text", "compare"):
+    for key in ("text", "compare", "yours"):
         if key in values:
             text, why = _check_text(values[key])
             if why:
@@ -187,7 +189,7 @@ def _read_texts(view: ViewState, values: Mapping[str, str]) -> list[str]:
 def _drop_overlong(values: dict[str, str]) -> list[str]:
     """Removes every value but the texts longer than MAX_VALUE_CHARS; no valid one is that long."""
     notes = []
-    for key in [k for k in PARAMS if k in values and k not in ("text", "compare")]:
+    for key in [k for k in PARAMS if k in values and k not in ("text", "compare", "yours")]:
         limit = MAX_OFF_CHARS if key == "off" else MAX_VALUE_CHARS
         if len(values[key]) > limit:
             notes.append(f"{key} (longer than {limit} characters)")

@@ -95,7 +95,8 @@ function initExplorer(root, props, watch) {
 
   // tokens of one axis: what the transforms need to follow along
   function axis(info) {
-    return {label: info.label, raw: info.raw, special: info.special, info, hidden: false};
+    return {label: info.label, raw: info.raw, special: info.special, info, hidden: false,
+      index: info.raw.map((_, i) => i)};  // each position's token index (the inside panel asks by it)
   }
 
   function kindAxes(kind) {
@@ -119,7 +120,8 @@ function initExplorer(root, props, watch) {
       rows.push(kept.map((v) => (total > 0 ? v / total : 0)));
     });
     const pick = (a, keep) => ({label: a.label.filter((_, i) => keep[i]), raw: a.raw.filter((_, i) => keep[i]),
-      special: a.special.filter((_, i) => keep[i]), info: a.info, hidden: true});
+      special: a.special.filter((_, i) => keep[i]), info: a.info, hidden: true,
+      index: a.index ? a.index.filter((_, i) => keep[i]) : undefined});
     const hidden = removed.length ? removed.reduce((s, v) => s + v, 0) / removed.length : 0;
     return [rows, pick(q, keepQ), pick(k, keepK), hidden];
   }
@@ -244,6 +246,20 @@ function initExplorer(root, props, watch) {
     if (view.message) { setMessage(`focus-${kind}`, view.message); return; }
     view.measure = showNorm() ? "norm" : "weight";
     heatmap(`focus-${kind}`, view, 1);
+    const plot = $(`#focus-${kind} .plot`);
+    if (plot.removeAllListeners) plot.removeAllListeners("plotly_click");
+    plot.on("plotly_click", (e) => cellClicked(kind, e));
+  }
+
+  // a click on a cell of the focus map: the inside panel (static/inside.js) shows how that weight is computed
+  function cellClicked(kind, e) {
+    const point = e && e.points && e.points[0], view = $(`#focus-${kind} .plot`).__view;
+    if (!point || !view) return;
+    const [L, H] = mapsOf(kind).shape, i = point.y, j = point.x;
+    const detail = {kind, layer: clampLayer(L), head: headOf(H), rows: state.rows, merged: Boolean(state.merge),
+      measure: showNorm() ? "norm" : "weight", rev: data.rev,
+      query: view.q.index ? view.q.index[i] : null, key: view.k.index ? view.k.index[j] : null};
+    document.dispatchEvent(new CustomEvent("attention-cell", {detail}));
   }
 
   // what the checkpoint's head analysis says about one head: role letters, and a line for the tooltip

@@ -44,6 +44,8 @@ function makeShare(state) {
     const p = new URLSearchParams();
     const text = value("#source textarea, #source input");
     if (text) p.set("text", text);
+    const yours = value("#yours textarea, #yours input");
+    if (yours) p.set("yours", yours);
     const compare = value("#compare-source textarea, #compare-source input") ?? share.known.compare;
     if (compare) p.set("compare", compare);
     const model = value("#model input");
