@@ -48,6 +48,7 @@ function initExplorer(root, props, watch) {
     const bin = atob(entry.data);
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    if (entry.dtype === "float32") return {shape: entry.shape, values: new Float32Array(bytes.buffer)};
     const ints = entry.dtype === "uint16" ? new Uint16Array(bytes.buffer) : bytes;
     const values = new Float32Array(ints.length);
     for (let i = 0; i < ints.length; i++) values[i] = ints[i] / entry.scale;
