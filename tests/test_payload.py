@@ -83,7 +83,9 @@ def test_every_label_is_escaped_and_raw_text_is_kept():
     payload = attention_payload(make_attention())
     for key in ("src", "tgt_in", "tgt_out"):
         info = payload["tokens"][key]
-        assert info["label"] == [viz.escape_label(t) for t in info["raw"]]
+        assert info["label"] == [viz.escape_label(viz.display_token(t)) for t in info["raw"]]
+        assert info["shown"] == [viz.display_token(t) for t in info["raw"]]
+        assert not any("\u2581" in x for x in info["label"] + info["shown"] + info["words"])
         assert info["words"] == [viz.escape_label(w) for w in info["words_raw"]]
     labels = [s for k in ("src", "tgt_in", "tgt_out") for f in ("label", "words", "words_hidden")
               for s in payload["tokens"][k][f]] + [s["label"] for s in payload["steps"]] + \
@@ -231,3 +233,17 @@ def test_merged_words_of_many_pieces_stay_within_0_005_in_uint8():
     assert attention_payload(att)["kinds"]["encoder"]["weights"]["dtype"] == "uint8"
     worst = views_error(att)
     assert max(worst.values()) <= 0.005, worst
+
+
+def test_tokens_are_shown_without_the_word_start_mark():
+    """"▁" never reaches the screen: a word's first piece is bare, a piece that continues a word has "·", a lone
+    "▁" is "␣", and as a next-token choice it says what it is."""
+    assert [viz.display_token(t) for t in ["\u2581I", "\u2581Lehr", "er", "\u2581", ",", "\u2581.", "<eos>", "⟨1⟩"]] == \
+        ["I", "Lehr", "\u00b7er", "\u2423", ",", ".", "<eos>", "⟨1⟩"]
+    assert viz.choice_label("\u2581") == "\u2423 (a new word starts)"
+    att = make_attention(out=["\u2581", "\u2581Ein", "\u2581Rad", "fahrer", "<eos>"])
+    payload = attention_payload(att)
+    labels = [x[1] for s in payload["steps"] for x in s["top"]] + [s["label"] for s in payload["steps"]]
+    assert "\u2423 (a new word starts)" in labels
+    assert not [x for x in labels if "\u2581" in x]
+    assert viz.word_groups(["\u2581", "\u2581a"])[1] == ["\u2423", "a"]

@@ -63,9 +63,10 @@ def precision_from_env() -> str:
 
 def precision_note(precision: str) -> str:
     """What the notes say about the weights that decode (in the model notice)."""
-    if precision == "int8":
-        return f"Decoding: int8 (attention drawn in float32; {ENV_PRECISION}=fp32 decodes in float32)."
-    return "Decoding: fp32."
+    if precision == "int8":  # plain words on the page; the setting itself is in docs/deploy.md, not here
+        return ("Decoding: int8 (the search runs on a compact 8-bit copy of the model, for speed; the maps are "
+                "computed at full precision, float32).")
+    return "Decoding: fp32 (full precision)."
 
 
 def view_data(view_json: str | None) -> dict[str, Any]:

@@ -430,10 +430,11 @@ def step_view(att: Attention, step: Any, opts: ViewOptions) -> tuple[go.Figure, 
     row = att.cross[layer].mean(axis=0)[t] if head < 0 else att.cross[layer, head, t]
     row2, _, src, _ = transform(row[None, :], ["·"], att.src_tokens, opts.hide_special, opts.merge_subwords)
     fig = viz.step_figure(record.top_k, row2[0], src, record.token,
-                          title=f"Step {t + 1}: chose {record.token} · cross-attention layer {layer + 1}, "
+                          title=f"Step {t + 1}: chose {viz.display_token(record.token)} · "
+                                f"cross-attention layer {layer + 1}, "
                                 f"{head_label(head)}")
-    text = (f"Step {t + 1} of {len(att.steps)}: the decoder read {att.tgt_in_tokens[t]!r} and chose "
-            f"{record.token!r} (probability {record.probability:.1%}).")
+    text = (f"Step {t + 1} of {len(att.steps)}: the decoder read \u2018{viz.display_token(att.tgt_in_tokens[t])}"
+            f"\u2019 and chose \u2018{viz.display_token(record.token)}\u2019 (probability {record.probability:.1%}).")
     return fig, text
 
 

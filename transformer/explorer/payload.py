@@ -6,8 +6,8 @@ subwords, decoding step, tab) from this payload without asking the server again;
 computed here, in pure Python, and sent ready-made:
 
 * weights quantised to integers (`QUANT_SCALE`, little-endian, base64): `(L, H, Q, K)` per kind;
-* tokens as raw text (for `textContent`), as escaped labels (`viz.escape_label`, for Plotly, which
-  parses a subset of HTML), with the special-token mask and the word groups of `viz.word_groups`,
+* tokens as the model's pieces (`raw`), as shown (`shown`, `viz.display_token`: no "▁", for `textContent`), as
+  escaped labels (`viz.escape_label`, for Plotly, which parses a subset of HTML), with the special-token mask and the word groups of `viz.word_groups`,
   both for all tokens and for the tokens left after hiding the specials;
 * head entropy per kind (with its cell colours), the encoder rollout, the decoding steps;
 * when asked for, Kobayashi et al.'s norms ‖α f(x)‖ per kind, each row divided by its sum (`norm_rows`);
@@ -115,7 +115,8 @@ def token_info(tokens: Sequence[str], entities: Sequence[str] = ()) -> dict[str,
     groups_kept, words_kept = viz.word_groups(kept)
     words, words_kept = _with_entities(words, entities), _with_entities(words_kept, entities)
     return {
-        "raw": list(tokens), "label": [viz.escape_label(t) for t in tokens], "special": special,
+        "raw": list(tokens), "label": [viz.escape_label(viz.display_token(t)) for t in tokens],
+        "shown": [viz.display_token(t) for t in tokens], "special": special,
         "groups": groups, "words": [viz.escape_label(w) for w in words], "words_raw": words,
         "groups_hidden": groups_kept, "words_hidden": [viz.escape_label(w) for w in words_kept],
         "words_hidden_raw": words_kept,
@@ -160,8 +161,9 @@ def norm_rows(norms: np.ndarray) -> np.ndarray:
 
 def _step(record: StepRecord) -> dict[str, Any]:
     top = sorted(record.top_k, key=lambda tp: tp[1], reverse=True)[:5]
-    return {"token": record.token, "label": viz.escape_label(record.token), "p": round(float(record.probability), 4),
-            "top": [[tok, viz.escape_label(tok), round(float(p), 4)] for tok, p in top]}
+    return {"token": record.token, "label": viz.escape_label(viz.display_token(record.token)),
+            "shown": viz.display_token(record.token), "p": round(float(record.probability), 4),
+            "top": [[tok, viz.escape_label(viz.choice_label(tok)), round(float(p), 4)] for tok, p in top]}
 
 
 def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_candidates: int = 1,

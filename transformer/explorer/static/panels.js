@@ -125,6 +125,7 @@ function initComparePanel(root, props, watch, trigger) {
     note.hidden = !value.note;
     t.draw(diff, value.difference);
     pair.__value = value;  // for tests: what is drawn
+    attentionView()[0].share.compareMode = value.mode;  // the link follows: two sentences, or greedy vs beam
     panel.dataset.ready = `compare-${value.rev}`;
   }
 
