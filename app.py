@@ -89,8 +89,11 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
                 self.training.plot: info.figure, self.training.table: info.metrics,
                 self.heads.plot: info.heads[0], self.heads.table: info.heads[1]}
 
-    def on_model_change(self, label: str) -> dict:
-        """Switch model: load it (cached), clear the old result, refresh examples and the training tab."""
+    def on_model_change(self, label: str, current: str | None = None):
+        """Switch model: load it (cached), clear the old result, refresh examples and the training tab. The same
+        model again (the dropdown sends its value when the keyboard's focus passes through it) changes nothing."""
+        if current is not None and label == current:
+            return gr.skip()
         info, r = EXPLORER.switch(label), self.results
         return {self.states.model: label, self.states.result: None, r.translation: "", r.notice: info.notice,
                 r.nbest: nbest_table(None)} | self.show_model(info) | self.show_result(None)
@@ -144,7 +147,7 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
 def build_controls(view: ViewState, examples: list[str]) -> tuple[Controls, gr.Textbox]:
     """The stage's side column, top: the source sentence, Translate and presentation mode, the translation;
     then the examples, the model and the decoding settings (returned with the translation box)."""
-    src = gr.Textbox(label="Source sentence (press Enter to translate)", lines=2, max_lines=4,
+    src = gr.Textbox(label="Source sentence (press Enter to translate)", lines=1, max_lines=4,
                      placeholder="Type a sentence, e.g. " + EXAMPLES_EN[0], elem_id="source", autofocus=True)
     with gr.Row(elem_id="translate-row"):
         translate = gr.Button("Translate", variant="primary", elem_id="translate", scale=2, min_width=120)
@@ -283,7 +286,7 @@ def wire_translation(demo: gr.Blocks, p: Page) -> None:
         xp.rerun_texts, [s.result], [r.translation, r.nbest, r.notice], **QUIET).then(**export)
     c.method.input(lambda m: gr.Slider(interactive=m == "beam"), [c.method], [c.beam], queue=False, **PRIVATE)
     c.lp.change(lambda v: v, [c.lp], [s.lp], queue=False, **PRIVATE)
-    c.model.input(p.on_model_change, [c.model], outputs + [s.model] + training, **PRIVATE, **MODEL).then(
+    c.model.input(p.on_model_change, [c.model, s.model], outputs + [s.model] + training, **PRIVATE, **MODEL).then(
         **export).then(**tree)
     c.present.change(None, [c.present], None, js=page.JS_PRESENT, **PRIVATE)
     # a shared link: validate its parameters (transformer/explorer/share.py), restore the view, translate

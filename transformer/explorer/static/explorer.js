@@ -24,7 +24,9 @@ function initExplorer(root, props, watch) {
   const KIND_CODE = {encoder: "e", decoder: "d", cross: "c"};
   // the model pass of gr.HTML's custom event (undefined where the explorer runs without gradio)
   const rerun = typeof trigger === "function" ? (request) => trigger("rerun", request) : null;
-  const PLOT_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
+  // not responsive: Plotly's own resize collapsed a fixed-height map's container to 0 px, so the views below were
+  // drawn over it; the resize handler below redraws every view at its new size instead
+  const PLOT_CONFIG = {displaylogo: false, responsive: false, displayModeBar: false};
 
   // ---- the view state: the one place that says what is shown (payload aside)
   // (shared with the other panels and the URL; a restored link may have set it before this view loads)
