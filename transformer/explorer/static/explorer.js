@@ -307,6 +307,13 @@ function initExplorer(root, props, watch) {
       `\n${shares.join("\n")}`};
   }
 
+  // black or white text, whichever contrasts more with the cell (WCAG relative luminance)
+  function contrastText(r, g, b) {
+    const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+    const L = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+    return (L + 0.05) / 0.05 >= 1.05 / (L + 0.05) ? "#000" : "#fff";
+  }
+
   function drawSummary(kind) {
     const div = $(`#grid-${kind}`);
     const ent = data.kinds[kind].entropy;
@@ -347,7 +354,7 @@ function initExplorer(root, props, watch) {
           button.dataset.kind = kind;
           button.style.background = ent.colors[l][c - 1];
           const [r, g, b] = ent.colors[l][c - 1].match(/[\d.]+/g).map(Number);
-          button.style.color = 0.299 * r + 0.587 * g + 0.114 * b > 140 ? "#111" : "#fff";
+          button.style.color = contrastText(r, g, b);
           if (off) button.classList.add("off");
         }
         if (l === selLayer && c - 1 === selHead) button.classList.add("selected");
