@@ -299,10 +299,11 @@ class Explorer:
 
     def on_restore_compare(self, text: str, other: str, method: str, beam: float, model: str | None,
                            length_penalty: float, tab: str, view_json: str):
-        """A link to the compare tab: compare its two sentences, or greedy and beam when it has only one."""
+        """A link to the compare tab: compare its two sentences, or greedy and beam when it has only one (the
+        compare box may hold the source itself by then: the tab prefills it)."""
         if tab != "compare" or not (text or "").strip():
             return None, None
-        if (other or "").strip():
+        if (other or "").strip() and other.strip() != text.strip():
             return self.on_compare(text, other, method, beam, model, length_penalty, view_json)
         return self.on_greedy_vs_beam(text, beam, model, length_penalty, view_json)
 
