@@ -355,6 +355,8 @@ def transform(weights: np.ndarray, q: Sequence[str], k: Sequence[str], hide: boo
         weights, q, k, hidden = viz.hide_special(weights, q, k)
     if merge and q and k:
         weights, q, k = viz.merge_subwords(weights, q, k)
+        # whole words: marked as word starts, so their labels show bare (viz.display_token), as on the page
+        q, k = [viz.WORD_MARK + w for w in q], [viz.WORD_MARK + w for w in k]
     return weights, q, k, hidden
 
 

@@ -157,6 +157,11 @@ function initExplorer(root, props, watch) {
   // Until a layer or head is chosen (state.auto), each kind opens on its own default: cross-attention (and the
   // steps, which draw it) on the checkpoint's strongest alignment head where its head analysis names one (the
   // clearest picture of which source word each output word comes from), every other kind on its last layer, mean.
+  // a layer or head set by anyone (a control, a panel, a test) ends the defaults
+  function chosen(changes) {
+    return ("layer" in changes || "head" in changes) && !("auto" in changes) ? {...changes, auto: false} : changes;
+  }
+
   function autoPick() {
     if (!state.auto || !data) return;
     const kind = KINDS.includes(state.tab) ? state.tab : "cross";
@@ -614,7 +619,7 @@ function initExplorer(root, props, watch) {
   }
 
   function update(changes) {
-    Object.assign(state, changes);
+    Object.assign(state, chosen(changes));
     render();
     share.sync();
     askModel();

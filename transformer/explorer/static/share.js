@@ -29,8 +29,8 @@ function attentionView() {
     if (view.explorer) view.explorer.refresh();
   };
   // the panels change the shared state; the explorer redraws (now, or when it shows again)
-  view.set = (changes) => {
-    Object.assign(state, changes);
+  view.set = (changes) => {  // a layer or head chosen in a panel ends the defaults (explorer.js autoPick)
+    Object.assign(state, changes, "layer" in changes || "head" in changes ? {auto: false} : {});
     if (view.explorer) view.explorer.refresh();
     view.share.sync();
   };
