@@ -247,3 +247,22 @@ def test_tokens_are_shown_without_the_word_start_mark():
     assert "\u2423 (a new word starts)" in labels
     assert not [x for x in labels if "\u2581" in x]
     assert viz.word_groups(["\u2581", "\u2581a"])[1] == ["\u2423", "a"]
+
+
+def test_colour_scales_read_by_lightness_alone():
+    """Colour-blind viewers see lightness where hue fails: the attention scale (Blues) gets strictly darker as the
+    weight grows and the head summary's (Viridis) strictly lighter as the spread grows, so both read in any
+    colour vision and in greyscale (WCAG relative luminance of each stop)."""
+    from plotly.colors import sample_colorscale
+
+    def luminance(colour: str) -> float:
+        assert colour.startswith("rgb("), colour
+        r, g, b = (float(x) / 255 for x in colour[4:-1].split(",")[:3])
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    from transformer.explorer.payload import ATTENTION_COLORS
+    blues = [luminance(c) for _, c in ATTENTION_COLORS]
+    assert all(a > b for a, b in zip(blues, blues[1:])), blues
+    viridis = [luminance(c) for c in sample_colorscale("Viridis", np.linspace(0, 1, 16).tolist(), colortype="rgb")]
+    assert all(a < b for a, b in zip(viridis, viridis[1:])), viridis
