@@ -14,6 +14,7 @@ import os
 from collections import namedtuple
 from pathlib import Path
 from typing import Any
+from types import SimpleNamespace
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no network at run time (telemetry, version check)
 
@@ -111,8 +112,11 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
                 self.training.plot: info.figure, self.training.table: info.metrics,
                 self.heads.plot: info.heads[0], self.heads.table: info.heads[1]}
 
-    def on_model_change(self, label: str) -> dict:
-        """Switch model: load it (cached), clear the old result, refresh examples and the training tab."""
+    def on_model_change(self, label: str, current: str | None = None):
+        """Switch model: load it (cached), clear the old result, refresh examples and the training tab. The same
+        model again (the dropdown sends its value when the keyboard's focus passes through it) changes nothing."""
+        if current is not None and label == current:
+            return gr.skip()
         info, r = EXPLORER.switch(label), self.results
         return {self.states.model: label, self.states.result: None, r.translation: "", r.notice: info.notice,
                 r.nbest: nbest_table(None)} | self.show_model(info) | self.show_result(None)
@@ -134,9 +138,21 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
 
     def on_restore_translate(self, text: str, method: str, beam_size: float, model: str | None, lp: float, restored=""):
         """A link with text translates it; a page without one stays as it is (no error, no second translation)."""
-        if not view_data(restored).get("translate") or not (text or "").strip():
+        data = view_data(restored)
+        if not data.get("translate") or not (text or "").strip():
             return gr.skip()  # every output kept: a translation the user made meanwhile stays
-        return self.on_translate_view(text, method, beam_size, model, lp)
+        linked = data.get("view") if isinstance(data.get("view"), dict) else {}
+        if not linked.get("off") and linked.get("measure") != "norm":
+            return self.on_translate_view(text, method, beam_size, model, lp)
+        # heads switched off or norms: the first answer is already the model's without those heads (never a flash
+        # of the intact translation); the page's own `rerun` request carries the same fields
+        result, _ = EXPLORER.translate(text, method, beam_size, model, lp)
+        result = EXPLORER.rerun(result, SimpleNamespace(_data={"off": linked.get("off") or [],
+                                                               "measure": linked.get("measure", "weight")}))
+        translation, nbest, notice = EXPLORER.rerun_texts(result)
+        r = self.results
+        return {r.translation: translation, r.notice: notice, r.nbest: nbest, self.states.result: result} | \
+            self.show_result(result)
 
     def on_export(self, result: Result | None) -> gr.DownloadButton:
         return gr.DownloadButton(value=str(path) if (path := EXPLORER.export(result)) else None, interactive=bool(path))
@@ -151,51 +167,53 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
 # ----------------------------------------------------------------------------- layout: one builder per panel
 
 
-def build_controls(view: ViewState, examples: list[str]) -> Controls:
-    """The intro, the source sentence and its examples, the model, the decoding settings and Translate."""
-    gr.Markdown(texts.INTRO, elem_id="intro")
-    with gr.Row():
-        with gr.Column(scale=3):
-            src = gr.Textbox(label="Source sentence (press Enter to translate)", lines=1, max_lines=4,
-                             placeholder="Type a sentence, e.g. " + EXAMPLES_EN[0], elem_id="source", autofocus=True)
-            examples = gr.Dataset(components=[src], samples=[[e] for e in examples],
-                                  label="Examples (click to translate)", elem_id="examples")
-        with gr.Column(scale=2):
-            model = gr.Dropdown(choices=REGISTRY.choices() or ([DEFAULT_MODEL] if DEFAULT_MODEL else []),
-                                value=view.model, label="Model", elem_id="model")
-            with gr.Row():
-                method = gr.Radio(["greedy", "beam"], value=view.method, label="Decoding", elem_id="method")
-                beam = lenient(gr.Slider(1, UI_MAX_BEAM, value=view.beam, step=1, precision=0, label="Beam width",
-                                         elem_id="beam"))
-            with gr.Accordion("Advanced", open=False):
-                lp = gr.Slider(0.0, 2.0, value=view.length_penalty, step=0.1, label="Length penalty",
-                               info=texts.LENGTH_PENALTY_INFO, elem_id="lp")
-            with gr.Row():
-                translate = gr.Button("Translate", variant="primary", elem_id="translate", scale=2)
-                api = gr.Button(visible=False)  # the /translate API's own event (see wire_translation)
-                present = gr.Checkbox(value=view.present, label="Presentation mode", elem_id="present",
-                                      scale=1, min_width=120)
-    return Controls(src, examples, model, method, beam, lp, translate, api, present)
+def build_controls(view: ViewState, examples: list[str]) -> tuple[Controls, gr.Textbox]:
+    """The stage's side column, top: the source sentence, Translate and presentation mode, the translation;
+    then the examples, the model and the decoding settings (returned with the translation box)."""
+    src = gr.Textbox(label="Source sentence (press Enter to translate)", lines=1, max_lines=4,
+                     placeholder="Type a sentence, e.g. " + EXAMPLES_EN[0], elem_id="source", autofocus=True)
+    with gr.Row(elem_id="translate-row"):
+        translate = gr.Button("Translate", variant="primary", elem_id="translate", scale=2, min_width=120)
+        api = gr.Button(visible=False)  # the /translate API's own event (see wire_translation)
+        present = gr.Checkbox(value=view.present, label="Presentation mode", elem_id="present", scale=1,
+                              min_width=120)
+    translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", buttons=["copy"],
+                             lines=2, max_lines=4)
+    with gr.Column(elem_id="side-more"):
+        examples = gr.Dataset(components=[src], samples=[[e] for e in examples],
+                              label="Examples (click to translate)", elem_id="examples")
+        model = gr.Dropdown(choices=REGISTRY.choices() or ([DEFAULT_MODEL] if DEFAULT_MODEL else []),
+                            value=view.model, label="Model", elem_id="model")
+        with gr.Row():
+            method = gr.Radio(["greedy", "beam"], value=view.method, label="Decoding", elem_id="method", min_width=140)
+            beam = lenient(gr.Slider(1, UI_MAX_BEAM, value=view.beam, step=1, precision=0, label="Beam width",
+                                     elem_id="beam", min_width=140))
+        with gr.Accordion("Advanced", open=False):
+            lp = gr.Slider(0.0, 2.0, value=view.length_penalty, step=0.1, label="Length penalty",
+                           info=texts.LENGTH_PENALTY_INFO, elem_id="lp")
+    return Controls(src, examples, model, method, beam, lp, translate, api, present), translation
 
 
-def build_results() -> Results:
-    """The translation and notes, the link to this view, the n-best list, the candidate shown and its export."""
-    with gr.Row():
-        translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation",
-                                 buttons=["copy"], scale=3)
-        notice = gr.Textbox(label="Notes", interactive=False, elem_id="notice", scale=2, value=EXPLORER.serving_note())
-    with gr.Row(elem_id="share-row", equal_height=True):
-        copy = gr.Button("Copy link to this view", elem_id="copy-link", scale=0, min_width=200)
-        link = gr.Textbox(label="Link (the address bar follows the view too)", interactive=False,
-                          elem_id="share-link", buttons=["copy"], scale=3, max_lines=1)
-        note = gr.Textbox(label="Shared link", interactive=False, elem_id="link-note", scale=2, visible=False)
-    with gr.Row(elem_id="nbest-row"):
-        nbest = gr.Dataframe(value=nbest_table(None), label=texts.NBEST_LABEL, interactive=False, elem_id="nbest",
-                             scale=3, wrap=True, column_widths=["6%", "50%", "16%", "16%", "12%"])
-        with gr.Column(scale=2):
-            candidate = gr.Dropdown(choices=candidate_choices(None), value=0, type="value", label="Candidate shown",
-                                    interactive=False, elem_id="candidate")
-            download = gr.DownloadButton("Download attention (.npz)", interactive=False, elem_id="download")
+def build_results(translation: gr.Textbox) -> Results:
+    """Below the settings in the side column: the notes, the n-best list, the candidate shown and its export,
+    the link to this view."""
+    with gr.Column(elem_id="side-results"):
+        notice = gr.Textbox(label="Notes", interactive=False, elem_id="notice", value=EXPLORER.serving_note())
+        with gr.Column(elem_id="nbest-row"):
+            nbest = gr.Dataframe(value=nbest_table(None), label=texts.NBEST_LABEL, interactive=False,
+                                 elem_id="nbest", wrap=True, column_widths=["8%", "50%", "16%", "14%", "12%"])
+            with gr.Row():
+                candidate = gr.Dropdown(choices=candidate_choices(None), value=0, type="value",
+                                        label="Candidate shown", interactive=False, elem_id="candidate", min_width=160)
+                download = gr.DownloadButton("Download attention (.npz)", interactive=False, elem_id="download",
+                                             min_width=160)
+        with gr.Column(elem_id="share-row"):
+            copy = gr.Button("Copy link to this view", elem_id="copy-link")
+            link = gr.Textbox(label="Link (the address bar follows the view too)", interactive=False,
+                              elem_id="share-link", buttons=["copy"], max_lines=1)
+            note = gr.Textbox(label="Shared link", interactive=False, elem_id="link-note", visible=False)
+        with gr.Accordion("How to read this", open=False, elem_id="howto"):
+            gr.Markdown(texts.HOW_TO_READ)
     return Results(translation, notice, copy, link, note, nbest, candidate, download)
 
 
@@ -230,9 +248,11 @@ def build_compare_tab() -> CompareTab:
 def build_model_tabs(info: ModelInfo) -> tuple[PlotTab, PlotTab]:
     """How the model was trained (train_log.jsonl, metrics.json) and what its heads are for (head_*.json)."""
     with gr.Tab("Training", id="training", elem_id="tab-training") as tab:
+        gr.Markdown(texts.TRAINING_FURTHER, elem_classes="further")
         training = PlotTab(tab, gr.Plot(info.figure, label="Training curves", elem_id="train-plot"), gr.Dataframe(
             info.metrics, label="Model card metrics (metrics.json)", interactive=False, elem_id="metrics"))
     with gr.Tab("Heads", id="heads", elem_id="tab-heads") as tab:
+        gr.Markdown(texts.HEADS_FURTHER, elem_classes="further")
         heads = PlotTab(tab, gr.Plot(info.heads[0], label="Head importance and pruning", elem_id="heads-plot"),
                         gr.Dataframe(info.heads[1], label="Head roles", interactive=False, elem_id="head-roles"))
     return training, heads
@@ -310,16 +330,19 @@ def build_demo() -> tuple[gr.Blocks, Page]:
         states = States(model=gr.State(view.model), lp=gr.State(view.length_penalty), tab=gr.State(view.tab),
                         result=gr.State(None, time_to_live=3600), compare=gr.State(None, time_to_live=3600),
                         view=gr.Textbox(visible=False), restore=gr.Textbox(visible=False))
-        controls, results = build_controls(view, info.examples), build_results()
-        with gr.Accordion("How to read this", open=False, elem_id="howto"):
-            gr.Markdown(texts.HOW_TO_READ)
-        yours = build_yours()
-        with gr.Tabs(elem_id="tabs") as tabs:
-            p = Page(states, controls, results, tabs, build_attention_tab(view), build_tree_tab(), build_compare_tab(),
-                     *build_model_tabs(info))
-            with p.attention.tab:
-                inside = build_inside_panel()
-            learn = build_learn_tab(INSIDE.learn_index(view.model))
+        gr.Markdown(texts.INTRO, elem_id="intro")
+        with gr.Row(elem_id="stage"):  # the stage: a side column of controls, the views beside it (page.py)
+            with gr.Column(scale=1, min_width=320, elem_id="sidebar"):
+                controls, translation = build_controls(view, info.examples)
+                results = build_results(translation)
+                yours = build_yours()
+            with gr.Column(scale=3, min_width=320, elem_id="main"):
+                with gr.Tabs(elem_id="tabs") as tabs:
+                    p = Page(states, controls, results, tabs, build_attention_tab(view), build_tree_tab(),
+                             build_compare_tab(), *build_model_tabs(info))
+                    with p.attention.tab:
+                        inside = build_inside_panel()
+                    learn = build_learn_tab(INSIDE.learn_index(view.model))
         restored = wire_translation(demo, p)
         wire_tabs(p)
         wire_inside(p, InsidePanels(p, yours, inside, learn), restored)
@@ -355,7 +378,7 @@ def wire_translation(demo: gr.Blocks, p: Page):
         xp.rerun_texts, [s.result], [r.translation, r.nbest, r.notice], **QUIET).then(**export)
     c.method.input(lambda m: gr.Slider(interactive=m == "beam"), [c.method], [c.beam], queue=False, **PRIVATE)
     c.lp.change(lambda v: v, [c.lp], [s.lp], queue=False, **PRIVATE)
-    c.model.input(p.on_model_change, [c.model], outputs + [s.model] + training, **PRIVATE, **MODEL).then(
+    c.model.input(p.on_model_change, [c.model, s.model], outputs + [s.model] + training, **PRIVATE, **MODEL).then(
         **export).then(**tree)
     c.present.change(None, [c.present], None, js=page.JS_PRESENT, **PRIVATE)
     # a shared link: validate its parameters (transformer/explorer/share.py), restore the view, translate

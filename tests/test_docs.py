@@ -90,8 +90,8 @@ def test_app_links_restore_their_view_with_nothing_ignored(page, explorer):
 
 
 def test_link_check_notes_a_bad_link(explorer):
-    restored = explorer.restore("en-de", parse_qs("text=Hi.&tab=heads&layer=7&off=c5.1&step=3"))
-    # en-de has 6 encoder layers at most (layer 7), 4 cross-attention layers (c5.1), and `step` is no parameter
+    restored = explorer.restore("en-de", parse_qs("text=Hi.&tab=heads&layer=7&off=c5.1&step=0"))
+    # en-de has 6 encoder layers at most (layer 7), 4 cross-attention layers (c5.1), and steps count from 1
     assert restored.note.count(";") == 2 and "layer" in restored.note and "off" in restored.note, restored.note
 
 

@@ -83,7 +83,9 @@ def test_every_label_is_escaped_and_raw_text_is_kept():
     payload = attention_payload(make_attention())
     for key in ("src", "tgt_in", "tgt_out"):
         info = payload["tokens"][key]
-        assert info["label"] == [viz.escape_label(t) for t in info["raw"]]
+        assert info["label"] == [viz.escape_label(viz.display_token(t)) for t in info["raw"]]
+        assert info["shown"] == [viz.display_token(t) for t in info["raw"]]
+        assert not any("\u2581" in x for x in info["label"] + info["shown"] + info["words"])
         assert info["words"] == [viz.escape_label(w) for w in info["words_raw"]]
     labels = [s for k in ("src", "tgt_in", "tgt_out") for f in ("label", "words", "words_hidden")
               for s in payload["tokens"][k][f]] + [s["label"] for s in payload["steps"]] + \
@@ -168,3 +170,99 @@ def test_hidden_specials_renormalise_to_the_float32_values_even_when_a_row_is_al
     np.testing.assert_allclose(hidden_shown, rest, atol=1e-4)
     plain = decode_array(encode_array(weights, QUANT_SCALE))  # the old encoding, for contrast
     assert np.abs(plain[..., 1:] / plain[..., 1:].sum(-1, keepdims=True) - rest).max() > 0.01
+
+
+EN_DE = __import__("pathlib").Path(__file__).resolve().parents[1] / "checkpoints" / "en-de"
+SHORT_EN = "Yesterday my younger sister finally baked a huge chocolate cake for our neighbours."
+LONG_EN = ("After the long winter the old fisherman repaired his wooden boat, painted it bright blue, and told every "
+           "child in the village that he would sail across the quiet bay before the first summer storm arrived, "
+           "while his grandson, who had never seen the sea in winter, watched carefully from the harbour wall and "
+           "wrote down the names of the unfamiliar birds that circled above the lighthouse. ") * 2
+
+
+def views_error(att: Attention) -> dict[str, float]:
+    """The largest difference, over every kind, layer, head (and the mean), row labelling, hide and merge,
+    between the views of the payload as the page decodes it and the same views of the float32 maps."""
+    from transformer.explorer import logic
+    shown, worst = decode_attention(json.loads(json.dumps(attention_payload(att)))), {}
+    for kind in logic.KINDS:
+        for rows_ in (logic.ROWS_INPUT, logic.ROWS_PREDICTED):
+            (w, q, k), (v, _, _) = logic.kind_maps(att, kind, rows_), logic.kind_maps(shown, kind, rows_)
+            for hide in (False, True):
+                for merge in (False, True):
+                    for a, b in ((w, v), (w.mean(1), v.mean(1))):
+                        ref, *_ = logic.transform(a.astype(np.float32), q, k, hide, merge)
+                        got, *_ = logic.transform(b, q, k, hide, merge)
+                        key = f"hide={hide} merge={merge}"
+                        worst[key] = max(worst.get(key, 0.0), float(np.abs(ref - got).max(initial=0.0)))
+    return worst
+
+
+@pytest.mark.skipif(not (EN_DE / "model.safetensors").is_file(), reason="checkpoints/en-de is not here")
+def test_every_view_is_within_0_005_of_the_float32_maps_at_short_and_long_lengths():
+    """The shipped en-de's float32 attention (a 13-word sentence: uint16; one at the app's length limit: uint8)
+    against what the page shows after hiding <bos>/<eos> and merging subwords: a word's pieces summed from
+    plainly rounded uint8 drifted by 0.14 and a renormalised row by 0.07."""
+    from transformer.translator import load_pretrained
+    tr = load_pretrained(EN_DE)
+    for text, dtype in ((SHORT_EN, "uint16"), (LONG_EN, "uint8")):
+        t = tr.translate(text, method="greedy")
+        att = tr.attention_for(t, 0)
+        assert attention_payload(att)["kinds"]["cross"]["weights"]["dtype"] == dtype
+        if dtype == "uint8":
+            assert len(att.src_tokens) >= tr.max_source_tokens // 2, len(att.src_tokens)
+        worst = views_error(att)
+        assert max(worst.values()) <= 0.005, (text[:20], worst)
+
+
+def test_merged_words_of_many_pieces_stay_within_0_005_in_uint8():
+    """Long words of many pieces, rows almost all on <bos>, uint8: sums of pieces stay within one step."""
+    rng = np.random.default_rng(1)
+    src = [p for i in range(40) for p in (f"\u2581w{i}", "a", "b", "c", "d")] + ["<eos>"]
+    out = [p for i in range(30) for p in (f"\u2581v{i}", "x", "y", "z")] + ["<eos>"]
+    tin = ["<bos>"] + out[:-1]
+    s, t = len(src), len(out)
+
+    def sink_rows(shape, sink):  # most of each row on one special key, the rest spread thinly
+        w = rng.dirichlet(np.full(shape[-1], 0.3), size=shape[:-1])
+        w[..., sink] += 30.0 * rng.random(shape[:-1])
+        return (w / w.sum(-1, keepdims=True)).astype(np.float32)
+    dec = sink_rows((2, 4, t, t), 0) * np.tril(np.ones((t, t), np.float32))
+    att = Attention(sink_rows((2, 4, s, s), s - 1), (dec / dec.sum(-1, keepdims=True)).astype(np.float32),
+                    sink_rows((2, 4, t, s), s - 1), src, tin, out)
+    assert attention_payload(att)["kinds"]["encoder"]["weights"]["dtype"] == "uint8"
+    worst = views_error(att)
+    assert max(worst.values()) <= 0.005, worst
+
+
+def test_tokens_are_shown_without_the_word_start_mark():
+    """"▁" never reaches the screen: a word's first piece is bare, a piece that continues a word has "·", a lone
+    "▁" is "␣", and as a next-token choice it says what it is."""
+    assert [viz.display_token(t) for t in ["\u2581I", "\u2581Lehr", "er", "\u2581", ",", "\u2581.", "<eos>", "⟨1⟩"]] == \
+        ["I", "Lehr", "\u00b7er", "\u2423", ",", ".", "<eos>", "⟨1⟩"]
+    assert viz.choice_label("\u2581") == "\u2423 (a new word starts)"
+    att = make_attention(out=["\u2581", "\u2581Ein", "\u2581Rad", "fahrer", "<eos>"])
+    payload = attention_payload(att)
+    labels = [x[1] for s in payload["steps"] for x in s["top"]] + [s["label"] for s in payload["steps"]]
+    assert "\u2423 (a new word starts)" in labels
+    assert not [x for x in labels if "\u2581" in x]
+    assert viz.word_groups(["\u2581", "\u2581a"])[1] == ["\u2423", "a"]
+
+
+def test_colour_scales_read_by_lightness_alone():
+    """Colour-blind viewers see lightness where hue fails: the attention scale (Blues) gets strictly darker as the
+    weight grows and the head summary's (Viridis) strictly lighter as the spread grows, so both read in any
+    colour vision and in greyscale (WCAG relative luminance of each stop)."""
+    from plotly.colors import sample_colorscale
+
+    def luminance(colour: str) -> float:
+        assert colour.startswith("rgb("), colour
+        r, g, b = (float(x) / 255 for x in colour[4:-1].split(",")[:3])
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    from transformer.explorer.payload import ATTENTION_COLORS
+    blues = [luminance(c) for _, c in ATTENTION_COLORS]
+    assert all(a > b for a, b in zip(blues, blues[1:])), blues
+    viridis = [luminance(c) for c in sample_colorscale("Viridis", np.linspace(0, 1, 16).tolist(), colortype="rgb")]
+    assert all(a < b for a, b in zip(viridis, viridis[1:])), viridis

@@ -42,7 +42,7 @@ def assert_no_raw_tag(fig: go.Figure) -> None:
 
 
 def escaped(tokens: list[str]) -> list[str]:
-    return [viz.escape_label(t) for t in tokens]
+    return [viz.escape_label(viz.display_token(t)) for t in tokens]
 
 
 def heatmaps(fig: go.Figure) -> list[go.Heatmap]:
@@ -179,9 +179,9 @@ def test_attention_heatmap_rows_are_queries_and_ticks_in_order() -> None:
     assert fig.layout.yaxis.autorange == "reversed"  # first query at the top
     assert fig.layout.yaxis.scaleanchor == "x"
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
-    assert list(trace.customdata[3][2]) == ["▁the", "▁the"]
+    assert list(trace.customdata[3][2]) == ["the", "the"]
     assert list(trace.customdata[0][4]) == ["&lt;bos&gt;", "&lt;eos&gt;"]
-    assert list(trace.customdata[1][1]) == ["▁the", "▁dog"]
+    assert list(trace.customdata[1][1]) == ["the", "dog"]
 
 
 def test_model_view_grid_structure() -> None:
@@ -254,7 +254,7 @@ def test_step_figure() -> None:
     fig = viz.step_figure(topk, row, src, "▁Ein")
     probs, attention = fig.data
     assert list(probs.x) == [0.7, 0.1, 0.05, 0.04, 0.03]  # sorted, top-5 only
-    assert list(fig.layout.yaxis.ticktext) == ["▁Ein", "▁Der", "▁b", "▁c", "▁d"]
+    assert list(fig.layout.yaxis.ticktext) == ["Ein", "Der", "b", "c", "d"]  # shown without "▁"
     colors = list(probs.marker.color)
     assert colors[0] != colors[1] and len(set(colors[1:])) == 1  # chosen token highlighted
     np.testing.assert_allclose(np.asarray(attention.y), row)

@@ -73,12 +73,13 @@ def serving_choice() -> tuple[str, str]:
 
 
 def precision_note(precision: str, why: str = "") -> str:
-    """What the notes say about the weights that decode (in the model notice), and why those."""
-    reason = f"{why}; " if why else ""
+    """What the notes say about the weights that decode (in the model notice), and why those: in plain words
+    on the page (the setting that overrides the choice is in docs/deploy.md, not here)."""
+    reason = f"; {why}" if why else ""
     if precision == "int8":
-        return (f"Decoding: int8 ({reason}attention drawn in float32; {ENV_PRECISION}=fp32 decodes in "
-                "float32).")
-    return f"Decoding: fp32{f' ({why})' if why else ''}."
+        return ("Decoding: int8 (the search runs on a compact 8-bit copy of the model, for speed" + reason +
+                "; the maps are computed at full precision, float32).")
+    return f"Decoding: fp32 (full precision{reason})."
 
 
 def view_data(view_json: str | None) -> dict[str, Any]:
@@ -333,10 +334,11 @@ class Explorer:
 
     def on_restore_compare(self, text: str, other: str, method: str, beam: float, model: str | None,
                            length_penalty: float, tab: str, view_json: str):
-        """A link to the compare tab: compare its two sentences, or greedy and beam when it has only one."""
+        """A link to the compare tab: compare its two sentences, or greedy and beam when it has only one (the
+        compare box may hold the source itself by then: the tab prefills it)."""
         if tab != "compare" or not (text or "").strip():
             return None, None
-        if (other or "").strip():
+        if (other or "").strip() and other.strip() != text.strip():
             return self.on_compare(text, other, method, beam, model, length_penalty, view_json)
         return self.on_greedy_vs_beam(text, beam, model, length_penalty, view_json)
 

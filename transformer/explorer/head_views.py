@@ -54,10 +54,24 @@ def head_info(directory: Path | None) -> dict[str, Any] | None:
     try:
         kinds = {kind: {"importance": importance["importance"][kind], "tags": roles["kinds"][kind]["tags"],
                         "shares": roles["kinds"][kind]["shares"]} for kind in KINDS}
-        return {"kinds": kinds, "names": roles["names"], "thresholds": roles["thresholds"], "codes": ROLE_CODES}
+        return {"kinds": kinds, "names": roles["names"], "thresholds": roles["thresholds"], "codes": ROLE_CODES,
+                "alignment": alignment_head(kinds["cross"])}
     except (KeyError, TypeError):
         log.warning("incomplete head analysis in %s", directory)
         return None
+
+
+def alignment_head(cross: dict[str, Any]) -> list[int] | None:
+    """[layer, head] (0-based) of the cross-attention head tagged as an alignment head with the largest alignment
+    share: the head the cross-attention view opens on. None when the analysis tags none."""
+    tags, shares = cross["tags"], cross["shares"].get("align")
+    if shares is None:
+        return None
+    tagged = [(shares[l][h], l, h) for l, row in enumerate(tags) for h, t in enumerate(row) if "align" in t]
+    if not tagged:
+        return None
+    _, layer, head = max(tagged)
+    return [layer, head]
 
 
 def _cell_text(tags: list[str]) -> str:

@@ -414,6 +414,8 @@ def transform(weights: np.ndarray, q: Sequence[str], k: Sequence[str], hide: boo
         weights, q, k, hidden = viz.hide_special(weights, q, k)
     if merge and q and k:
         weights, q, k = viz.merge_subwords(weights, q, k)
+        # whole words: marked as word starts, so their labels show bare (viz.display_token), as on the page
+        q, k = [viz.WORD_MARK + w for w in q], [viz.WORD_MARK + w for w in k]
     return weights, q, k, hidden
 
 
@@ -489,10 +491,11 @@ def step_view(att: Attention, step: Any, opts: ViewOptions) -> tuple[go.Figure, 
     row = att.cross[layer].mean(axis=0)[t] if head < 0 else att.cross[layer, head, t]
     row2, _, src, _ = transform(row[None, :], ["·"], att.src_tokens, opts.hide_special, opts.merge_subwords)
     fig = viz.step_figure(record.top_k, row2[0], src, record.token,
-                          title=f"Step {t + 1}: chose {record.token} · cross-attention layer {layer + 1}, "
+                          title=f"Step {t + 1}: chose {viz.display_token(record.token)} · "
+                                f"cross-attention layer {layer + 1}, "
                                 f"{head_label(head)}")
-    text = (f"Step {t + 1} of {len(att.steps)}: the decoder read {att.tgt_in_tokens[t]!r} and chose "
-            f"{record.token!r} (probability {record.probability:.1%}).")
+    text = (f"Step {t + 1} of {len(att.steps)}: the decoder read \u2018{viz.display_token(att.tgt_in_tokens[t])}"
+            f"\u2019 and chose \u2018{viz.display_token(record.token)}\u2019 (probability {record.probability:.1%}).")
     return fig, text
 
 

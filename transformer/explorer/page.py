@@ -14,31 +14,43 @@ from pathlib import Path
 
 import plotly
 
+from . import texts
+
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 
 KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
 TABS = {**KIND_TITLES, "steps": "Step by step"}
 ROWS_CHOICES = ("decoder input token", "predicted token")
-MEASURE_CHOICES = (("weight", "weight \u03b1"), ("norm", "norm \u2016\u03b1 f(x)\u2016"))
+MEASURE_CHOICES = (("weight", "how much it looks (weight)"), ("norm", "how much it takes in (norm)"))
 
 
-def _view(view_id: str, inner: str = '<div class="plot"></div>') -> str:
+SAVE_BUTTONS = ('<div class="save" role="group" aria-label="Save this map">'
+                '<button type="button" data-format="png">Save PNG</button>'
+                '<button type="button" data-format="svg">Save SVG</button></div>')
+
+
+PLOT = '<div class="plot"></div>'
+
+
+def _view(view_id: str, inner: str = PLOT) -> str:
     return f'<div id="{view_id}" class="view"><p class="message" hidden></p>{inner}</div>'
 
 
 def _kind_panel(kind: str) -> str:
     rollout = ""
     if kind == "encoder":
-        rollout = '<h4 class="view-label">Aggregate: attention rollout</h4>' + _view("rollout")
+        rollout = ('<h2 class="view-label">All layers together (rollout): how much of each English word ends '
+                   'up in each position</h2>' + _view("rollout"))
     return (
         f'<div role="tabpanel" id="panel-{kind}" data-tab="{kind}" aria-labelledby="tab-{kind}">'
-        f'<div class="focus-row">{_view(f"focus-{kind}")}'
-        f'<div class="side"><h4 class="view-label">Head summary: mean row entropy (low = focused), role letters '
-        f'(hover a cell). Click a cell to focus that head (layer column: mean over heads), or, with '
-        f'&ldquo;Click heads to switch them off&rdquo; ticked, to switch it off or on.</h4>'
-        f'<div id="grid-{kind}" class="grid"></div></div></div>'
-        f'<h4 class="view-label">Model view: every layer (rows) &times; head (columns); click a map to focus it</h4>'
+        f'<div class="focus-row">{_view(f"focus-{kind}", SAVE_BUTTONS + PLOT)}'
+        f'<div class="side"><h2 class="view-label">Heads: low numbers look at few words, high numbers spread out. '
+        f'Click a cell (or press Enter on it) to show that head; the layer label shows the layer&rsquo;s average. '
+        f'With &ldquo;Click heads to switch them off&rdquo; ticked, a click switches the head off or on.</h2>'
+        f'<div id="grid-{kind}" class="grid"></div>'
+        f'<p class="note legend">{html.escape(texts.ROLE_LEGEND)}</p></div></div>'
+        f'<h2 class="view-label">Every layer (rows) and head (columns); click a map to show it large</h2>'
         + _view(f"model-{kind}", '<canvas></canvas><div class="tip" hidden></div>')
         + rollout + "</div>"
     )
@@ -126,7 +138,7 @@ def tree_template() -> str:
 @cache
 def compare_template() -> str:
     """The compare panel: both translations, both attention maps, and their difference."""
-    side = ('<div id="compare-{0}" class="compare-side"><h4 class="label"></h4><p class="source"></p>'
+    side = ('<div id="compare-{0}" class="compare-side"><h2 class="label"></h2><p class="source"></p>'
             '<p class="output"></p></div>')
     return (
         '<div class="explorer panel" id="compare-panel">'

@@ -6,8 +6,8 @@ subwords, decoding step, tab) from this payload without asking the server again;
 computed here, in pure Python, and sent ready-made:
 
 * weights quantised to integers (`QUANT_SCALE`, little-endian, base64): `(L, H, Q, K)` per kind;
-* tokens as raw text (for `textContent`), as escaped labels (`viz.escape_label`, for Plotly, which
-  parses a subset of HTML), with the special-token mask and the word groups of `viz.word_groups`,
+* tokens as the model's pieces (`raw`), as shown (`shown`, `viz.display_token`: no "▁", for `textContent`), as
+  escaped labels (`viz.escape_label`, for Plotly, which parses a subset of HTML), with the special-token mask and the word groups of `viz.word_groups`,
   both for all tokens and for the tokens left after hiding the specials;
 * head entropy per kind (with its cell colours), the encoder rollout, the decoding steps;
 * when asked for, Kobayashi et al.'s norms ‖α f(x)‖ per kind, each row divided by its sum (`norm_rows`);
@@ -37,7 +37,7 @@ from transformer.translator import Attention, StepRecord
 __all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "decode_array", "decode_attention",
            "encode_array", "encode_rows", "token_info", "norm_rows", "ATTENTION_COLORS"]
 
-PAYLOAD_VERSION = 2  # 2: attention rows relative to their kept mass (`encode_rows`)
+PAYLOAD_VERSION = 3  # 2: rows relative to their kept mass; 3: quantised along running sums, mass as float32
 QUANT_SCALE = 65535  # weights in [0, 1] as uint16: steps of 1.5e-5, far below what a colour can show
 SMALL_QUANT_SCALE = 255  # uint8, for inputs so long that uint16 would pass the size budget
 MAX_WEIGHT_BYTES = 300_000  # raw bytes of all three kinds before base64 (+33 %): keeps a payload < 400 KB
@@ -57,21 +57,45 @@ def encode_array(values: np.ndarray, scale: int) -> dict[str, Any]:
 
 
 def encode_rows(values: np.ndarray, kept: Sequence[bool], scale: int) -> dict[str, Any]:
-    """Attention rows `(..., Q, K)` quantised relative to what the page can renormalise them to: the columns of
-    `kept` keys (all but <bos>/<eos>/<pad>) are sent divided by their row's kept mass, and the mass itself
-    (`kept_mass`, uint16) beside them. Many heads put 99.9 % of a row on <bos>; quantised plainly, the rest of
-    such a row is rounding noise, which "Hide <bos>/<eos>" would then blow up to whole weights. This way every
-    weight, hidden or not, is within half a quantisation step of its row's kept mass of the float32 value."""
+    """Attention rows `(..., Q, K)` quantised so that what the page computes from them stays exact.
+
+    The columns of `kept` keys (all but <bos>/<eos>/<pad>) are sent divided by their row's kept mass, and the
+    mass itself (`kept_mass`, float32) beside them: many heads put 99.9 % of a row on <bos>, and quantised plainly
+    the rest of such a row would be rounding noise that "Hide <bos>/<eos>" blows up to whole weights. The kept
+    columns are quantised along their running sum (error diffusion: `_cumulative_round`), so the sum of any
+    run of neighbouring keys (a word's pieces, a whole row) is within one quantisation step of its float32
+    value: merged words stay exact too, and a row's kept values add up to exactly 1 (so hiding divides by the
+    float32 mass). Every view is then within 1/scale of the float32 maps (uint8: 0.004) times the kept mass."""
     values = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64)), 0.0, 1.0)
     kept = np.asarray(kept, dtype=bool)
     mass = values[..., kept].sum(axis=-1, keepdims=True)  # (..., Q, 1)
     stored = values.copy()
     stored[..., kept] = np.divide(values[..., kept], mass, out=np.zeros_like(values[..., kept]), where=mass > 0)
-    return encode_array(stored, scale) | {"kept": kept.tolist(), "kept_mass": encode_array(mass[..., 0], QUANT_SCALE)}
+    entry = encode_array(stored, scale)
+    dtype = np.dtype("<u2") if scale > 255 else np.dtype("u1")
+    q = np.frombuffer(base64.b64decode(entry["data"]), dtype=dtype).reshape(stored.shape).copy()
+    q[..., kept] = _cumulative_round(stored[..., kept], scale).astype(dtype)
+    entry["data"] = base64.b64encode(q.tobytes()).decode("ascii")
+    return entry | {"kept": kept.tolist(), "kept_mass": _float32_array(mass[..., 0])}
+
+
+def _float32_array(values: np.ndarray) -> dict[str, Any]:
+    """Values as little-endian float32 (base64): a row's kept mass can be 1e-7 and still matter once renormalised."""
+    data = np.ascontiguousarray(values, dtype="<f4")
+    return {"shape": list(data.shape), "dtype": "float32", "data": base64.b64encode(data.tobytes()).decode("ascii")}
+
+
+def _cumulative_round(values: np.ndarray, scale: int) -> np.ndarray:
+    """Integers along the last axis whose running sums are the rounded running sums of `values * scale`:
+    each integer is within one step of its value, and so is the sum of any run of neighbours."""
+    running = np.rint(np.cumsum(values, axis=-1) * scale)
+    return np.clip(np.diff(running, axis=-1, prepend=0.0), 0, scale)
 
 
 def decode_array(entry: dict[str, Any]) -> np.ndarray:
     """The inverse of `encode_array` (and of `encode_rows`), as float32, computed as the browser computes it."""
+    if entry["dtype"] == "float32":
+        return np.frombuffer(base64.b64decode(entry["data"]), dtype="<f4").reshape(entry["shape"]).copy()
     dtype = np.dtype("<u2") if entry["dtype"] == "uint16" else np.dtype("u1")
     raw = np.frombuffer(base64.b64decode(entry["data"]), dtype=dtype).reshape(entry["shape"])
     values = (raw.astype(np.float64) / entry["scale"]).astype(np.float32)
@@ -91,7 +115,8 @@ def token_info(tokens: Sequence[str], entities: Sequence[str] = ()) -> dict[str,
     groups_kept, words_kept = viz.word_groups(kept)
     words, words_kept = _with_entities(words, entities), _with_entities(words_kept, entities)
     return {
-        "raw": list(tokens), "label": [viz.escape_label(t) for t in tokens], "special": special,
+        "raw": list(tokens), "label": [viz.escape_label(viz.display_token(t)) for t in tokens],
+        "shown": [viz.display_token(t) for t in tokens], "special": special,
         "groups": groups, "words": [viz.escape_label(w) for w in words], "words_raw": words,
         "groups_hidden": groups_kept, "words_hidden": [viz.escape_label(w) for w in words_kept],
         "words_hidden_raw": words_kept,
@@ -136,8 +161,9 @@ def norm_rows(norms: np.ndarray) -> np.ndarray:
 
 def _step(record: StepRecord) -> dict[str, Any]:
     top = sorted(record.top_k, key=lambda tp: tp[1], reverse=True)[:5]
-    return {"token": record.token, "label": viz.escape_label(record.token), "p": round(float(record.probability), 4),
-            "top": [[tok, viz.escape_label(tok), round(float(p), 4)] for tok, p in top]}
+    return {"token": record.token, "label": viz.escape_label(viz.display_token(record.token)),
+            "shown": viz.display_token(record.token), "p": round(float(record.probability), 4),
+            "top": [[tok, viz.escape_label(viz.choice_label(tok)), round(float(p), 4)] for tok, p in top]}
 
 
 def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_candidates: int = 1,
@@ -164,6 +190,7 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
         kinds[kind] = {"weights": encode_rows(weights, kept, scale), "entropy": _entropy(weights)}
         if norms is not None:
             kinds[kind]["norm"] = encode_rows(norm_rows(getattr(norms, kind)), kept, scale)
+    kept_src = [t not in viz.HIDDEN_BY_DEFAULT for t in att.src_tokens][: att.encoder.shape[-1]]
     rollout = viz.rollout(att.encoder) if att.encoder.shape[0] and att.encoder.shape[-1] else None
     cfg_layers = max(att.encoder.shape[0], att.decoder.shape[0], att.cross.shape[0], 1)
     return {
@@ -179,7 +206,7 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
         "tokens": {"src": token_info(att.src_tokens, entities), "tgt_in": token_info(att.tgt_in_tokens, entities),
                    "tgt_out": token_info(att.tgt_out_tokens, entities)},
         "kinds": kinds,
-        "rollout": None if rollout is None else encode_array(rollout, scale),
+        "rollout": None if rollout is None else encode_rows(rollout, kept_src, scale),
         "steps": [_step(s) for s in att.steps],
         "colorscale": ATTENTION_COLORS,
         "measures": ["weight", "norm"] if norms is not None else ["weight"],

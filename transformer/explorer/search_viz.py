@@ -403,7 +403,7 @@ def difference_unavailable(q_a: Sequence[str], k_a: Sequence[str], q_b: Sequence
 
 
 def _pair_label(a: str, b: str) -> str:
-    return a if a == b else f"{a}\u2192{b}"
+    return a if a == b else f"{a}\u2192{viz.display_token(b)}"
 
 
 def difference_map(w_a: np.ndarray, q_a: Sequence[str], k_a: Sequence[str],

@@ -21,6 +21,10 @@ URL parameters (all optional; layer and head are 1-based as on screen):
     off             heads switched off, comma-separated KIND LAYER . HEAD with KIND e (encoder),
                     d (decoder) or c (cross), e.g. e1.3,c4.8
     measure         weight | norm (Kobayashi et al.'s ‖α f(x)‖, row-normalised)
+    step            1..MAX_STEP: the decoding step the steps view shows (kind=steps; the page clamps it to
+                    the translation's length)
+A link without layer and head opens each kind on its default (cross-attention: the checkpoint's strongest
+alignment head; static/explorer.js `autoPick`).
 """
 from __future__ import annotations
 
@@ -45,10 +49,11 @@ TABS = ("attention", "tree", "compare", "training", "heads", "learn")  # the app
 VIEW_KINDS = ("encoder", "decoder", "cross", "steps")  # the attention tab's views (explorer.js `state.tab`)
 ROWS_CODES = {"input": ROWS_INPUT, "predicted": ROWS_PREDICTED}
 PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "layer", "head", "rows", "hide",
-          "merge", "present", "off", "measure", "yours")
+          "merge", "present", "off", "measure", "yours", "step")
 MEASURES = ("weight", "norm")  # what the attention maps show: α, or ‖α f(x)‖
 KIND_CODES = {"e": "encoder", "d": "decoder", "c": "cross"}  # `off`'s kind letters
 MAX_OFF_CHARS = 1200  # `off` may name every head of a large model
+MAX_STEP = 1024  # the bound on `step` (the page clamps it to the translation's steps)
 MAX_LAYERS = 64  # the bound on `layer`/`head` when the model's own sizes are not known
 MAX_VALUE_CHARS = 200  # any parameter but the texts
 _BOOLS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
@@ -68,7 +73,7 @@ class ViewState:
     `length_penalty`, `present`, `tab` (the app's tab). Browser side, the `state` object of
     static/explorer.js (`client()` is its initial value): `kind` (an attention kind or "steps"),
     `layer` (0-based; None: the last), `head` (MEAN_HEADS: the mean), `rows`, `hide_special`,
-    `merge_subwords`, `step` (1-based, not in URLs).
+    `merge_subwords`, `step` (1-based; in URLs of the steps view).
     """
 
     text: str = ""
@@ -109,7 +114,8 @@ class ViewState:
                  "rows": "predicted" if self.rows == ROWS_PREDICTED else "input",
                  "hide": str(int(self.hide_special)), "merge": str(int(self.merge_subwords)),
                  "present": str(int(self.present)), "off": off_text(self.off),
-                 "measure": "" if self.measure == "weight" else self.measure, "yours": self.yours}
+                 "measure": "" if self.measure == "weight" else self.measure, "yours": self.yours,
+                 "step": str(self.step) if self.kind == "steps" and self.step > 1 else ""}
         return {k: v for k, v in query.items() if v != ""}
 
     @classmethod
@@ -237,13 +243,19 @@ def _read_decoding(view: ViewState, values: Mapping[str, str]) -> list[str]:
 
 
 def _read_toggles(view: ViewState, values: Mapping[str, str]) -> list[str]:
-    """`rows` (input | predicted) and the switches `hide`, `merge` and `present` (0 | 1, or the like)."""
+    """`rows` (input | predicted), `step` and the switches `hide`, `merge` and `present` (0 | 1, or the like)."""
     notes = []
     if "rows" in values:
         if values["rows"] in ROWS_CODES:
             view.rows = ROWS_CODES[values["rows"]]
         else:
             notes.append(_ignored(values, "rows", "must be input or predicted"))
+    if "step" in values:
+        step = _whole(values["step"])
+        if step is not None and 1 <= step <= MAX_STEP:
+            view.step = step
+        else:
+            notes.append(_ignored(values, "step", f"must be a whole number from 1 to {MAX_STEP}"))
     for key, attr in (("hide", "hide_special"), ("merge", "merge_subwords"), ("present", "present")):
         if key in values:
             if values[key].lower() in _BOOLS:

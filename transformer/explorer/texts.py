@@ -1,50 +1,78 @@
-"""The explorer app's help texts (Markdown): the intro above the controls and "How to read this"."""
+"""The explorer app's help texts (Markdown), in plain words first and the technical term after: the intro above
+the stage, "How to read this", the role letters of the head summary, and the "going further" notes of the Heads
+and Training tabs, where the research terms and their sources live."""
 from __future__ import annotations
 
-INTRO = ("# Transformer attention explorer\nTranslate a sentence, then look inside: every layer and head of the "
-         "encoder, the decoder and the cross-attention between them.")
+INTRO = ("# Transformer attention explorer\nType an English sentence and translate it into German, then look inside "
+         "the model: for every word it writes, the maps show which words it was looking at.")
 
 HOW_TO_READ = """
-**Rows are queries, columns are keys.** Each row is one token asking "where should I look?"; the colours
-along that row are its attention weights over the columns and add up to 100 %.
+**Each row of a map is one word asking "which words should I look at?"** The columns are the words it can
+look at. The darker a square, the more the row's word looks at the column's word; each row shares out
+100 % between its columns (the technical name for these shares is *attention weights*).
 
-* **Encoder self-attention**: every source token looks at every source token, in both directions, to build
-  a context-aware representation of the input sentence.
-* **Decoder self-attention**: every target position looks only at itself and at earlier target positions
-  (a causal mask), so everything right of the diagonal is empty.
-* **Cross-attention**: every target position (row) looks at the encoder's source tokens (columns). This is
-  where output words line up with input words.
-* **Why decoder rows shift by one**: the decoder reads `<bos>` plus the words produced so far and predicts
-  the next one. Row *t* is fed input token *t* and predicts output token *t*, which is input token *t + 1*.
-  "Rows labelled by" switches between the two names of the same row.
-* **Model view**: one small map per layer (rows) and head (columns). Heads specialise: some look at the
-  previous token, some at the same word, some spread out. **Head summary**: mean row entropy; low values
-  are focused heads. Click a cell to focus that head (click the layer label for the mean over heads).
-* **Hide special tokens**: many heads park attention on `<eos>` / `<bos>` as a "look nowhere" option.
-  Hiding them renormalises every row; the text box says how much weight was hidden.
-* **Rollout** multiplies the encoder layers (plus the residual path) to estimate how much each source
-  token ends up mixed into each position. Attention shows where information flows, not why.
-* **Weight or norm** ("Maps show"): the weight α says how much a query looks at a key; Kobayashi et al.
-  (2020) show that the size of what the key then adds, ‖α f(x)‖ (its value vector through the head's
-  part of the output projection), tells more. The norms are computed when you ask for them, one model
-  pass, and each row is divided by its sum so that both read as shares of the row.
-* **Switching heads off**: tick "Click heads to switch them off" and click cells of the head summary (a
-  click again switches the head back on; "All heads on" resets). The model then runs without those heads
-  (Michel et al., 2019): the translation, the n-best list and every map are its answer, and the notes give
-  the translation with every head. The link carries the heads switched off (`off=e1.3,c4.8`).
-* **Roles** (letters in the head summary, shares on hover; measured over 200 val sentences by
-  `python -m transformer.training.head_analysis`, shown in the **Heads** tab with each head's importance
-  and what switching heads off costs in BLEU):
-  **P** previous token and **N** next token (Voita et al., 2019: the largest weight is on the key one
-  position before / after the query in at least 90 % of the rows), **S** the same token (by the same
-  rule), **R** rare word (the largest weight on the sentence's rarest word in at least half of the rows),
-  **K** sink (at least half of the weight on `<eos>`/`<bos>` and punctuation), **A** alignment
-  (cross-attention: the largest weight on the source token that IBM Model 1, a word aligner trained on
-  the training pairs, aligns with the predicted token, in at least half of the rows). A head below every
-  threshold has no letter; its shares are still on hover.
+* **Encoder self-attention** (the reading part): every English word looks at every English word, to work
+  out what each word means in this sentence.
+* **Decoder self-attention** (the writing part): every German word looks only at the German words written
+  before it, so the squares right of the diagonal stay empty.
+* **Cross-attention** (where writing meets reading): each German word looks back at the English sentence.
+  This is where you can often see which English word a German word comes from.
+* **Rows labelled by the word they write**: each decoder row is named after the word the model writes at
+  that step ("predicted token"). The model reads the word before it (the "decoder input token"); the
+  other naming is one click away.
+* **Layers and heads**: the model looks at the sentence several times over (layers), and each time in
+  several ways at once (heads). The **model view** shows one small map per layer and head; the **head
+  summary** gives each head a number: low means the head looks at few words, high means it spreads its
+  looking out. Click a cell or a small map to see that head large; the layer label shows the layer's
+  average.
+* **Word pieces**: the model reads words in pieces. A piece that carries on the word before it starts with
+  "·" (Lehr ·er); "␣" is a space, a new word about to start. **Merge subwords into words** joins the pieces.
+* **Hide &lt;bos&gt;/&lt;eos&gt;**: &lt;bos&gt; and &lt;eos&gt; are the start and end marks of a sentence. Many heads
+  "park" their looking there when nothing else matters. Hiding them shares each row out again over the real
+  words; the line under the controls says how much was hidden.
+* **Switch heads off**: tick "Click heads to switch them off" and click cells of the head summary. The
+  model then translates again without those heads, and every map, the translation and the list of
+  translations are its answer. "All heads on" puts them back.
+* **Step by step**: the decoding steps one at a time: the five words the model found most likely next, and
+  where it looked in the English sentence at that step.
+
+The **Heads** and **Training** tabs go further: which heads matter most, what the letters are measured
+on, and how the model learned.
 """
 
-LENGTH_PENALTY_INFO = ("GNMT length penalty used to rank beam hypotheses (0 = none); starts at the value chosen on "
-                       "validation for the default model")
-NBEST_LABEL = ("n-best list: each translation once, at its best score (spellings: how many candidates of the search "
-               "write it in other subword pieces; the tree shows them all). Click a row to inspect it")
+ROLE_LEGEND = ("Letters: A lines up each German word with its English word (alignment) · P looks at the previous "
+               "word · N at the next word · S at the word itself · R at the rarest word · K parks on start/end "
+               "marks and punctuation (a sink). Hover a cell for the shares; the Heads tab explains how they "
+               "are measured.")
+
+HEADS_FURTHER = """
+**Going further: what the heads do.** The importance of a head is how much the model's error grows when
+that head is switched off (Michel et al., 2019, from gradients of per-head masks); the curves show the
+BLEU score as heads are switched off in order. A head gets a letter when, over 200 validation sentences,
+it passes its rule: **P** / **N** / **S**, the largest weight is on the key one position before / after /
+at the query in at least 90 % of the rows (Voita et al., 2019); **R**, the largest weight is on the
+sentence's rarest word in at least half of the rows; **K** (sink), at least half of the weight goes to
+&lt;eos&gt;/&lt;bos&gt; and punctuation; **A** (alignment, cross-attention), the largest weight is on the source
+word that IBM Model 1, a statistical word aligner trained on the training pairs, aligns with the predicted
+word, in at least half of the rows. The cross-attention view opens on the alignment head with the largest
+share. **Weight or norm** (the attention tab's "Maps show"): the weight α says how much a query looks
+at a key; Kobayashi et al. (2020) show that the size of what the key then adds, ‖α f(x)‖ (its value vector
+through the head's part of the output projection), tells more; each row is divided by its sum. Rollout
+(Abnar and Zuidema, 2020) multiplies the encoder layers' maps, each averaged with the identity for the
+residual path. The head summary's number is the mean row entropy in nats.
+"""
+
+TRAINING_FURTHER = """
+**Going further: how the model learned.** The curves are the training log: loss (label-smoothed
+cross-entropy) and perplexity on the training and validation sets, the validation BLEU (sacreBLEU) and
+the learning rate, which warms up and then decays with the inverse square root of the step. The table
+holds the model card's test scores (BLEU and chrF). Beam search keeps several partial translations at
+each step; the length penalty ((5 + length) / 6) ^ α, from Google's GNMT paper, stops it from
+preferring short ones.
+"""
+
+LENGTH_PENALTY_INFO = ("How much the search favours longer translations (0 = not at all); starts at the value that "
+                       "scored best on held-out sentences")
+NBEST_LABEL = ("Other translations the search found, best first, each once at its best score (spellings: how many "
+               "other ways of cutting it into pieces the search also found; the tree shows them all). Click a row "
+               "to look at it")

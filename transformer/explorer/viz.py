@@ -3,10 +3,13 @@
 No torch, no gradio: inputs are float numpy arrays whose last two axes are
 (queries, keys), so rows are queries and every row sums to 1.
 
-Label convention. Tokens are shown exactly as the model saw them, "▁" (U+2581,
-the SentencePiece word-start mark) included: "▁ri" starts a word, "des"
-continues it. Word-level labels (`merge_subwords`) drop the mark. Every label
-goes through `escape_label`, because Plotly renders a subset of HTML in text.
+Label convention (`display_token`). The model's pieces carry "▁" (U+2581, the
+SentencePiece word-start mark): "▁ri" starts a word, "des" continues it. On
+screen a piece that starts a word is shown bare ("ri") and a piece that continues
+one gets a leading "·" ("·des"); a lone "▁" (a word about to start) shows as "␣".
+Word-level labels (`merge_subwords`) have no mark at all. The transforms work on
+the model's pieces; only the labels change. Every label goes through
+`escape_label`, because Plotly renders a subset of HTML in text.
 
 Axes. Heatmaps put token positions on numeric axes (0, 1, ...) and the tokens
 in `ticktext`, so repeated tokens stay separate positions (Plotly merges equal
@@ -70,13 +73,32 @@ def escape_label(token: str) -> str:
     return html.escape(token, quote=False).replace("$", "&#36;")
 
 
+CONTINUES = "\u00b7"  # "·": the piece continues the word before it
+SPACE = "\u2423"  # "␣": a lone word-start mark (the next piece starts a new word)
+
+
+def display_token(token: str) -> str:
+    """A piece as the page shows it: no "▁"; "·" before a piece that continues a word; "␣" for a lone "▁";
+    special tokens, punctuation and placeholders as they are."""
+    if token in SPECIAL_TOKENS or PLACEHOLDER_TOKEN.fullmatch(token) or _is_punctuation(token):
+        return token.lstrip(WORD_MARK) or token
+    if token.startswith(WORD_MARK):
+        return token[len(WORD_MARK):] or SPACE
+    return CONTINUES + token if token else token
+
+
+def choice_label(token: str) -> str:
+    """A next-token choice (the steps view): as `display_token`, and a lone "▁" says what it is."""
+    return SPACE + " (a new word starts)" if token == WORD_MARK else display_token(token)
+
+
 def _labels(tokens: Sequence[str]) -> list[str]:
-    return [escape_label(t) for t in tokens]
+    return [escape_label(display_token(t)) for t in tokens]
 
 
 def _indexed_labels(tokens: Sequence[str]) -> list[str]:
     """Unique category names "i: token" for categorical axes (duplicates would merge)."""
-    return [f"{i}: {escape_label(t)}" for i, t in enumerate(tokens)]
+    return [f"{i}: {escape_label(display_token(t))}" for i, t in enumerate(tokens)]
 
 
 def _tick_font_size(n: int) -> int:
@@ -135,7 +157,7 @@ def word_groups(tokens: Sequence[str], specials: Sequence[str] = SPECIAL_TOKENS)
     punctuation-only piece, at a placeholder ("⟨1⟩": a whole name or number, never
     the end of the word before it), and right after a special or punctuation-only
     piece (so "▁bike" "." stay two words and "." never swallows the next piece).
-    Labels are the joined pieces without "▁" (a lone "▁" keeps its mark).
+    Labels are the joined pieces without "▁" (a lone "▁" shows as "␣").
     """
     group: list[int] = []
     words: list[list[str]] = []
@@ -147,7 +169,7 @@ def word_groups(tokens: Sequence[str], specials: Sequence[str] = SPECIAL_TOKENS)
         words[-1].append(tok)
         group.append(len(words) - 1)
         prev_closed = special or punct
-    labels = ["".join(p).replace(WORD_MARK, "") or WORD_MARK for p in words]
+    labels = ["".join(p).replace(WORD_MARK, "") or SPACE for p in words]
     return group, labels
 
 
@@ -455,7 +477,7 @@ def step_figure(
     colors = [HIGHLIGHT_COLOR if t == chosen_token else TRAIN_COLOR for t in tokens]
     bars = go.Bar(
         x=probs, y=list(range(len(top))), orientation="h", marker=dict(color=colors),
-        customdata=_labels(tokens), hovertemplate="%{customdata}: %{x:.1%}<extra></extra>",
+        customdata=[escape_label(choice_label(t)) for t in tokens], hovertemplate="%{customdata}: %{x:.1%}<extra></extra>",
         texttemplate="%{x:.0%}", textposition="outside", showlegend=False,
     )
     attention = go.Bar(
@@ -466,7 +488,8 @@ def step_figure(
     layout = _layout(
         title or f"Next token: {chosen_token}",
         xaxis=dict(domain=left, anchor="y", range=[0, 1.15], tickformat=".0%", title=dict(text="probability")),
-        yaxis=dict(domain=[0, 1], anchor="x", autorange="reversed", **_token_axis(tokens)),
+        yaxis=dict(domain=[0, 1], anchor="x", autorange="reversed",
+                   **_token_axis(tokens) | dict(ticktext=[escape_label(choice_label(t)) for t in tokens])),
         xaxis2=dict(domain=right, anchor="y2", tickangle=-45, **_token_axis(src_tokens)),
         yaxis2=dict(domain=[0, 1], anchor="x2", range=[0, 1], tickformat=".0%", title=dict(text="cross-attention")),
         annotations=[_panel_title(f"Top-{len(top)} next tokens", x=sum(left) / 2, y=1.02),

@@ -20,11 +20,13 @@ function initExplorer(root, props, watch) {
   const MEAN = -1;
   const ROWS_PREDICTED = "predicted token";
   const EMPTY = "Translate a sentence to see its attention.";
-  const MEASURE_LABEL = {weight: "weight", norm: "norm \u2016\u03b1 f(x)\u2016 (row share)"};
+  const MEASURE_LABEL = {weight: "weight", norm: "norm (row share)"};
   const KIND_CODE = {encoder: "e", decoder: "d", cross: "c"};
   // the model pass of gr.HTML's custom event (undefined where the explorer runs without gradio)
   const rerun = typeof trigger === "function" ? (request) => trigger("rerun", request) : null;
-  const PLOT_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
+  // not responsive: Plotly's own resize collapsed a fixed-height map's container to 0 px, so the views below were
+  // drawn over it; the resize handler below redraws every view at its new size instead
+  const PLOT_CONFIG = {displaylogo: false, responsive: false, displayModeBar: false};
 
   // ---- the view state: the one place that says what is shown (payload aside)
   // (shared with the other panels and the URL; a restored link may have set it before this view loads)
@@ -48,6 +50,7 @@ function initExplorer(root, props, watch) {
     const bin = atob(entry.data);
     const bytes = new Uint8Array(bin.length);
     for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    if (entry.dtype === "float32") return {shape: entry.shape, values: new Float32Array(bytes.buffer)};
     const ints = entry.dtype === "uint16" ? new Uint16Array(bytes.buffer) : bytes;
     const values = new Float32Array(ints.length);
     for (let i = 0; i < ints.length; i++) values[i] = ints[i] / entry.scale;
@@ -95,8 +98,8 @@ function initExplorer(root, props, watch) {
 
   // tokens of one axis: what the transforms need to follow along
   function axis(info) {
-    return {label: info.label, raw: info.raw, special: info.special, info, hidden: false,
-      index: info.raw.map((_, i) => i)};  // each position's token index (the inside panel asks by it)
+    return {label: info.label, raw: info.raw, shown: info.shown || info.raw, special: info.special, info,
+      hidden: false, index: info.raw.map((_, i) => i)};  // each position's token index (the inside panel asks by it)
   }
 
   function kindAxes(kind) {
@@ -120,6 +123,7 @@ function initExplorer(root, props, watch) {
       rows.push(kept.map((v) => (total > 0 ? v / total : 0)));
     });
     const pick = (a, keep) => ({label: a.label.filter((_, i) => keep[i]), raw: a.raw.filter((_, i) => keep[i]),
+      shown: a.shown.filter((_, i) => keep[i]),
       special: a.special.filter((_, i) => keep[i]), info: a.info, hidden: true,
       index: a.index ? a.index.filter((_, i) => keep[i]) : undefined});
     const hidden = removed.length ? removed.reduce((s, v) => s + v, 0) / removed.length : 0;
@@ -139,7 +143,7 @@ function initExplorer(root, props, watch) {
       const gi = qw.groups[i];
       row.forEach((v, j) => { out[gi][kw.groups[j]] += v / counts[gi]; });
     });
-    const merged = (x) => ({label: x.label, raw: x.raw, special: x.label.map(() => false)});
+    const merged = (x) => ({label: x.label, raw: x.raw, shown: x.raw, special: x.label.map(() => false)});
     return [out, merged(qw), merged(kw)];
   }
 
@@ -151,6 +155,22 @@ function initExplorer(root, props, watch) {
     return {z: w, q, k, hidden};
   }
 
+  // Until a layer or head is chosen (state.auto), each kind opens on its own default: cross-attention (and the
+  // steps, which draw it) on the checkpoint's strongest alignment head where its head analysis names one (the
+  // clearest picture of which source word each output word comes from), every other kind on its last layer, mean.
+  // a layer or head set by anyone (a control, a panel, a test) ends the defaults
+  function chosen(changes) {
+    return ("layer" in changes || "head" in changes) && !("auto" in changes) ? {...changes, auto: false} : changes;
+  }
+
+  function autoPick() {
+    if (!state.auto || !data) return;
+    const kind = KINDS.includes(state.tab) ? state.tab : "cross";
+    const align = data.heads && data.heads.alignment;
+    if (kind === "cross" && align) { state.layer = align[0]; state.head = align[1]; return; }
+    state.layer = Math.max(mapsOf(kind).shape[0], 1) - 1;
+    state.head = MEAN;
+  }
   const clampLayer = (n) => Math.min(Math.max(state.layer, 0), n - 1);
   const headOf = (n) => (state.head < n ? state.head : MEAN);
   const headLabel = (h) => (h < 0 ? "mean over heads" : `head ${h + 1}`);
@@ -215,6 +235,37 @@ function initExplorer(root, props, watch) {
     return plot;
   }
 
+  // the stage (a screen wider than a phone): the map fills the window below its own top, so the sentence, the
+  // translation and the whole map (axis labels included) are on one screen; at least 360 px (a 720p projector)
+  function mapHeight(plot, n) {
+    if (window.innerWidth > 760) {
+      const top = plot.getBoundingClientRect().top + window.scrollY;
+      return Math.round(Math.max(360, Math.min(1400, window.innerHeight - top - 8)));
+    }
+    return Math.min(720, Math.max(360, 200 + 14 * n));
+  }
+
+  function describe(view) {
+    let best = [0, 0, -1];
+    view.z.forEach((row, i) => row.forEach((v, j) => { if (v > best[2]) best = [i, j, v]; }));
+    const plain = (s) => new DOMParser().parseFromString(s, "text/html").documentElement.textContent;
+    return `${plain(view.title)}. Rows: ${view.q.label.length}, columns: ${view.k.label.length}. Strongest link: ` +
+      `${plain(view.q.label[best[0]])} looks at ${plain(view.k.label[best[1]])} (${(best[2] * 100).toFixed(0)}%).`;
+  }
+
+  // a map for slides: the figure on screen at 1920x1080, titled with the sentence, as PNG or SVG
+  function saveMap(button) {
+    const plot = button.closest(".view").querySelector(".plot");
+    if (!data || !plot || !plot.data || !window.Plotly) return;
+    const esc = (t) => String(t).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+    const title = `${esc(data.source)} \u2192 ${esc(data.translation)}<br>${plot.layout.title.text}`;
+    const layout = Object.assign({}, plot.layout, {width: 1920, height: 1080,
+      title: Object.assign({}, plot.layout.title, {text: title}), margin: {l: 90, r: 40, t: 220, b: 40}});
+    const name = `attention-${state.tab}-layer${state.layer + 1}-${state.head < 0 ? "mean" : `head${state.head + 1}`}`;
+    window.Plotly.downloadImage({data: plot.data, layout, config: PLOT_CONFIG},
+      {format: button.dataset.format, width: 1920, height: 1080, filename: name});
+  }
+
   function heatmap(id, view, zmax) {
     const plot = setMessage(id, null);
     const customdata = view.z.map((row, i) => row.map((_, j) => [view.q.label[i], view.k.label[j]]));
@@ -232,12 +283,12 @@ function initExplorer(root, props, watch) {
         title: {text: "query"}}),
       coloraxis: {cmin: 0, cmax: zmax, colorscale: data.colorscale,
         colorbar: {title: {text: measure === "weight" ? "weight" : "norm share"}, tickformat: ".0%", thickness: 14}},
-      // presentation: as tall as the screen allows below the controls (a 1280x720 projector)
-      height: big ? Math.max(420, Math.min(900, window.innerHeight - 190))
-        : Math.min(900, Math.max(420, 260 + 16 * n)),
+      height: mapHeight(plot, n),
     });
     layout.margin = big ? {l: 50, r: 10, t: 125, b: 10} : {l: 60, r: 30, t: 150, b: 30};
     window.Plotly.react(plot, [trace], layout, PLOT_CONFIG);
+    plot.setAttribute("role", "img");  // the map's text alternative: what it is and its strongest link
+    plot.setAttribute("aria-label", describe(view));
     plot.__view = view;  // for tests: what is drawn, before Plotly touches it
   }
 
@@ -276,6 +327,13 @@ function initExplorer(root, props, watch) {
       `\n${shares.join("\n")}`};
   }
 
+  // black or white text, whichever contrasts more with the cell (WCAG relative luminance)
+  function contrastText(r, g, b) {
+    const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+    const L = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+    return (L + 0.05) / 0.05 >= 1.05 / (L + 0.05) ? "#000" : "#fff";
+  }
+
   function drawSummary(kind) {
     const div = $(`#grid-${kind}`);
     const ent = data.kinds[kind].entropy;
@@ -309,12 +367,14 @@ function initExplorer(root, props, watch) {
             tag.textContent = roles.letters;
           }
           const off = isOff(kind, l, c - 1);
-          button.title = `layer ${l + 1}, head ${c}${off ? " (switched off)" : ""}: mean row entropy ` +
-            `${value.toFixed(3)} nats${roles.text}`;
+          button.title = `layer ${l + 1}, head ${c}${off ? " (switched off)" : ""}: spread ${value.toFixed(2)} ` +
+            `(low: looks at few words)${roles.text}`;
+          button.setAttribute("aria-label", `layer ${l + 1}, head ${c}${off ? ", switched off" : ""}, spread ` +
+            `${value.toFixed(2)}${roles.letters ? `, roles ${roles.letters}` : ""}`);
           button.dataset.kind = kind;
           button.style.background = ent.colors[l][c - 1];
           const [r, g, b] = ent.colors[l][c - 1].match(/[\d.]+/g).map(Number);
-          button.style.color = 0.299 * r + 0.587 * g + 0.114 * b > 140 ? "#111" : "#fff";
+          button.style.color = contrastText(r, g, b);
           if (off) button.classList.add("off");
         }
         if (l === selLayer && c - 1 === selHead) button.classList.add("selected");
@@ -414,11 +474,11 @@ function initExplorer(root, props, watch) {
     const t = state.step - 1, rec = data.steps[t];
     const layer = clampLayer(arr.shape[0]), head = headOf(arr.shape[1]);
     const row = headMap(arr, layer, head)[t];
-    const query = {label: ["·"], raw: ["·"], special: [false], info: {groups: [0], words: ["·"], words_raw: ["·"],
+    const query = {label: ["·"], raw: ["·"], shown: ["·"], special: [false], info: {groups: [0], words: ["·"], words_raw: ["·"],
       groups_hidden: [0], words_hidden: ["·"], words_hidden_raw: ["·"]}, hidden: false};
     const view = transform([row], query, axis(data.tokens.src));
-    text.textContent = `Step ${t + 1} of ${n}: the decoder read '${data.tokens.tgt_in.raw[t]}' and chose ` +
-      `'${rec.token}' (probability ${(rec.p * 100).toFixed(1)}%).`;
+    text.textContent = `Step ${t + 1} of ${n}: the decoder read \u2018${data.tokens.tgt_in.shown[t]}\u2019 and ` +
+      `chose \u2018${rec.shown}\u2019 (probability ${(rec.p * 100).toFixed(1)}%).`;
     const plot = setMessage("step-plot", null);
     const top = rec.top;
     const bars = {type: "bar", orientation: "h", x: top.map((x) => x[2]), y: top.map((_, i) => i),
@@ -522,6 +582,7 @@ function initExplorer(root, props, watch) {
   }
   let pending = false;  // a render skipped while the explorer was hidden (another tab of the app on screen)
   function render() {
+    autoPick();
     syncControls();
     $(".explorer").dataset.ready = data ? `payload-${data.rev}` : "empty";
     if (data && !root.offsetWidth) { pending = true; return; }  // drawn when it shows (ResizeObserver below)
@@ -573,7 +634,7 @@ function initExplorer(root, props, watch) {
   }
 
   function update(changes) {
-    Object.assign(state, changes);
+    Object.assign(state, chosen(changes));
     render();
     share.sync();
     askModel();
@@ -613,8 +674,8 @@ function initExplorer(root, props, watch) {
     update({off});
   }
 
-  $("#layer select").addEventListener("change", (e) => update({layer: Number(e.target.value)}));
-  $("#head select").addEventListener("change", (e) => update({head: Number(e.target.value)}));
+  $("#layer select").addEventListener("change", (e) => update({layer: Number(e.target.value), auto: false}));
+  $("#head select").addEventListener("change", (e) => update({head: Number(e.target.value), auto: false}));
   $$("#rows input").forEach((r) => r.addEventListener("change", (e) => update({rows: e.target.value})));
   $("#hide input").addEventListener("change", (e) => update({hide: e.target.checked}));
   $("#merge input").addEventListener("change", (e) => update({merge: e.target.checked}));
@@ -631,13 +692,14 @@ function initExplorer(root, props, watch) {
   $$("#measure input").forEach((r) => r.addEventListener("change", (e) => update({measure: e.target.value})));
   $("#ablate input").addEventListener("change", (e) => { offMode = e.target.checked; render(); });
   $("#heads-on").addEventListener("click", () => update({off: []}));
+  $$(".save button").forEach((b) => b.addEventListener("click", () => saveMap(b)));
   for (const kind of KINDS) {
     $(`#grid-${kind}`).addEventListener("click", (e) => {
       const button = e.target.closest("button[data-layer]");
       if (!button) return;
       const l = Number(button.dataset.layer), h = Number(button.dataset.head);
       if (offMode && h >= 0) toggleHead(kind, l, h);
-      else update({layer: l, head: h});
+      else update({layer: l, head: h, auto: false});
     });
     const canvas = $(`#model-${kind} canvas`), tip = $(`#model-${kind} .tip`);
     canvas.addEventListener("mousemove", (e) => {
@@ -645,13 +707,13 @@ function initExplorer(root, props, watch) {
       tip.hidden = !hit;
       if (!hit) return;
       const {box, i, j} = hit;
-      tip.textContent = `L${box.l + 1} H${box.h + 1} · query ${i}: ${box.m.q.raw[i]} · key ${j}: ${box.m.k.raw[j]} · ` +
+      tip.textContent = `L${box.l + 1} H${box.h + 1} · query ${i}: ${box.m.q.shown[i]} · key ${j}: ${box.m.k.shown[j]} · ` +
         `${(box.m.z[i][j] * 100).toFixed(1)}%`;
     });
     canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
     canvas.addEventListener("click", (e) => {
       const hit = modelHit(e);
-      if (hit) update({layer: hit.box.l, head: hit.box.h});
+      if (hit) update({layer: hit.box.l, head: hit.box.h, auto: false});
     });
   }
 
@@ -661,9 +723,10 @@ function initExplorer(root, props, watch) {
     payload = value;
     data = value && value.kinds ? decode(value) : null;
     if (data) {
-      if (lastModel !== null && lastModel !== data.model) { state.layer = null; state.head = MEAN; state.off = []; }
+      if (lastModel !== null && lastModel !== data.model) { state.auto = true; state.off = []; }
       lastModel = data.model;
-      state.step = 1;
+      if (state.linkedStep) state.linkedStep = false;
+      else if (asked === null) state.step = 1;
       if (asked !== null) {  // the answer to a request: the view takes what the server did
         state.off = data.ablation ? data.ablation.off : [];
         if (state.measure === "norm" && !data.kinds.encoder.norm) state.measure = "weight";
@@ -679,8 +742,10 @@ function initExplorer(root, props, watch) {
   // presentation mode (body.present) changes sizes: redraw what is visible
   new MutationObserver(() => { for (const id in drawn) delete drawn[id]; render(); })
     .observe(document.body, {attributes: true, attributeFilter: ["class"]});
+  let resizing = null;
   window.addEventListener("resize", () => {
-    if (data && KINDS.includes(state.tab)) { delete drawn[`model-${state.tab}`]; render(); }
+    clearTimeout(resizing);
+    resizing = setTimeout(() => { if (data) { for (const id in drawn) delete drawn[id]; render(); } }, 100);
   });
   // back from another tab of the app: draw what was skipped, at the size the views have now
   new ResizeObserver(() => {

@@ -125,6 +125,9 @@ function initComparePanel(root, props, watch, trigger) {
     note.hidden = !value.note;
     t.draw(diff, value.difference);
     pair.__value = value;  // for tests: what is drawn
+    const share = attentionView()[0].share;  // the link follows: two sentences, or greedy vs beam
+    share.compareMode = value.mode;
+    share.sync();
     panel.dataset.ready = `compare-${value.rev}`;
   }
 

@@ -7,8 +7,9 @@
 function attentionView() {
   "use strict";
   if (window.__attention) return [window.__attention, false];
-  const state = {tab: "encoder", layer: null, head: -1, rows: "predicted token", hide: false, merge: false,
-    step: 1, off: [], measure: "weight"};
+  // auto: no layer or head chosen yet (each kind opens on its default: explorer.js autoPick)
+  const state = {tab: "encoder", layer: null, head: -1, auto: true, rows: "predicted token", hide: false,
+    merge: false, step: 1, off: [], measure: "weight"};
   const view = {state, explorer: null};
   view.viewJson = () => JSON.stringify({kind: state.tab, layer: state.layer, head: state.head, rows: state.rows});
   view.share = makeShare(state);
@@ -18,6 +19,8 @@ function attentionView() {
     if (["encoder", "decoder", "cross", "steps"].includes(v.tab)) state.tab = v.tab;
     if (v.layer === null || Number.isInteger(v.layer)) state.layer = v.layer;
     if (Number.isInteger(v.head)) state.head = v.head;
+    state.auto = state.layer === null && state.head === -1;
+    if (Number.isInteger(v.step) && v.step > 1) { state.step = v.step; state.linkedStep = true; }
     if (["decoder input token", "predicted token"].includes(v.rows)) state.rows = v.rows;
     if (typeof v.hide === "boolean") state.hide = v.hide;
     if (typeof v.merge === "boolean") state.merge = v.merge;
@@ -26,8 +29,8 @@ function attentionView() {
     if (view.explorer) view.explorer.refresh();
   };
   // the panels change the shared state; the explorer redraws (now, or when it shows again)
-  view.set = (changes) => {
-    Object.assign(state, changes);
+  view.set = (changes) => {  // a layer or head chosen in a panel ends the defaults (explorer.js autoPick)
+    Object.assign(state, changes, "layer" in changes || "head" in changes ? {auto: false} : {});
     if (view.explorer) view.explorer.refresh();
     view.share.sync();
   };
@@ -46,8 +49,9 @@ function makeShare(state) {
     if (text) p.set("text", text);
     const yours = value("#yours textarea, #yours input");
     if (yours) p.set("yours", yours);
+    // after "Greedy vs beam" the link carries no second sentence: it opens on greedy against beam again
     const compare = value("#compare-source textarea, #compare-source input") ?? share.known.compare;
-    if (compare) p.set("compare", compare);
+    if (compare && share.compareMode !== "methods") p.set("compare", compare);
     const model = value("#model input");
     if (model) p.set("model", model);
     const method = document.querySelector("#method input:checked");
@@ -58,8 +62,11 @@ function makeShare(state) {
     if (lp !== null && lp !== undefined && lp !== "") p.set("lp", String(lp));
     p.set("tab", share.tab);
     p.set("kind", state.tab);
-    if (Number.isInteger(state.layer)) p.set("layer", String(state.layer + 1));
-    p.set("head", state.head < 0 ? "mean" : String(state.head + 1));
+    if (!state.auto) {  // a view left on its defaults stays so: the link opens on the defaults too
+      if (Number.isInteger(state.layer)) p.set("layer", String(state.layer + 1));
+      p.set("head", state.head < 0 ? "mean" : String(state.head + 1));
+    }
+    if (state.tab === "steps" && state.step > 1) p.set("step", String(state.step));
     p.set("rows", state.rows === "predicted token" ? "predicted" : "input");
     p.set("hide", state.hide ? "1" : "0");
     p.set("merge", state.merge ? "1" : "0");

@@ -1,0 +1,303 @@
+"""The page as a stage, in real Chromium: one screen at projector sizes, no views drawn over each other after a
+resize, every control from the keyboard, no critical or serious axe-core violation, and links that hold a view.
+
+axe-core is a test-only asset, pinned in tests/a11y/package-lock.json (`npm ci --prefix tests/a11y`); the
+accessibility test skips, saying so, when it is not installed.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from app_server import ROOT, app_env, shared_app  # noqa: E402
+from test_browser import TIMEOUT_MS, chromium, watch_page  # noqa: E402
+
+ENV, WHICH = app_env()
+AXE = ROOT / "tests" / "a11y" / "node_modules" / "axe-core" / "axe.min.js"
+TEXT = "h e l l o w o r l d"  # the toy model reverses letters
+EXPLORER = "(document.querySelector('#explorer .explorer') || {}).__explorer"
+# (width, height, presentation mode): a projector's 720p and 768p, a 1080p screen, and the normal page at 1080p
+GRADIO_DROPDOWN_ERROR = "Cannot read properties of undefined (reading '0')"
+STAGES = ((1280, 720, True), (1366, 768, True), (1920, 1080, True), (1920, 1080, False))
+
+
+def open_at(browser, url: str, width: int, height: int):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(TIMEOUT_MS)
+    problems = watch_page(page)
+    page.goto(url)
+    page.wait_for_function(f"(() => {{ const x = {EXPLORER}; return x && x.payload && x.asked === null; }})()")
+    return page, problems
+
+
+def link(server, **params) -> str:
+    return server.url + "?" + urlencode({"text": TEXT, **params})
+
+
+def box(page, selector: str) -> dict:
+    return page.evaluate("(s) => { const e = [...document.querySelectorAll(s)].find((x) => x.offsetWidth);"
+                         " if (!e) return null; const b = e.getBoundingClientRect();"
+                         " return {x: b.left, y: b.top, right: b.right, bottom: b.bottom, height: b.height}; }",
+                         selector)
+
+
+def inside(b: dict, width: int, height: int) -> bool:
+    return b is not None and b["x"] >= 0 and b["y"] >= 0 and b["right"] <= width + 0.5 and b["bottom"] <= height + 0.5
+
+
+def focus_drawn(page, kind: str) -> None:
+    page.wait_for_selector(f"#focus-{kind} .js-plotly-plot g.hm")
+    page.wait_for_timeout(300)  # the views below the focus view follow a frame later
+
+
+def test_one_screen_holds_the_sentence_the_translation_and_the_whole_map():
+    """At each size, after a translation and without scrolling: the source box, the translation, the layer and
+    head pickers and the focus map with every axis label are inside the viewport; the map is at least half the
+    window's height (360 px at 720p)."""
+    server = shared_app(ENV)
+    with chromium() as browser:
+        for width, height, present in STAGES:
+            page, (dialogs, external, errors) = open_at(
+                browser, link(server, kind="cross", present=int(present)), width, height)
+            focus_drawn(page, "cross")
+            where = f"{width}x{height} present={present}"
+            assert page.evaluate("window.scrollY") == 0, where
+            for selector in ("#source textarea", "#translation textarea", "#layer select", "#head select",
+                             "#focus-cross .plot"):
+                b = box(page, selector)
+                assert inside(b, width, height), (where, selector, b)
+            for selector in ("#focus-cross .xtick text", "#focus-cross .ytick text", "#focus-cross .gtitle"):
+                for i in range(page.locator(selector).count()):
+                    b = page.locator(selector).nth(i).bounding_box()
+                    assert b and inside({"x": b["x"], "y": b["y"], "right": b["x"] + b["width"],
+                                         "bottom": b["y"] + b["height"]}, width, height), (where, selector, i, b)
+            assert box(page, "#focus-cross .plot")["height"] >= height / 2, where
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, where
+            assert dialogs == [] and external == [] and errors == [], where
+            page.close()
+
+
+def test_the_normal_page_and_a_phone_put_the_map_near_the_top():
+    """1366x768: the map starts within 1.5 screens. 390x844: no sideways scrolling, and the map comes right after
+    the translation (before the examples, the model, the notes and the n-best list)."""
+    server = shared_app(ENV)
+    with chromium() as browser:
+        page, _ = open_at(browser, link(server, kind="cross"), 1366, 768)
+        focus_drawn(page, "cross")
+        assert box(page, "#focus-cross .plot")["y"] < 1.5 * 768
+        page.close()
+        page, (dialogs, external, errors) = open_at(browser, link(server, kind="cross"), 390, 844)
+        focus_drawn(page, "cross")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        plot, translation = box(page, "#focus-cross .plot"), box(page, "#translation")
+        assert plot["y"] > translation["bottom"]
+        for after in ("#examples", "#model", "#notice", "#nbest"):
+            assert box(page, after)["y"] > plot["bottom"], after
+        assert errors == []
+
+
+def test_a_resize_never_draws_one_view_over_another():
+    """Presentation mode going fullscreen and back (1280x720 -> 1920x1080 -> 1366x768), and the normal page:
+    the focus map, the head summary, the model view and the rollout keep apart."""
+    server = shared_app(ENV)
+    with chromium() as browser:
+        for present in (1, 0):
+            page, (_, _, errors) = open_at(browser, link(server, kind="encoder", present=present), 1280, 720)
+            focus_drawn(page, "encoder")
+            for width, height in ((1920, 1080), (1366, 768), (1280, 720)):
+                page.set_viewport_size({"width": width, "height": height})
+                page.wait_for_timeout(700)  # the debounced redraw
+                boxes = {s: box(page, s) for s in ("#focus-encoder .plot", "#grid-encoder", "#model-encoder canvas",
+                                                   "#rollout .plot")}
+                assert all(b and b["height"] > 0 for b in boxes.values()), boxes
+                names = list(boxes)
+                for i, a in enumerate(names):
+                    for b in names[i + 1:]:
+                        p, q = boxes[a], boxes[b]
+                        apart = (p["right"] <= q["x"] + 0.5 or q["right"] <= p["x"] + 0.5
+                                 or p["bottom"] <= q["y"] + 0.5 or q["bottom"] <= p["y"] + 0.5)
+                        assert apart, (present, width, height, a, p, b, q)
+                # the plot's own drawing stays inside its box
+                svg = page.locator("#focus-encoder .main-svg").first.bounding_box()
+                plot = boxes["#focus-encoder .plot"]
+                assert svg["y"] + svg["height"] <= plot["bottom"] + 1, (width, height, svg, plot)
+            assert errors == []
+            page.close()
+
+
+def press_until(page, key: str, condition: str, limit: int = 200) -> None:
+    """Press `key` until `condition` (JS, with `a` = document.activeElement) holds."""
+    for _ in range(limit):
+        page.keyboard.press(key)
+        if page.evaluate(f"(() => {{ const a = document.activeElement; return Boolean({condition}); }})()"):
+            return
+    where = page.evaluate("document.activeElement.outerHTML.slice(0, 120)")
+    raise AssertionError(f"{condition} never focused with {key}; focus on {where}")
+
+
+def test_every_control_works_from_the_keyboard():
+    """No mouse: type and translate with Enter, change the layer and the head, focus a head from the head summary,
+    switch a head off with Space and Enter, change the view with the arrow keys and the app's tab; a focus
+    ring is drawn on what has focus."""
+    server = shared_app(ENV)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.set_default_timeout(TIMEOUT_MS)
+        _, _, errors = watch_page(page)
+        page.goto(server.url)
+        page.wait_for_selector(".explorer[data-ready]")
+        press_until(page, "Tab", "a.closest('#source')")
+        page.keyboard.type(TEXT)
+        page.keyboard.press("Enter")
+        page.wait_for_function(f"(() => {{ const x = {EXPLORER}; return x && x.payload; }})()")
+        focus_drawn(page, "encoder")
+        press_until(page, "Tab", "a.closest('#layer')")
+        assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"
+        before = page.evaluate(f"{EXPLORER}.state.layer")
+        page.keyboard.press("ArrowUp" if before > 0 else "ArrowDown")
+        page.wait_for_function(f"{EXPLORER}.state.layer !== {before}")
+        press_until(page, "Tab", "a.closest('#head')")
+        page.keyboard.press("ArrowDown")
+        page.wait_for_function(f"{EXPLORER}.state.head === 0")
+        press_until(page, "Tab", "a.dataset && a.dataset.testid === 'cell-0-2'")
+        assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"
+        page.keyboard.press("Enter")
+        page.wait_for_function(f"{EXPLORER}.state.layer === 0 && {EXPLORER}.state.head === 1")
+        page.wait_for_function("document.querySelector('#focus-encoder .gtitle').textContent.includes('layer 1 · head 2')")
+        press_until(page, "Shift+Tab", "a.closest('#ablate')")
+        page.keyboard.press("Space")
+        assert page.evaluate("document.querySelector('#ablate input').checked")
+        press_until(page, "Tab", "a.dataset && a.dataset.testid === 'cell-1-3'")
+        page.keyboard.press("Enter")
+        page.wait_for_function(f"(() => {{ const p = {EXPLORER}.payload; return p && p.ablation && "
+                               "p.ablation.off.length === 1 && p.ablation.off[0][1] === 1; })()")
+        press_until(page, "Shift+Tab", "a.getAttribute('role') === 'tab' && a.closest('.explorer')")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"{EXPLORER}.state.tab === 'decoder'")
+        focus_drawn(page, "decoder")
+        press_until(page, "Shift+Tab", "a.getAttribute('role') === 'tab' && a.textContent.includes('Heads')", 200)
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#tab-heads", state="visible")
+        # gradio's Dropdown renders its closed list from stale indices when its choices shrink (the candidate
+        # selector after heads are switched off, with the mouse as with the keyboard): its error, not the page's
+        assert [e for e in errors if e != GRADIO_DROPDOWN_ERROR] == []
+
+
+@pytest.mark.skipif(not AXE.is_file(), reason="axe-core is not installed: npm ci --prefix tests/a11y")
+def test_axe_core_finds_no_critical_or_serious_violation():
+    """axe-core (tests/a11y, pinned) in Chromium: after a translation, every view of the attention tab, the
+    other tabs, and presentation mode."""
+    server = shared_app(ENV)
+    found = []
+
+    def audit(page, where: str) -> None:
+        page.add_script_tag(path=str(AXE))
+        result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+        for v in result["violations"]:
+            nodes = [n["target"] for n in v["nodes"]][:4]
+            found.append((where, v["impact"], v["id"], len(v["nodes"]), nodes))
+
+    with chromium() as browser:
+        for present in (0, 1):
+            page, _ = open_at(browser, link(server, kind="encoder", present=present), 1366, 768)
+            focus_drawn(page, "encoder")
+            for kind, name in (("encoder", "Encoder self-attention"), ("decoder", "Decoder self-attention"),
+                               ("cross", "Cross-attention"), ("steps", "Step by step")):
+                page.locator(f"#tab-{kind}").click()
+                page.wait_for_timeout(500)
+                audit(page, f"present={present} {kind}")
+            if not present:
+                for tab in ("Beam-search tree", "Compare", "Training", "Heads"):
+                    page.get_by_role("tab", name=tab).click()
+                    page.wait_for_timeout(1500)
+                    audit(page, tab)
+            page.close()
+    print("\n".join(map(str, found)))
+    assert not [f for f in found if f[1] in ("critical", "serious")], found
+
+
+def test_links_hold_the_step_and_heads_switched_off_without_a_flash():
+    """step= opens the steps view at that step; off= shows the translation and maps without those heads from the
+    first answer on (the intact ones never reach the page)."""
+    server = shared_app(ENV)
+    with chromium() as browser:
+        page, _ = open_at(browser, link(server, kind="steps", step=4), 1366, 768)
+        page.wait_for_function("document.querySelector('#step-text').textContent.startsWith('Step 4 of')")
+        assert page.locator("#step input").input_value() == "4"
+        assert parse_qs(urlparse(page.url).query).get("step") == ["4"]
+        page.close()
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.add_init_script("""window.__seen = []; setInterval(() => {
+          const e = document.querySelector('#explorer .explorer'), x = e && e.__explorer;
+          const t = document.querySelector('#translation textarea');
+          const p = x && x.payload;
+          window.__seen.push([p ? p.rev : null, p ? Boolean(p.ablation) : null, t ? t.value : null]); }, 5);""")
+        off = "e1.1,e1.2,e1.3,e1.4,e2.1,e2.2"
+        page.goto(link(server, kind="encoder", off=off))
+        page.wait_for_function(f"(() => {{ const x = {EXPLORER}; return x && x.payload && x.payload.ablation; }})()")
+        page.wait_for_timeout(300)
+        seen = page.evaluate("window.__seen")
+        payloads = {rev: ablated for rev, ablated, _ in seen if rev is not None}
+        assert payloads and all(payloads.values()), payloads  # no payload without the heads off
+        masked = page.locator("#translation textarea").input_value()
+        assert {t for _, _, t in seen if t} == {masked}, {t for _, _, t in seen}
+        page.close()
+
+
+def test_greedy_vs_beam_leaves_the_second_sentence_out_of_the_link():
+    server = shared_app(ENV)
+    with chromium() as browser:
+        page, _ = open_at(browser, link(server, tab="compare", compare="a b c"), 1366, 768)
+        page.wait_for_selector("#compare-panel[data-ready^='compare-']")
+        assert parse_qs(urlparse(page.url).query).get("compare") == ["a b c"]
+        page.locator("#compare-methods").click()
+        page.wait_for_function("document.querySelector('#compare-left .label').textContent.toLowerCase()"
+                               ".includes('greedy')")
+        page.wait_for_function("!new URLSearchParams(location.search).has('compare')")
+        url = page.url
+        page.close()
+        page, _ = open_at(browser, url, 1366, 768)
+        page.wait_for_function("document.querySelector('#compare-left .label').textContent.toLowerCase()"
+                               ".includes('greedy')")
+
+
+def test_cross_attention_opens_on_the_strongest_alignment_head():
+    """A payload whose head analysis names alignment heads (en-de's, 6+4 layers of 8 heads): cross-attention opens
+    on the tagged head with the largest alignment share, the encoder on its last layer's mean; a head chosen
+    by hand then holds on every kind."""
+    from test_payload import make_attention
+
+    from transformer.explorer.head_views import head_info
+    from transformer.explorer.payload import attention_payload
+
+    heads = head_info(ROOT / "checkpoints" / "en-de")
+    if heads is None:
+        pytest.skip("checkpoints/en-de has no head analysis")
+    roles = json.loads((ROOT / "checkpoints" / "en-de" / "head_roles.json").read_text(encoding="utf-8"))["kinds"]["cross"]
+    tagged = [(roles["shares"]["align"][l][h], l, h) for l, row in enumerate(roles["tags"]) for h, t in enumerate(row)
+              if "align" in t]
+    _, layer, head = max(tagged)
+    payload = attention_payload(make_attention(6, 4, 8), model="en-de", heads=heads)
+    server = shared_app(ENV)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(server.url)
+        page.wait_for_selector(".explorer[data-ready]")
+        page.evaluate(f"(p) => {EXPLORER}.setPayload(p)", payload)
+        page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
+        page.wait_for_function("(t) => document.querySelector('#focus-cross .gtitle') && "
+                               "document.querySelector('#focus-cross .gtitle').textContent.includes(t)",
+                               arg=f"layer {layer + 1} · head {head + 1}")
+        page.evaluate(f"{EXPLORER}.update({{tab: 'encoder'}})")
+        page.wait_for_function("document.querySelector('#focus-encoder .gtitle') && document.querySelector("
+                               "'#focus-encoder .gtitle').textContent.includes('layer 6 · mean over heads')")
+        page.locator("#head select").select_option("2")
+        page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
+        page.wait_for_function("document.querySelector('#focus-cross .gtitle').textContent.includes('head 3')")
