@@ -172,6 +172,22 @@ def test_stop_at_step_keeps_the_schedule_of_the_whole_run(tmp_path):
     assert straight.step == N_STEPS
 
 
+def test_exact_resume_keeps_the_precision_the_run_chose(tmp_path, caplog):
+    """The automatic choice times a matmul; a resume must not switch a run's precision half-way."""
+    run_dir = tmp_path / "run"
+    first = run_train(run_dir, "--max-steps", "4", "--precision", "auto")
+    state = load_state(run_dir)
+    assert state["progress"]["autocast"] is first.autocast
+    state["progress"]["autocast"] = not first.autocast  # as if this run had started on the other side of the choice
+    torch.save(state, run_dir / "state.pt")
+    with caplog.at_level("INFO", logger="transformer.training.trainer"):
+        resumed = run_train(run_dir, "--max-steps", "6", "--precision", "auto", "--resume")
+    assert resumed.autocast is (not first.autocast) and resumed.validate.autocast is resumed.autocast
+    assert "as the run started" in caplog.text
+    flag = run_train(run_dir, "--max-steps", "8", "--precision", "fp32", "--resume")  # the flag still wins
+    assert flag.autocast is False and load_state(run_dir)["progress"]["autocast"] is False
+
+
 def test_resume_refuses_a_different_model(tmp_path):
     run_dir = tmp_path / "other"
     run_train(run_dir, "--max-steps", "2", "--save-every", "1000")

@@ -12,6 +12,7 @@ flags the choice also times one bf16 and one float32 matrix multiplication of a 
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -53,7 +54,8 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
 def gemm_seconds(dtype: torch.dtype, shape: tuple[int, int, int] = (2048, 256, 1024), repeats: int = 5) -> float:
     """Best time of one (M x K) @ (K x N) matrix multiplication in `dtype` (a d_model-256 FFN's shape)."""
     m, k, n = shape
-    a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+    rng = torch.Generator().manual_seed(0)  # its own: timing must not move the training's random numbers
+    a, b = torch.randn(m, k, generator=rng).to(dtype), torch.randn(k, n, generator=rng).to(dtype)
     a @ b  # first call: kernel selection
     best = float("inf")
     for _ in range(repeats):
@@ -63,8 +65,9 @@ def gemm_seconds(dtype: torch.dtype, shape: tuple[int, int, int] = (2048, 256, 1
     return best
 
 
+@functools.cache  # once a process: every run of one process trains in one precision
 def bf16_gemm_speedup() -> float:
-    """How many times faster a bf16 matrix multiplication runs than a float32 one on this CPU."""
+    """How many times faster a bf16 matrix multiplication runs than a float32 one on this CPU (best of 5 each)."""
     return gemm_seconds(torch.float32) / gemm_seconds(torch.bfloat16)
 
 

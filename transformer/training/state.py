@@ -43,6 +43,7 @@ class Progress:
     epoch_loss: float = 0.0  # summed training loss since the last checkpoint
     epoch_tokens: int = 0  # target tokens behind epoch_loss
     rewarm_from: int = 0  # a continuation with a fresh optimizer warms the lr up again from this step
+    autocast: bool | None = None  # the precision the run chose (bf16 autocast or not): kept across exact resumes
 
     def update(self, saved: dict) -> None:
         """Take the counters of a saved state (older states may lack the newer fields)."""

@@ -131,7 +131,7 @@ class Trainer:
         if cfg.init_from:  # fine-tuning: the starting weights; a resume state replaces them later
             weights = read_weights(Path(cfg.init_from), str(self.device))
             load_weights_into(self.model, grown_vocabulary(weights, self.model.config), Path(cfg.init_from))
-        self.progress = Progress()  # restored by --resume
+        self.progress = Progress(autocast=self.autocast)  # restored by --resume
         self.steps_per_epoch = len(self.data.epoch_batches(0)) // cfg.accum_steps
         self.optimizer, self.scheduler = self._optimizer()
         self.stop_requested = False  # set by SIGTERM/SIGINT: stop after this step as if the budget ran out
@@ -171,9 +171,22 @@ class Trainer:
 
     def load_state(self) -> bool:
         """Resume exactly from RUN_DIR/state.pt, else continue from the export; False if neither exists."""
+        chosen = self.autocast
         if resume.load_state(self.run, self.parts(), self.device, self.rank, self.world):
+            self.keep_precision(chosen)
             return True
+        self.progress.autocast = chosen
         return resume.continue_from_export(self.run, self.parts(), self.cfg.output, self.device, self.is_main)
+
+    def keep_precision(self, chosen: bool) -> None:
+        """An exact resume trains in the precision the run chose at its start, unless --precision says otherwise:
+        the automatic choice times a matmul, and a busy machine must not switch a run's precision half-way."""
+        saved = self.progress.autocast
+        if self.cfg.precision == "auto" and saved is not None and saved != chosen:
+            log.info("resuming in %s, as the run started (--precision overrides)", "bf16 autocast" if saved else "float32")
+            self.autocast = self.validate.autocast = saved
+        else:
+            self.progress.autocast = chosen
 
     def parts(self) -> resume.TrainingParts:
         return resume.TrainingParts(self.model, self.optimizer, self.scheduler, self.progress)
