@@ -5,6 +5,7 @@ Exact resume with the fast path is tested in test_train.py (its runs use it by d
 from __future__ import annotations
 
 import json
+import shutil
 import logging
 
 import pytest
@@ -188,6 +189,29 @@ def test_int8_weights_round_trip_within_half_a_step_per_row(tmp_path):
     step = weights["w"].abs().amax(1, keepdim=True) / 127
     assert ((back["w"] - weights["w"]).abs() <= step * 0.5 + 1e-3 * step).all()
     torch.testing.assert_close(back["b"], weights["b"].half().float())
+
+
+def test_tied_matrices_are_stored_once_and_loaded_under_every_name(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    shared = torch.randn(50, 16, generator=g)
+    save_int8_weights({"embed": shared, "generator": shared, "w": torch.randn(50, 16, generator=g)}, tmp_path / "t")
+    save_int8_weights({"embed": shared, "generator": shared.clone(), "w": torch.randn(50, 16)}, tmp_path / "u")
+    assert (tmp_path / "t").stat().st_size < (tmp_path / "u").stat().st_size - 50 * 16  # one int8 copy fewer
+    back = load_int8_weights(tmp_path / "t")
+    assert back.keys() == {"embed", "generator", "w"} and torch.equal(back["embed"], back["generator"])
+
+
+def test_a_continuation_from_the_export_ships_the_earlier_snapshots_too(tmp_path):
+    """On a new machine only the committed export is left: its snapshots go on into the next export."""
+    out, run = tmp_path / "export", tmp_path / "run"
+    args = [*[a for a in TINY if a != "--no-export"], "--max-epochs", "100", "--output", str(out),
+            "--learning-snapshots", "2,5,30"]
+    train.main([*args, "--run-dir", str(run), "--max-steps", "6"])
+    shutil.rmtree(run)  # a new machine
+    train.main([*args, "--run-dir", str(run), "--max-steps", "30", "--resume"])
+    records = json.loads((out / "snapshots" / "snapshots.json").read_text())
+    assert [r["step"] for r in records] == [2, 5, 30]
+    assert {p.name for p in (out / "snapshots").glob("step_*")} == {f"step_{s:06d}.safetensors" for s in (2, 5, 30)}
 
 
 def test_learning_snapshots_flag_rejects_what_is_not_steps(tmp_path):

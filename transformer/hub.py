@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 from huggingface_hub import PyTorchModelHubMixin, snapshot_download
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file, save_model
 
 from .casing import TRUECASE_FILE, Truecaser, load_truecaser
@@ -242,9 +242,18 @@ SCALE_SUFFIX = ".int8_scale"
 def save_int8_weights(weights: dict[str, torch.Tensor], path: str | os.PathLike) -> None:
     """Weights at a quarter of their float32 size: each matrix as int8 with one float16 scale per row
     (symmetric, absmax), stored in float32 beside it as `<name>.int8_scale`; vectors (biases, norms) in float16.
-    A snapshot of the model learning only has to show how it translated, not train on."""
+    Tied matrices (one tensor under several names: the embeddings and the output projection) are stored once,
+    the other names kept in the file's metadata. A snapshot of the model learning only has to show how it
+    translated, not train on."""
     out: dict[str, torch.Tensor] = {}
+    first: dict[tuple, str] = {}
+    aliases: dict[str, str] = {}
     for name, w in weights.items():
+        tied = (w.data_ptr(), tuple(w.shape), w.dtype)
+        if w.dim() >= 2 and tied in first:
+            aliases[name] = first[tied]
+            continue
+        first[tied] = name
         w = w.detach().float().cpu()
         if w.dim() < 2:
             out[name] = w.half()
@@ -253,17 +262,21 @@ def save_int8_weights(weights: dict[str, torch.Tensor], path: str | os.PathLike)
         out[name] = (w / scale).round().clamp(-127, 127).to(torch.int8)
         out[name + SCALE_SUFFIX] = scale  # float32: a rounded scale would move every weight of its row
     tmp = Path(str(path) + ".tmp")
-    save_file(out, str(tmp))
+    save_file(out, str(tmp), metadata={"tied": json.dumps(aliases)} if aliases else None)
     os.replace(tmp, path)
 
 
 def load_int8_weights(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     """`save_int8_weights`'s file -> float32 weights, ready for `Transformer.load_state_dict`."""
     stored = load_file(str(path))
+    with safe_open(str(path), "pt") as f:
+        tied = json.loads((f.metadata() or {}).get("tied", "{}"))
     weights = {}
     for name, t in stored.items():
         if name.endswith(SCALE_SUFFIX):
             continue
         scale = stored.get(name + SCALE_SUFFIX)
         weights[name] = t.float() * scale.float() if scale is not None else t.float()
+    for name, source in tied.items():
+        weights[name] = weights[source]
     return weights

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from transformer.hub import load_weights_into, read_config, read_weights
+from transformer.hub import SNAPSHOTS_DIR, load_weights_into, read_config, read_weights
 from transformer.model import Transformer
 
 from .state import Progress, RunDirectory, rng_state, set_rng_state
@@ -86,6 +86,8 @@ def continue_from_export(run: RunDirectory, parts: TrainingParts, output: str, d
         group["lr"] = base * factor(p.step)
     if is_main and (out / "train_log.jsonl").is_file() and not run.log_path.is_file():
         shutil.copyfile(out / "train_log.jsonl", run.log_path)
+    if is_main and (out / SNAPSHOTS_DIR).is_dir() and not run.learning_dir.is_dir():  # the next export ships them all
+        shutil.copytree(out / SNAPSHOTS_DIR, run.learning_dir)
     log.warning("no resume state at %s: continuing from the export in %s at step %d with a fresh optimizer "
                 "(lr warms up again over %d steps)", run.state_path, out, p.step, REWARM_STEPS)
     return True
