@@ -290,6 +290,7 @@ def test_cross_attention_opens_on_the_strongest_alignment_head():
         page.set_default_timeout(TIMEOUT_MS)
         page.goto(server.url)
         page.wait_for_selector(".explorer[data-ready]")
+        page.wait_for_function(f"!!{EXPLORER}")  # the explorer's own object, not only a ready mark on the page
         page.evaluate(f"(p) => {EXPLORER}.setPayload(p)", payload)
         page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
         page.wait_for_function("(t) => document.querySelector('#focus-cross .gtitle') && "
