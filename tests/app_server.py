@@ -130,3 +130,24 @@ def make_standin_checkpoint(path: Path) -> Path:
     model.tokenizer = TextTokenizer(toy_tokenizer(26))
     model.save_pretrained(str(path))
     return path
+
+
+def import_app(env: dict[str, str]):
+    """The app module, imported with `env` set (the test checkpoint as default) and the test session's torch
+    thread count kept (app sets its own at import); the environment is restored afterwards."""
+    import importlib
+
+    import torch
+
+    saved = {k: os.environ.get(k) for k in env}
+    threads = torch.get_num_threads()
+    os.environ.update(env)
+    try:
+        return importlib.import_module("app")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        torch.set_num_threads(threads)

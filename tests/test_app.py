@@ -5,7 +5,6 @@ stand-in toy model, and the tests that need a trained model skip with that reaso
 """
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -16,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_server import app_env, shared_app  # noqa: E402
+from app_server import app_env, import_app, shared_app  # noqa: E402
 
 gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
@@ -40,18 +38,7 @@ needs_trained = pytest.mark.skipif(not TRAINED, reason="checkpoints/toy-reverse 
 @pytest.fixture(scope="module")
 def app():
     """The app module, imported with the test checkpoint as default and one torch thread."""
-    saved_env = {k: os.environ.get(k) for k in ENV}
-    threads = torch.get_num_threads()
-    os.environ.update(ENV)
-    try:
-        module = importlib.import_module("app")
-    finally:
-        for k, v in saved_env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        torch.set_num_threads(threads)  # app sets it at import; keep the test session single-threaded
+    module = import_app(ENV)
     assert module.DEFAULT_TRANSLATOR is not None, module.STARTUP_ERROR
     return module
 

@@ -3,23 +3,20 @@ says what is wrong in words: a `gr.Error` with a message, never another exceptio
 bare "Error"). Property-based (hypothesis) over the handlers in-process; one test through the public HTTP API."""
 from __future__ import annotations
 
-import importlib
 import json
 import math
-import os
 import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
-import torch
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_server import app_env, shared_app  # noqa: E402
+from app_server import app_env, import_app, shared_app  # noqa: E402
 
 gr = pytest.importorskip("gradio")
 
@@ -40,15 +37,7 @@ VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=
 @pytest.fixture(scope="module")
 def app():
     """The app module with the test checkpoint as default (one torch thread for the tests)."""
-    saved = {k: os.environ.get(k) for k in ENV}
-    threads = torch.get_num_threads()
-    os.environ.update(ENV)
-    try:
-        module = importlib.import_module("app")
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-        torch.set_num_threads(threads)
+    module = import_app(ENV)
     return module
 
 

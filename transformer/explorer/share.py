@@ -223,15 +223,21 @@ def _read_choices(view: ViewState, values: Mapping[str, str], models: Sequence[s
     return notes
 
 
+def _read_whole(view: ViewState, values: Mapping[str, str], key: str, attr: str, most: int) -> list[str]:
+    """`key`, a whole number from 1 to `most`, into `view.attr`; else a note that it was ignored."""
+    if key not in values:
+        return []
+    number = _whole(values[key])
+    if number is not None and 1 <= number <= most:
+        setattr(view, attr, number)
+        return []
+    return [_ignored(values, key, f"must be a whole number from 1 to {most}")]
+
+
 def _read_decoding(view: ViewState, values: Mapping[str, str]) -> list[str]:
     """`beam` (a whole number, 1..UI_MAX_BEAM) and `lp` (a plain decimal, 0..MAX_LENGTH_PENALTY)."""
     notes = []
-    if "beam" in values:
-        beam = _whole(values["beam"])
-        if beam is not None and 1 <= beam <= UI_MAX_BEAM:
-            view.beam = beam
-        else:
-            notes.append(_ignored(values, "beam", f"must be a whole number from 1 to {UI_MAX_BEAM}"))
+    notes += _read_whole(view, values, "beam", "beam", UI_MAX_BEAM)
     if "lp" in values:
         lp = _finite(values["lp"])
         if lp is not None and 0.0 <= lp <= MAX_LENGTH_PENALTY:
@@ -250,12 +256,7 @@ def _read_toggles(view: ViewState, values: Mapping[str, str]) -> list[str]:
             view.rows = ROWS_CODES[values["rows"]]
         else:
             notes.append(_ignored(values, "rows", "must be input or predicted"))
-    if "step" in values:
-        step = _whole(values["step"])
-        if step is not None and 1 <= step <= MAX_STEP:
-            view.step = step
-        else:
-            notes.append(_ignored(values, "step", f"must be a whole number from 1 to {MAX_STEP}"))
+    notes += _read_whole(view, values, "step", "step", MAX_STEP)
     for key, attr in (("hide", "hide_special"), ("merge", "merge_subwords"), ("present", "present")):
         if key in values:
             if values[key].lower() in _BOOLS:
