@@ -40,9 +40,9 @@ SENTENCES_EN = [  # my own sentences
     "Two dogs are chasing a red ball across the wet sand.",
     "My grandfather repairs old bicycles in his garage every Sunday.",
     "A woman with a green umbrella waits for the bus in the rain.",
-    "The baby is asleep.",
+    "The baby is asleep in the red pram.",
     "Our neighbours grow sunflowers that are taller than their garden fence.",
-    "Where is the station?",
+    "Where is the tram stop for the zoo?",
     "After the concert, the musicians packed their instruments and drove back to the city through the night.",
 ]
 PAUSE_S = 2.0  # between the phases

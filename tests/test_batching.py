@@ -18,7 +18,7 @@ FLAGSHIP = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de
 REQUESTS = [
     ("A girl in a yellow coat feeds the ducks.", "beam", 4, 0.6),
     ("Three boys play football on the beach.", "beam", 4, 0.6),
-    ("Dogs bark.", "beam", 4, 0.6),
+    ("Dogs bark at the postman.", "beam", 4, 0.6),
     ("An old woman with a red hat is selling apples at the market.", "greedy", 1, 0.6),
     ("A man rides his bike through the park.", "beam", 2, 1.8),
     ("Two children are building a sandcastle.", "beam", 4, 1.8),
@@ -131,10 +131,10 @@ def test_a_failing_request_fails_alone(tr, batcher, monkeypatch):
 
     monkeypatch.setattr(tr, "translate_sources", fragile)
     release, holder = hold(batcher)
-    futures = [batcher.submit(tr, text) for text in ("Dogs bark.", "boom goes the drum.", "Cats sleep.")]
+    futures = [batcher.submit(tr, text) for text in ("Dogs bark at the postman.", "boom goes the drum.", "Cats sleep.")]
     release.set()
     holder.join()
-    assert futures[0].result(60).model_input == "Dogs bark." and futures[2].result(60).model_input == "Cats sleep."
+    assert futures[0].result(60).model_input == "Dogs bark at the postman." and futures[2].result(60).model_input == "Cats sleep."
     with pytest.raises(RuntimeError, match="boom"):
         futures[1].result(60)
 
@@ -143,7 +143,7 @@ def test_bad_input_is_rejected_on_the_callers_thread(tr, batcher):
     with pytest.raises(ValueError, match="empty"):
         batcher.submit(tr, "   ")
     with pytest.raises(ValueError, match="beam_size"):
-        batcher.submit(tr, "Dogs bark.", "beam", 0)
+        batcher.submit(tr, "Dogs bark at the postman.", "beam", 0)
     assert batcher.call(threading.current_thread) is batcher._thread  # other model work runs on the worker
     with pytest.raises(ZeroDivisionError):
         batcher.call(lambda: 1 / 0)
@@ -155,7 +155,7 @@ def test_chunks_are_length_sorted_and_bounded(tr):
     batcher = Batcher(max_batch=3, max_batch_tokens=40)
     try:
         items = [SimpleNamespace(source=tr.source(t)) for t in
-                 ["a b c d e f g h i j k l m n o p q r s t", "Dogs bark.", "Cats sleep.", "A dog runs.", "Hi."]]
+                 ["a b c d e f g h i j k l m n o p q r s t", "Dogs bark at the postman.", "Cats sleep.", "A dog runs.", "Hi."]]
         chunks = batcher._chunks(items)
         lengths = [[len(r.source.ids) for r in c] for c in chunks]
         assert sum(map(len, lengths)) == 5 and all(len(c) <= 3 for c in lengths)
@@ -168,7 +168,7 @@ def test_chunks_are_length_sorted_and_bounded(tr):
 
 def test_in_a_burst_the_next_batch_waits_for_the_users_of_the_last_one(tr):
     def two_presses(batcher: Batcher) -> list[int]:
-        first = batcher.submit(tr, "Dogs bark.", "greedy", 1)
+        first = batcher.submit(tr, "Dogs bark at the postman.", "greedy", 1)
         time.sleep(0.1)  # the second user comes back a little later
         second = batcher.submit(tr, "Cats sleep.", "greedy", 1)
         first.result(60), second.result(60)

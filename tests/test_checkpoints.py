@@ -36,7 +36,7 @@ DEFAULT_BLEU_FLOORS_200 = {"tatoeba-en-de": 43.0, "multi30k": 33.0}
 # How people type, in our own words: (English, what the German must show).
 EVERYDAY = [
     ("Where did you put the keys?", "?"),  # a question stays a question
-    ("I don't want to go to school today.", "nicht"),  # negation
+    ("I don't want to go to the dentist on Friday.", "nicht"),  # negation
     ("SHE IS READING A BOOK IN THE GARDEN.", "Buch"),  # ALL CAPS
     ("my sister lives in Berlin", "Berlin"),  # lower case, no final punctuation
     ("We have two cats and a dog.", "zwei"),  # a number

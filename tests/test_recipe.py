@@ -20,7 +20,7 @@ PAIRS = [
     ("Mia has 3 cats.", "Mia hat 3 Katzen."), ("We meet at 7:30.", "Wir treffen uns um 7:30."),
     ("Kofi lives in Accra.", "Kofi wohnt in Accra."), ("The train leaves at 9:15.", "Der Zug fährt um 9:15."),
     ("Lena bought 12 eggs.", "Lena kaufte 12 Eier."),
-    ("The dog sleeps.", "Der Hund schläft."), ("The cat sleeps.", "Die Katze schläft."),
+    ("The dog sleeps in the barn.", "Der Hund schläft in der Scheune."), ("The cat sleeps.", "Die Katze schläft."),
     ("Ama and Yaw dance.", "Ama und Yaw tanzen."), ("It costs 20 euros.", "Es kostet 20 Euro."),
     ("Tom reads.", "Tom liest."),
     ("She was born in 1990.", "Sie wurde 1990 geboren."), ("Ayo sleeps.", "Ayo schläft."),

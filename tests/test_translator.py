@@ -135,7 +135,7 @@ def test_attention_for_rejects_a_missing_candidate(tr):
         tr.attention_for(r, candidate=len(r.candidates))
 
 
-BATCH = ["Dogs bark.", "An old woman with a red hat is selling apples at the market.", "A boy jumps into the lake."]
+BATCH = ["Dogs bark at the postman.", "An old woman with a red hat is selling apples at the market.", "A boy jumps into the lake."]
 
 
 @pytest.mark.parametrize("method,beam,alpha", [("beam", 4, 0.6), ("greedy", 1, 0.6), ("beam", 3, 1.8)])
