@@ -151,3 +151,41 @@ def import_app(env: dict[str, str]):
             else:
                 os.environ[k] = v
         torch.set_num_threads(threads)
+
+
+# ----------------------------------------------------------------------------- any event, as the page sends it
+
+
+def endpoints(url: str) -> dict[str, int]:
+    """The app's events by name (gradio names each after its handler: "on_restore", "on_compare", ...) -> the
+    index the page sends them by. gradio_client calls only the public ones; the page calls every one this way."""
+    import json
+
+    with urllib.request.urlopen(url + "config", timeout=30) as response:
+        config = json.load(response)
+    return {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
+
+
+def queue_call(url: str, fn_index: int, data: list, session_hash: str, event_data: object = None,
+               timeout_s: float = 300.0) -> dict:
+    """One event sent the way the page sends it (POST queue/join, then the session's event stream), for the
+    session `session_hash`: gradio's last message for it ({"success": ..., "output": {"data" | "error": ...}})."""
+    import json
+
+    body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": session_hash, "event_data": event_data,
+                       "trigger_id": None}).encode()
+    join = urllib.request.Request(url + "gradio_api/queue/join", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(join, timeout=timeout_s) as response:
+        event_id = json.load(response)["event_id"]
+    stream = f"{url}gradio_api/queue/data?session_hash={session_hash}"
+    with urllib.request.urlopen(stream, timeout=timeout_s) as response:
+        for raw in response:
+            line = raw.decode("utf-8").strip()
+            if not line.startswith("data:"):
+                continue
+            message = json.loads(line[5:])
+            if message.get("event_id") == event_id and message.get("msg") == "process_completed":
+                return message
+            if message.get("msg") == "close_stream":
+                break
+    raise RuntimeError(f"event {fn_index} of session {session_hash} ended without an answer")

@@ -715,8 +715,8 @@ def test_the_nbest_list_shows_each_translation_once_and_rows_map_to_candidates()
 
 
 def test_the_model_list_marks_toy_tasks_and_keeps_their_names_as_values():
-    registry = registry.ModelRegistry(Path(__file__).resolve().parents[1] / "checkpoints")
-    choices = dict((value, shown) for shown, value in registry.choices())
+    models = registry.ModelRegistry(Path(__file__).resolve().parents[1] / "checkpoints")
+    choices = dict((value, shown) for shown, value in models.choices())
     assert choices["en-de"] == "en-de" and choices["multi30k-en-de"] == "multi30k-en-de"
     assert choices["toy-reverse"] == "toy-reverse (a toy task, not a translator: it reverses letters)"
     assert all("toy task" in shown for value, shown in choices.items() if value.startswith("toy-"))
@@ -764,7 +764,7 @@ def test_export_folders_of_apps_no_longer_running_are_removed_and_no_others(tmp_
     assert not dead.exists() and alive.exists() and own.exists() and other.exists()
 
 
-def test_the_app_caps_uploads():
+def test_the_app_caps_uploads(app):
     assert app.launch_options()["max_file_size"] == "1mb"
 
 

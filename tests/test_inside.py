@@ -39,8 +39,8 @@ class Event:
 def explorer(tmp_path_factory):
     if not (EN_DE / "model.safetensors").is_file():
         pytest.skip("checkpoints/en-de is not here")
-    registry = registry.ModelRegistry(ROOT / "checkpoints", str(EN_DE), "fp32")  # fp32: the search's own numbers
-    xp = Explorer(registry, tmp_path_factory.mktemp("exports"), strict=True)
+    models = registry.ModelRegistry(ROOT / "checkpoints", str(EN_DE), "fp32")  # fp32: the search's own numbers
+    xp = Explorer(models, tmp_path_factory.mktemp("exports"), strict=True)
     yield xp
     xp.batcher.close()
 
@@ -192,8 +192,8 @@ def toy_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def toy_explorer(toy_run, tmp_path_factory):
-    registry = registry.ModelRegistry(ROOT / "checkpoints", str(toy_run), "fp32")
-    xp = Explorer(registry, tmp_path_factory.mktemp("exports"), strict=True)
+    models = registry.ModelRegistry(ROOT / "checkpoints", str(toy_run), "fp32")
+    xp = Explorer(models, tmp_path_factory.mktemp("exports"), strict=True)
     yield xp
     xp.batcher.close()
 
