@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_server import app_env, endpoints, free_port, import_app, queue_call  # noqa: E402
+from app_server import QueueSession, app_env, endpoints, free_port, import_app, queue_call  # noqa: E402
 
 gr = pytest.importorskip("gradio")
 from gradio import utils as gradio_utils  # noqa: E402
@@ -167,17 +167,17 @@ def test_a_page_load_completes_while_the_model_is_busy_with_another_session(app,
 
 def test_a_session_gets_at_most_two_model_requests_in_flight_on_the_page_and_the_api(app, served, model_busy):
     url, index = served
-    session, inputs = str(uuid.uuid4()), ["h e l l o", "beam", 3, None, None]
+    session, inputs = QueueSession(url), ["h e l l o", "beam", 3, None, None]
     pool = ThreadPoolExecutor(3)
-    waiting = [pool.submit(queue_call, url, index["translate_view"], inputs, session) for _ in range(2)]
-    wait_until(lambda: app.EXPLORER.slots.running(session) == 2)
+    waiting = [pool.submit(session.call, index["translate_view"], inputs) for _ in range(2)]
+    wait_until(lambda: app.EXPLORER.slots.running(session.session_hash) == 2)
     for name in ("translate_view", "translate", "on_compare"):  # the page's Translate, the public API, compare
         data = inputs if name != "on_compare" else ["a b", "b a", "beam", 3, None, None, "{}"]
-        refused = queue_call(url, index[name], data, session, timeout_s=WAIT_S)
+        refused = session.call(index[name], data, timeout_s=WAIT_S)
         assert not refused["success"] and "already have 2 requests running" in refused["output"]["error"], refused
-    other = str(uuid.uuid4())  # another session's request is taken, and waits for the model like the first two
-    waiting.append(pool.submit(queue_call, url, index["translate"], inputs, other))
-    wait_until(lambda: app.EXPLORER.slots.running(other) == 1)
+    other = QueueSession(url)  # another session's request is taken, and waits for the model like the first two
+    waiting.append(pool.submit(other.call, index["translate"], inputs))
+    wait_until(lambda: app.EXPLORER.slots.running(other.session_hash) == 1)
     assert not any(f.done() for f in waiting)
     pool.shutdown(wait=False)
 
