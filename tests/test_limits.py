@@ -140,7 +140,7 @@ def model_busy(app, monkeypatch):
     pool = ThreadPoolExecutor(1)
     held = pool.submit(app.EXPLORER.batcher.call, hold)
     assert started.wait(WAIT_S)
-    yield
+    yield release  # set: the model is free again
     release.set()
     held.result(WAIT_S)
     pool.shutdown()
@@ -164,7 +164,9 @@ def test_a_page_load_completes_while_the_model_is_busy_with_another_session(app,
     wait_until(lambda: app.EXPLORER.slots.running(other) == 1)
     page_load = queue_call(url, index["on_restore"], [None], str(uuid.uuid4()), timeout_s=WAIT_S)
     assert page_load["success"] and not compare.done()  # the page loaded while the compare still waits
-    pool.shutdown(wait=False)
+    model_busy.set()
+    assert compare.result(10 * WAIT_S)["success"]  # and the compare is answered once the model is free
+    pool.shutdown()
 
 
 def test_a_session_gets_at_most_two_model_requests_in_flight_on_the_page_and_the_api(app, served, model_busy):
