@@ -9,9 +9,12 @@ API: `/translate` (text, method, beam_size) -> (translation, notice, n-best tabl
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import os
 from collections import namedtuple
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from types import SimpleNamespace
@@ -23,11 +26,16 @@ import gradio as gr  # noqa: E402
 from transformer.explorer import inside_page, page, texts  # noqa: E402
 from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, event_data, view_data  # noqa: E402
 from transformer.explorer.inside import Inside  # noqa: E402
-from transformer.explorer.logic import (  # noqa: E402
-    EXAMPLES_EN, UI_MAX_BEAM, Result, ViewState, candidate_choices, launch_options, nbest_row_candidate, nbest_table)
+from transformer.explorer.registry import EXAMPLES_EN  # noqa: E402
+from transformer.explorer.results import Result  # noqa: E402
+from transformer.explorer.share import UI_MAX_BEAM, ViewState  # noqa: E402
+from transformer.explorer.views import candidate_choices, nbest_row_candidate, nbest_table  # noqa: E402
 
 gr.set_static_paths([page.PLOTLY_JS])  # plotly.js for the explorer comes from the installed plotly package
 EXPLORER = Explorer.start(Path(__file__).resolve().parent / "checkpoints")  # the default model loads now
+# the attention downloads are served from the folder they are written to (exports.py), never copied into
+# gradio's cache: one file on disk per export, in a folder the app caps and removes
+gr.set_static_paths([EXPLORER.export_dir])
 REGISTRY, EXPORT_DIR, DEFAULT_MODEL = EXPLORER.registry, EXPLORER.export_dir, EXPLORER.default_model
 DEFAULT_TRANSLATOR, STARTUP_ERROR = EXPLORER.default_translator, EXPLORER.startup_error
 INSIDE = Inside(EXPLORER)  # how one weight is computed, a translation of one's own, the model learning
@@ -79,7 +87,7 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
     def on_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """The page's translation: (translation, notice, n-best) and the result, kept as session state."""
         result, notice = EXPLORER.translate(text, method, beam_size, model, length_penalty)
-        return self.texts(result, notice) | {self.states.result: result}
+        return self.texts(result, notice) | {self.states.result: EXPLORER.keep(result)}
 
     def on_translate_view(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """The page's Translate: the API's outputs and the attention payload in one response (one round trip)."""
@@ -351,6 +359,37 @@ def build_demo() -> tuple[gr.Blocks, Page]:
 
 # ----------------------------------------------------------------------------- wiring
 
+
+def launch_options() -> dict[str, Any]:
+    """What `python app.py` passes to `demo.launch` (Gradio 6 takes theme and css here, not in Blocks)."""
+    return dict(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+                share=False, allowed_paths=None, ssr_mode=False, mcp_server=False, show_error=False,
+                state_session_capacity=200, css=page.stylesheet(), theme=gr.themes.Default(),
+                max_file_size="1mb")  # the page uploads nothing; a request to gradio's upload route gets 1 MB
+
+
+def per_session(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` as an event handler that holds one of its session's model slots while it runs (`Explorer.slots`: a
+    request beyond the session's limit is a message at once). Gradio passes the request into the added last
+    parameter, found by its gr.Request annotation; the other parameters, their names (the API's) and their
+    annotations (gr.EventData) stay `fn`'s."""
+    signature = inspect.signature(fn)
+    request = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                                annotation=gr.Request)
+
+    @functools.wraps(fn)
+    def limited(*args: Any) -> Any:
+        *inputs, req = args
+        with EXPLORER.slots.hold(getattr(req, "session_hash", None)):
+            return fn(*inputs)
+
+    limited.__signature__ = signature.replace(parameters=[*signature.parameters.values(), request])
+    limited.__annotations__ = {**gr.utils.get_type_hints(fn), "request": gr.Request}
+    del limited.__wrapped__  # gradio reads the signature above, not fn's
+    return limited
+
+
 PRIVATE, QUIET = dict(api_visibility="private"), dict(api_visibility="private", show_progress="minimal")
 MODEL = dict(concurrency_limit=1, concurrency_id="model")  # other model work: one at a time, on the batcher's thread
 RESTORE = dict(concurrency_limit=8, concurrency_id="restore")  # page loads run no model: never behind model work
@@ -364,22 +403,23 @@ def wire_translation(demo: gr.Blocks, p: Page):
     inputs, shown = [c.src, c.method, c.beam, s.model, s.lp], [s.result, p.attention.view, r.candidate]
     outputs, training = [r.translation, r.notice, r.nbest] + shown, [c.examples, *p.training[1:], *p.heads[1:]]
     export = dict(fn=p.on_export, inputs=[s.result], outputs=[r.download], **QUIET)
-    tree = dict(fn=xp.on_tree_refresh, inputs=[s.result, s.tab, s.view], outputs=[p.tree.view, s.result], **QUIET_MODEL)
+    tree = dict(fn=per_session(xp.on_tree_refresh), inputs=[s.result, s.tab, s.view], outputs=[p.tree.view, s.result],
+                **QUIET_MODEL)
     # /translate (3 outputs, gradio_client); the page's Translate: one response with the payload (bench/load.py)
-    c.api.click(p.on_api_translate, inputs, outputs[:3], api_name="translate", **TRANSLATE,
+    c.api.click(per_session(p.on_api_translate), inputs, outputs[:3], api_name="translate", **TRANSLATE,
                 api_description="Translate text; returns (translation, notice, n-best table).")
-    gr.on([c.translate.click, c.src.submit], p.on_translate_view, inputs, outputs, api_name="translate_view",
-          api_visibility="undocumented", **TRANSLATE).success(**export).then(**tree)
+    gr.on([c.translate.click, c.src.submit], per_session(p.on_translate_view), inputs, outputs,
+          api_name="translate_view", api_visibility="undocumented", **TRANSLATE).success(**export).then(**tree)
     c.examples.click(lambda sample: sample[0], [c.examples], [c.src], queue=False, **PRIVATE).then(
-        p.on_translate_view, inputs, outputs, **PRIVATE, **TRANSLATE).success(**export).then(**tree)
-    r.candidate.input(p.on_candidate, [s.result, r.candidate], shown, **QUIET_MODEL).then(**export)
-    r.nbest.select(p.on_nbest_select, [s.result], shown, **QUIET_MODEL).then(**export)
-    p.attention.view.rerun(p.on_rerun, [s.result], shown, trigger_mode="always_last", **QUIET_MODEL).then(
+        per_session(p.on_translate_view), inputs, outputs, **PRIVATE, **TRANSLATE).success(**export).then(**tree)
+    r.candidate.input(per_session(p.on_candidate), [s.result, r.candidate], shown, **QUIET_MODEL).then(**export)
+    r.nbest.select(per_session(p.on_nbest_select), [s.result], shown, **QUIET_MODEL).then(**export)
+    p.attention.view.rerun(per_session(p.on_rerun), [s.result], shown, trigger_mode="always_last", **QUIET_MODEL).then(
         xp.rerun_texts, [s.result], [r.translation, r.nbest, r.notice], **QUIET).then(**export)
     c.method.input(lambda m: gr.Slider(interactive=m == "beam"), [c.method], [c.beam], queue=False, **PRIVATE)
     c.lp.change(lambda v: v, [c.lp], [s.lp], queue=False, **PRIVATE)
-    c.model.input(p.on_model_change, [c.model, s.model], outputs + [s.model] + training, **PRIVATE, **MODEL).then(
-        **export).then(**tree)
+    c.model.input(per_session(p.on_model_change), [c.model, s.model], outputs + [s.model] + training, **PRIVATE,
+                  **MODEL).then(**export).then(**tree)
     c.present.change(None, [c.present], None, js=page.JS_PRESENT, **PRIVATE)
     # a shared link: validate its parameters (transformer/explorer/share.py), restore the view, translate
     r.copy.click(None, None, [r.link], js=page.JS_COPY_LINK, **PRIVATE)
@@ -387,9 +427,10 @@ def wire_translation(demo: gr.Blocks, p: Page):
                 r.note, s.restore] + training
     return demo.load(p.on_restore, [s.model], restored, **PRIVATE, **RESTORE).then(
         None, [s.restore], [s.view], js=page.JS_RESTORE, **PRIVATE).then(
-        p.on_restore_translate, inputs + [s.restore], outputs, **PRIVATE, **TRANSLATE).success(**export).then(
-        **tree).then(xp.on_restore_compare, [c.src, p.compare.src, c.method, c.beam, s.model, s.lp, s.tab, s.view],
-                     [p.compare.view, s.compare], **QUIET_MODEL)
+        per_session(p.on_restore_translate), inputs + [s.restore], outputs, **PRIVATE, **TRANSLATE).success(
+        **export).then(**tree).then(per_session(xp.on_restore_compare),
+                                    [c.src, p.compare.src, c.method, c.beam, s.model, s.lp, s.tab, s.view],
+                                    [p.compare.view, s.compare], **QUIET_MODEL)
 
 
 def wire_tabs(p: Page) -> None:
@@ -399,20 +440,21 @@ def wire_tabs(p: Page) -> None:
     for tab in (p.attention.tab, p.tree.tab, cmp.tab, p.training.tab, p.heads.tab):
         entered[tab.id] = tab.select(None, None, [s.view], js=page.js_enter_tab(tab.id), **PRIVATE).then(
             (lambda name: lambda: name)(tab.id), None, [s.tab], queue=False, **PRIVATE)
-    entered["tree"].then(xp.on_tree_open, [s.result, s.view], [p.tree.view, s.result], **QUIET_MODEL)
-    p.tree.view.pick(p.on_tree_pick, [s.result], [p.tree.view], **QUIET_MODEL)
+    entered["tree"].then(per_session(xp.on_tree_open), [s.result, s.view], [p.tree.view, s.result], **QUIET_MODEL)
+    p.tree.view.pick(per_session(p.on_tree_pick), [s.result], [p.tree.view], **QUIET_MODEL)
     entered["compare"].then(lambda text, other: other or text, [c.src, cmp.src], [cmp.src], queue=False, **PRIVATE)
     cmp.run.click(None, None, [s.view], js=page.JS_VIEW, **PRIVATE).then(
-        xp.on_compare, [c.src, cmp.src, c.method, c.beam, s.model, s.lp, s.view], [cmp.view, s.compare], **QUIET_MODEL)
+        per_session(xp.on_compare), [c.src, cmp.src, c.method, c.beam, s.model, s.lp, s.view], [cmp.view, s.compare],
+        **QUIET_MODEL)
     cmp.versus.click(None, None, [s.view], js=page.JS_VIEW, **PRIVATE).then(
-        xp.on_greedy_vs_beam, [c.src, c.beam, s.model, s.lp, s.view], [cmp.view, s.compare], **QUIET_MODEL)
+        per_session(xp.on_greedy_vs_beam), [c.src, c.beam, s.model, s.lp, s.view], [cmp.view, s.compare], **QUIET_MODEL)
     cmp.view.pick(p.on_compare_pick, [s.compare], [cmp.view], **QUIET)
 
 
 def wire_inside(p: Page, x: InsidePanels, restored) -> None:
     """Your translation (Score, Enter, the model's as a start, a link's), a clicked cell, the learning slider."""
     s, c, r, y = p.states, p.controls, p.results, x.yours
-    score = dict(fn=x.on_score, inputs=[c.src, y.box, s.model, s.lp, s.result],
+    score = dict(fn=per_session(x.on_score), inputs=[c.src, y.box, s.model, s.lp, s.result],
                  outputs=[s.result, p.attention.view, r.candidate, y.view], **PRIVATE, **MODEL)
     gr.on([y.score.click, y.box.submit], **score).success(p.on_export, [s.result], [r.download], **QUIET)
     y.own.click(lambda own: own or "", [r.translation], [y.box], queue=False, **PRIVATE)
@@ -420,12 +462,12 @@ def wire_inside(p: Page, x: InsidePanels, restored) -> None:
           queue=False, **PRIVATE)
     # the maps changed (heads switched off or on while one's own translation is on screen): its scores follow
     p.attention.view.change(INSIDE.yours_of, [s.result], [y.view], **QUIET)
-    x.inside.cell(x.on_cell, [s.result], [x.inside], trigger_mode="always_last", **QUIET_MODEL)
-    x.learn.view.learn(x.on_learn, [s.model, c.src], [x.learn.view], **QUIET_MODEL)
+    x.inside.cell(per_session(x.on_cell), [s.result], [x.inside], trigger_mode="always_last", **QUIET_MODEL)
+    x.learn.view.learn(per_session(x.on_learn), [s.model, c.src], [x.learn.view], **QUIET_MODEL)
     x.learn.tab.select(None, None, [s.view], js=page.js_enter_tab("learn"), **PRIVATE).then(
         lambda: "learn", None, [s.tab], queue=False, **PRIVATE)
     c.model.input(x.on_model, [c.model], [x.learn.tab, x.learn.view, y.view, x.inside], **PRIVATE)
-    restored.then(x.on_restore_yours, [c.src, s.model, s.lp, s.result, s.restore],
+    restored.then(per_session(x.on_restore_yours), [c.src, s.model, s.lp, s.result, s.restore],
                   [x.learn.tab, x.learn.view, y.box, s.result, p.attention.view, r.candidate, y.view, x.inside],
                   **PRIVATE, **MODEL)
 

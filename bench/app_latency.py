@@ -54,16 +54,16 @@ def main() -> None:
     import torch
 
     import app  # noqa: E402  (loads the model once, like the server does)
-    from transformer.explorer import exports, logic  # noqa: E402
+    from transformer.explorer import exports, registry, share  # noqa: E402
 
     torch.set_num_threads(args.threads)
     model = app.DEFAULT_MODEL
-    text = SENTENCE_TOY if logic.is_toy(app.DEFAULT_TRANSLATOR) else SENTENCE_EN
+    text = SENTENCE_TOY if registry.is_toy(app.DEFAULT_TRANSLATOR) else SENTENCE_EN
 
     def full_request() -> tuple[dict[str, float], int, object]:
         times = {}
         t0 = time.perf_counter()
-        result = app.PAGE.on_translate(text, "beam", args.beam, model, logic.DEFAULT_LENGTH_PENALTY)[app.PAGE.states.result]
+        result = app.PAGE.on_translate(text, "beam", args.beam, model, share.DEFAULT_LENGTH_PENALTY)[app.PAGE.states.result]
         t1 = time.perf_counter()
         payload = app.PAGE.show_result(result)[app.PAGE.attention.view]
         t2 = time.perf_counter()

@@ -42,6 +42,7 @@ COMMANDS = {
     "decode_latency": "python bench/decode_latency.py --checkpoint checkpoints/en-de --compare checkpoints/multi30k-en-de "
                       "--threads 2 --repeats 30 --seed-repeats 5",
     "figure_build": "python bench/figure_build.py --runs 7",
+    "hostile_load": "python bench/hostile_load.py --checkpoint checkpoints/en-de --hostile 8 --victims 20 --sessions 200",
     "int8_accuracy": "python bench/int8_accuracy.py",
     "load": "python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de",
     "train_throughput": "python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096 "

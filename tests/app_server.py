@@ -151,3 +151,84 @@ def import_app(env: dict[str, str]):
             else:
                 os.environ[k] = v
         torch.set_num_threads(threads)
+
+
+# ----------------------------------------------------------------------------- any event, as the page sends it
+
+
+def endpoints(url: str) -> dict[str, int]:
+    """The app's events by name (gradio names each after its handler: "on_restore", "on_compare", ...) -> the
+    index the page sends them by. gradio_client calls only the public ones; the page calls every one this way."""
+    import json
+
+    with urllib.request.urlopen(url + "config", timeout=30) as response:
+        config = json.load(response)
+    return {d["api_name"]: d["id"] for d in config["dependencies"] if d.get("api_name")}
+
+
+class QueueSession:
+    """One browser session (`session_hash`) sending events the way the page does: POST queue/join, answers read
+    from the session's one event stream (gradio keeps one stream per session; one reader thread here hands each
+    answer to its caller, so a session can have several events in flight)."""
+
+    def __init__(self, url: str, session_hash: str | None = None):
+        import threading
+        import uuid
+
+        self.url, self.session_hash = url, session_hash or str(uuid.uuid4())
+        self._answers: dict[str, dict] = {}
+        self._pending: set[str] = set()
+        self._changed = threading.Condition()
+        self._reader: threading.Thread | None = None
+
+    def call(self, fn_index: int, data: list, event_data: object = None, timeout_s: float = 300.0) -> dict:
+        """Gradio's last message for one event ({"success": ..., "output": {"data" | "error": ...}})."""
+        import json
+        import threading
+
+        body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": self.session_hash,
+                           "event_data": event_data, "trigger_id": None}).encode()
+        join = urllib.request.Request(self.url + "gradio_api/queue/join", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(join, timeout=timeout_s) as response:
+            event_id = json.load(response)["event_id"]
+        with self._changed:
+            self._pending.add(event_id)
+            if self._reader is None or not self._reader.is_alive():
+                self._reader = threading.Thread(target=self._read, daemon=True)
+                self._reader.start()
+            if not self._changed.wait_for(lambda: event_id in self._answers, timeout_s):
+                raise TimeoutError(f"event {fn_index} of session {self.session_hash}: no answer in {timeout_s} s")
+            self._pending.discard(event_id)
+            return self._answers.pop(event_id)
+
+    def _read(self) -> None:
+        """Read the session's stream while events are pending (it closes when none are; then it is reopened)."""
+        import json
+
+        while True:
+            with self._changed:
+                if not self._pending - set(self._answers):
+                    self._reader = None
+                    return
+            try:
+                stream = f"{self.url}gradio_api/queue/data?session_hash={self.session_hash}"
+                with urllib.request.urlopen(stream, timeout=600) as response:
+                    for raw in response:
+                        line = raw.decode("utf-8").strip()
+                        if not line.startswith("data:"):
+                            continue
+                        message = json.loads(line[5:])
+                        if message.get("msg") == "process_completed":
+                            with self._changed:
+                                self._answers[message["event_id"]] = message
+                                self._changed.notify_all()
+                        elif message.get("msg") == "close_stream":
+                            break
+            except urllib.error.HTTPError:  # no event of this session is pending any more
+                time.sleep(0.05)
+
+
+def queue_call(url: str, fn_index: int, data: list, session_hash: str, event_data: object = None,
+               timeout_s: float = 300.0) -> dict:
+    """One event of a new `QueueSession` for `session_hash` (one call at a time per session)."""
+    return QueueSession(url, session_hash).call(fn_index, data, event_data, timeout_s)

@@ -23,7 +23,7 @@ gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from transformer.explorer import exports, logic  # noqa: E402
+from transformer.explorer import checks, exports, registry, results, share, views  # noqa: E402
 from transformer.explorer.payload import decode_attention  # noqa: E402
 from transformer.translator import (  # noqa: E402
     Attention, Candidate, StepRecord, Translation, load_pretrained,
@@ -71,7 +71,7 @@ def fake_result(app):
     att = Attention(maps((2, 4, 5, 5)), dec, maps((2, 4, 3, 5)), src, tin, out, steps)
     cand = Candidate("x " + EVIL, out, [4, 5, 3], -1.0, -2.0)
     tr = Translation("x " + EVIL, src, out, -1.0, -2.0, False, [cand], "beam", 5, [4, 5, 6, 7, 3], att)
-    return logic.Result("fake", EVIL, tr, 0.6, {0: att})
+    return results.Result("fake", EVIL, tr, 0.6, {0: att})
 
 
 # ----------------------------------------------------------------------------- pure functions
@@ -84,7 +84,7 @@ def test_page_and_links_start_at_the_default_models_length_penalty(app, tmp_path
 
     directory = save_checkpoint(make_model(), TextTokenizer(toy_tokenizer(12)), tmp_path / "en-de")
     (directory / "generation_config.json").write_text('{"num_beams": 5, "length_penalty": 1.7}')
-    explorer = Explorer(logic.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
+    explorer = Explorer(registry.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
     try:
         assert explorer.default_length_penalty == 1.7  # what build_demo starts the slider at
         assert explorer.restore("en-de", {"text": "a b"}).view.length_penalty == 1.7  # a link without lp
@@ -92,7 +92,7 @@ def test_page_and_links_start_at_the_default_models_length_penalty(app, tmp_path
         assert explorer.restore("en-de", {"lp": "0.3"}).view.length_penalty == 0.3  # a link's own
     finally:
         explorer.batcher.close()
-    assert app.EXPLORER.default_length_penalty == logic.DEFAULT_LENGTH_PENALTY  # the toy has no generation config
+    assert app.EXPLORER.default_length_penalty == share.DEFAULT_LENGTH_PENALTY  # the toy has no generation config
 
 
 def test_registry_lists_default_models_first_then_sorted_and_override_first(app, tmp_path):
@@ -102,26 +102,26 @@ def test_registry_lists_default_models_first_then_sorted_and_override_first(app,
         if name != "incomplete":
             (tmp_path / name / "model.safetensors").write_bytes(b"")
     (tmp_path / "stray.txt").write_text("not a checkpoint")
-    assert logic.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b"]
-    assert logic.ModelRegistry(tmp_path, str(tmp_path / "toy-b")).labels() == ["toy-b", "multi30k-en-de", "toy-a"]
-    assert logic.ModelRegistry(tmp_path, "someone/some-model").labels()[0] == "someone/some-model"
-    assert logic.ModelRegistry(tmp_path / "missing").labels() == []
+    assert registry.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b"]
+    assert registry.ModelRegistry(tmp_path, str(tmp_path / "toy-b")).labels() == ["toy-b", "multi30k-en-de", "toy-a"]
+    assert registry.ModelRegistry(tmp_path, "someone/some-model").labels()[0] == "someone/some-model"
+    assert registry.ModelRegistry(tmp_path / "missing").labels() == []
     (tmp_path / "en-de").mkdir()
     (tmp_path / "en-de" / "config.json").write_text("{}")
     (tmp_path / "en-de" / "model.safetensors").write_bytes(b"")
-    assert logic.ModelRegistry(tmp_path).labels() == ["en-de", "multi30k-en-de", "toy-a", "toy-b"]
+    assert registry.ModelRegistry(tmp_path).labels() == ["en-de", "multi30k-en-de", "toy-a", "toy-b"]
     # a model exported before its schedule ended (trained over several sessions) goes last
     (tmp_path / "en-de" / "training.json").write_text(json.dumps(
         {"progress": {"step": 501}, "train_config": {"max_steps": 3000}}))
-    assert logic.training_progress(tmp_path / "en-de") == (501, 3000)
-    assert logic.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b", "en-de"]
+    assert registry.training_progress(tmp_path / "en-de") == (501, 3000)
+    assert registry.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b", "en-de"]
     (tmp_path / "en-de" / "training.json").write_text(json.dumps(
         {"progress": {"step": 3000}, "train_config": {"max_steps": 3000}}))
-    assert logic.training_progress(tmp_path / "en-de") is None
-    assert logic.ModelRegistry(tmp_path).labels()[0] == "en-de"
-    assert logic.ModelRegistry(tmp_path / "missing").default() is None
+    assert registry.training_progress(tmp_path / "en-de") is None
+    assert registry.ModelRegistry(tmp_path).labels()[0] == "en-de"
+    assert registry.ModelRegistry(tmp_path / "missing").default() is None
     with pytest.raises(LookupError, match="No model found"):
-        logic.ModelRegistry(tmp_path / "missing").get(None)
+        registry.ModelRegistry(tmp_path / "missing").get(None)
 
 
 def test_registry_loads_once_and_caches(app):
@@ -134,59 +134,59 @@ def test_registry_loads_once_and_caches(app):
 @pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", float("nan"), [5]])
 def test_check_options_rejects_bad_beam(app, beam):
     with pytest.raises(gr.Error, match="beam_size must be a whole number from 1 to 10"):
-        logic.check_options("beam", beam)
+        checks.check_options("beam", beam)
 
 
 def test_the_work_of_one_request_is_capped_and_the_notice_says_so(app, monkeypatch):
-    """Source tokens × beam width within logic.MAX_BEAM_TOKENS: a long input at a wide beam is searched at a
+    """Source tokens × beam width within checks.MAX_BEAM_TOKENS: a long input at a wide beam is searched at a
     narrower beam, with a notice; a short one, and greedy, are left as asked. Page and API share the path."""
-    monkeypatch.setattr(logic, "MAX_BEAM_TOKENS", 12)
+    monkeypatch.setattr(checks, "MAX_BEAM_TOKENS", 12)
     tr, model = app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL
     long_text = "a b c d e f g h i j k"  # 11 letters + <eos>: 12 tokens, so beam 1 at most
-    result, notice = logic.run_translation(tr, model, long_text, "beam", 5, 0.6)
+    result, notice = results.run_translation(tr, model, long_text, "beam", 5, 0.6)
     assert result.translation.beam_size == 1 and "beam width was cut from 5 to 1" in notice
     out = app.PAGE.on_api_translate(long_text, "beam", 4, model, 0.6)
     assert "cut from 4 to 1" in out[app.PAGE.results.notice]
-    result, notice = logic.run_translation(tr, model, "a b", "beam", 4, 0.6)  # 3 tokens × 4 = 12: as asked
+    result, notice = results.run_translation(tr, model, "a b", "beam", 4, 0.6)  # 3 tokens × 4 = 12: as asked
     assert result.translation.beam_size == 4 and "cut" not in notice
-    result, notice = logic.run_translation(tr, model, long_text, "greedy", 1, 0.6)
+    result, notice = results.run_translation(tr, model, long_text, "greedy", 1, 0.6)
     assert result.translation.beam_size == 1 and "cut" not in notice
 
 
 def test_beam_and_length_penalty_left_out_are_the_models_own(app):
     """The API's docs call them optional: None is the checkpoint's default, not an error."""
-    assert logic.check_options("beam", None) is None and logic.check_length_penalty(None) is None
-    result, _ = logic.run_translation(app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL, "a b c", "beam", None, None)
+    assert checks.check_options("beam", None) is None and checks.check_length_penalty(None) is None
+    result, _ = results.run_translation(app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL, "a b c", "beam", None, None)
     generation = app.DEFAULT_TRANSLATOR.generation
     assert (result.translation.beam_size, result.length_penalty) == (generation.num_beams, generation.length_penalty)
     for bad in (-0.5, float("inf"), "0.6", 1e9):
         with pytest.raises(gr.Error, match="length_penalty must be a number from 0 to 10"):
-            logic.check_length_penalty(bad)
+            checks.check_length_penalty(bad)
 
 
 def test_check_options_accepts_and_rejects_methods(app):
-    assert logic.check_options("beam", 5.0) == 5 and isinstance(logic.check_options("greedy", 1), int)
+    assert checks.check_options("beam", 5.0) == 5 and isinstance(checks.check_options("greedy", 1), int)
     with pytest.raises(gr.Error, match="method"):
-        logic.check_options("sample", 3)
+        checks.check_options("sample", 3)
 
 
 def test_run_translation_empty_and_truncated(app):
     tr = app.DEFAULT_TRANSLATOR
     for empty in ("", "   \n", None):
         with pytest.raises(gr.Error, match="Type a sentence"):
-            logic.run_translation(tr, "m", empty, "beam", 3)
+            results.run_translation(tr, "m", empty, "beam", 3)
     long = " ".join("abcdefghij"[i % 10] for i in range(tr.max_source_tokens + 20))
-    result, notice = logic.run_translation(tr, "m", long, "greedy", 1)
+    result, notice = results.run_translation(tr, "m", long, "greedy", 1)
     assert result.translation.truncated and f"limit of {tr.max_source_tokens} tokens" in notice
-    result, notice = logic.run_translation(tr, "m", "a " * (logic.MAX_INPUT_CHARS + 10), "greedy", 1)
-    assert f"first {logic.MAX_INPUT_CHARS} characters" in notice and len(result.source) == logic.MAX_INPUT_CHARS
+    result, notice = results.run_translation(tr, "m", "a " * (share.MAX_INPUT_CHARS + 10), "greedy", 1)
+    assert f"first {share.MAX_INPUT_CHARS} characters" in notice and len(result.source) == share.MAX_INPUT_CHARS
 
 
 def test_run_translation_says_how_it_read_all_caps_input(app):
     tr = app.DEFAULT_TRANSLATOR  # a toy model: no truecase model, so ALL-CAPS input is read in lower case
     assert tr.truecaser is None
-    shouted, notice = logic.run_translation(tr, "m", "THE DOG IS SLEEPING.", "greedy", 1)
-    quiet, quiet_notice = logic.run_translation(tr, "m", "the dog is sleeping.", "greedy", 1)
+    shouted, notice = results.run_translation(tr, "m", "THE DOG IS SLEEPING.", "greedy", 1)
+    quiet, quiet_notice = results.run_translation(tr, "m", "the dog is sleeping.", "greedy", 1)
     assert "Read as “the dog is sleeping.”" in notice and "Read as" not in quiet_notice
     assert shouted.translation.text == quiet.translation.text
     assert shouted.translation.src_tokens == quiet.translation.src_tokens
@@ -194,7 +194,7 @@ def test_run_translation_says_how_it_read_all_caps_input(app):
 
 def test_run_translation_lists_the_placeholders_the_model_read(app):
     tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
-    result, notice = logic.run_translation(tr, "en-de", "My name is Wairimu and I was born in 1987.", "beam", 5)
+    result, notice = results.run_translation(tr, "en-de", "My name is Wairimu and I was born in 1987.", "beam", 5)
     translation = result.translation
     assert "⟨1⟩ Wairimu, ⟨2⟩ 1987" in notice and translation.entities == ("Wairimu", "1987")
     assert "⟨1⟩" in translation.src_tokens and "⟨2⟩" in translation.src_tokens  # what the maps show
@@ -203,20 +203,20 @@ def test_run_translation_lists_the_placeholders_the_model_read(app):
 
 def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
     tr = app.DEFAULT_TRANSLATOR
-    result, _ = logic.run_translation(tr, "m", "h e l l o", "beam", 4)
+    result, _ = results.run_translation(tr, "m", "h e l l o", "beam", 4)
     n = len(result.translation.candidates)
     assert n >= 2
     calls = []
     original = tr.attention_for
     monkeypatch.setattr(tr, "translate", lambda *a, **k: pytest.fail("must not re-run decoding"))
     monkeypatch.setattr(tr, "attention_for", lambda r, candidate=0: calls.append(candidate) or original(r, candidate))
-    logic.select_candidate(tr, result, 1)
-    logic.select_candidate(tr, result, 0)
-    logic.select_candidate(tr, result, 1)
+    results.select_candidate(tr, result, 1)
+    results.select_candidate(tr, result, 0)
+    results.select_candidate(tr, result, 1)
     assert calls == [1] and result.candidate == 1
     assert result.attention.tgt_out_tokens == result.translation.candidates[1].tokens
     with pytest.raises(gr.Error):
-        logic.select_candidate(tr, result, n)
+        results.select_candidate(tr, result, n)
 
 
 def test_show_result_sends_the_payload_and_candidate_selector(app):
@@ -237,7 +237,7 @@ def test_show_result_sends_the_payload_and_candidate_selector(app):
 
 def test_candidate_change_sends_that_candidates_attention(app):
     tr = app.DEFAULT_TRANSLATOR
-    result, _ = logic.run_translation(tr, app.DEFAULT_MODEL, "h e l l o", "beam", 3)
+    result, _ = results.run_translation(tr, app.DEFAULT_MODEL, "h e l l o", "beam", 3)
     shown = ("states.result", "attention.view", "results.candidate")
     result_out, payload, dropdown = values(app, app.PAGE.on_candidate(result, 2), *shown)
     assert result_out.candidate == 2 and payload["candidate"] == 2 and dropdown.value == 2
@@ -254,42 +254,42 @@ def test_model_change_updates_examples_and_clears_result(app):
         app, out, "states.model", "states.result", "results.translation", "results.notice", "controls.examples",
         "attention.view")
     assert state == label and result is None and translation == "" and label in notice
-    assert [s[0] for s in examples.raw_samples] == logic.EXAMPLES_TOY  # a toy model gets letter examples
+    assert [s[0] for s in examples.raw_samples] == registry.EXAMPLES_TOY  # a toy model gets letter examples
     assert payload is None  # the page's payload: views cleared
     with pytest.raises(gr.Error, match="Unknown model"):
         app.PAGE.on_model_change("no-such-model")
 
 
 def test_view_state_defaults_match_the_controls(app):
-    view = logic.ViewState()
-    assert (view.method, view.beam, view.length_penalty) == ("beam", logic.DEFAULT_BEAM,
-                                                            logic.DEFAULT_LENGTH_PENALTY)
-    assert view.client() == {"tab": "encoder", "layer": None, "head": logic.MEAN_HEADS,
-                             "rows": logic.ROWS_PREDICTED, "hide": False, "merge": False, "step": 1}
+    view = share.ViewState()
+    assert (view.method, view.beam, view.length_penalty) == ("beam", share.DEFAULT_BEAM,
+                                                            share.DEFAULT_LENGTH_PENALTY)
+    assert view.client() == {"tab": "encoder", "layer": None, "head": share.MEAN_HEADS,
+                             "rows": share.ROWS_PREDICTED, "hide": False, "merge": False, "step": 1}
 
 
 def test_focus_view_layer_clipping_mean_and_titles(app):
     att = fake_result(app).attention
-    opts = logic.ViewOptions(layer=7, head=2)
-    fig, hidden = logic.focus_view(att, "cross", opts)
+    opts = views.ViewOptions(layer=7, head=2)
+    fig, hidden = views.focus_view(att, "cross", opts)
     assert "layer 2" in fig.layout.title.text and "head 3" in fig.layout.title.text
     assert "this stack has 2 layers" in fig.layout.title.text and hidden is None
-    fig, hidden = logic.focus_view(att, "encoder", logic.ViewOptions(layer=0, head=logic.MEAN_HEADS, hide_special=True))
+    fig, hidden = views.focus_view(att, "encoder", views.ViewOptions(layer=0, head=share.MEAN_HEADS, hide_special=True))
     assert "mean over heads" in fig.layout.title.text and 0.0 < hidden < 1.0
     z = np.array(fig.data[0].z)
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)  # renormalised rows
     # decoder rows by predicted token: the last row is the one that predicted <eos>
-    w, q, k = logic.kind_maps(att, "decoder", logic.ROWS_PREDICTED)
+    w, q, k = views.kind_maps(att, "decoder", share.ROWS_PREDICTED)
     assert q == att.tgt_out_tokens and k == att.tgt_in_tokens
 
 
 def test_step_view_and_hidden_text(app):
     att = fake_result(app).attention
-    fig, text = logic.step_view(att, 2, logic.ViewOptions(layer=1, head=0))
+    fig, text = views.step_view(att, 2, views.ViewOptions(layer=1, head=0))
     assert "Step 2 of 3" in text and "&lt;i&gt;y&lt;/i&gt;" in fig.layout.title.text
-    fig, text = logic.step_view(att, 99, logic.ViewOptions())  # clamped
+    fig, text = views.step_view(att, 99, views.ViewOptions())  # clamped
     assert "Step 3 of 3" in text
-    assert "1.5%" in logic.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
+    assert "1.5%" in views.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
 
 
 def test_export_npz_round_trip_without_pickle(app, tmp_path):
@@ -306,15 +306,15 @@ def test_export_npz_round_trip_without_pickle(app, tmp_path):
 
 def test_training_helpers(app, tmp_path):
     (tmp_path / "train_log.jsonl").write_text('{"epoch": 1, "val_loss": 2.0}\nnot json\n[1]\n{"epoch": 2}\n')
-    assert [r["epoch"] for r in logic.load_train_log(tmp_path)] == [1, 2]
+    assert [r["epoch"] for r in views.load_train_log(tmp_path)] == [1, 2]
     (tmp_path / "metrics.json").write_text(json.dumps({"bleu": 31.234567, "test": {"bleu": 30.0}, "n": [1, 2]}))
-    table = logic.metrics_table(tmp_path)
+    table = views.metrics_table(tmp_path)
     assert dict(zip(table["metric"], table["value"])) == {"bleu": "31.23", "test.bleu": "30", "n": "[1, 2]"}
-    assert "no metrics.json" in logic.metrics_table(tmp_path / "nope")["metric"][0]
+    assert "no metrics.json" in views.metrics_table(tmp_path / "nope")["metric"][0]
     (tmp_path / "metrics.json").write_text(json.dumps({
         "test/beam5": {"bleu": 23.456, "chrf": 45.7, "method": "beam", "signature": "x", "split": "test"},
         "val/greedy": {"bleu": 22.0, "method": "greedy", "batch_size": 64}}))
-    table = logic.metrics_table(tmp_path)
+    table = views.metrics_table(tmp_path)
     assert list(table.columns) == ["evaluation", "bleu", "chrf", "method"]
     assert table.values.tolist() == [["test/beam5", "23.46", "45.7", "beam"], ["val/greedy", "22", "", "greedy"]]
 
@@ -394,7 +394,7 @@ def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client)
         outputs = list(pool.map(press, range(len(texts))))
     tr = app.DEFAULT_TRANSLATOR  # the server's model, loaded the same way (same precision)
     for text, (method, beam), out in zip(texts, settings, outputs):
-        alone = tr.translate(text, method=method, beam_size=beam, length_penalty=logic.DEFAULT_LENGTH_PENALTY)
+        alone = tr.translate(text, method=method, beam_size=beam, length_penalty=share.DEFAULT_LENGTH_PENALTY)
         translation, _, table, payload = out[:4]
         assert translation == alone.text and payload["source"] == text
         assert [row[1] for row in table["data"]] == list(dict.fromkeys(c.text for c in alone.candidates))
@@ -417,7 +417,7 @@ def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(a
         why = callbacks.serving_choice()[1]
         overridden = value.strip().lower() in ("fp32", "int8")
         assert why == "set by TRANSFORMER_PRECISION" if overridden else why.startswith("chosen for this CPU")
-    fp32 = logic.ModelRegistry(Path(app.REGISTRY.checkpoint_dir), app.REGISTRY.override, "fp32")
+    fp32 = registry.ModelRegistry(Path(app.REGISTRY.checkpoint_dir), app.REGISTRY.override, "fp32")
     assert fp32.get(app.DEFAULT_MODEL).precision == "fp32" and callbacks.precision_note("fp32").startswith("Decoding: fp32")
 
 
@@ -439,7 +439,7 @@ def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):
         raise BatcherBusy("The translator is busy: 64 requests are already waiting. Please try again in a few seconds.")
 
     with pytest.raises(gr.Error, match="busy.*try again"):
-        logic.run_translation(app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL, "h e l l o", "beam", 3, translate=busy)
+        results.run_translation(app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL, "h e l l o", "beam", 3, translate=busy)
 
 
 def test_api_over_long_input_is_truncated_with_notice(client):
@@ -551,9 +551,9 @@ def test_difference_of_a_sentence_with_itself_is_zero(app):
 def test_greedy_vs_beam_side_by_side(app):
     tr = app.DEFAULT_TRANSLATOR
     value, session = app.EXPLORER.on_greedy_vs_beam("h e l l o", 1, app.DEFAULT_MODEL, 0.6, '{"kind": "decoder"}')
-    assert value["labels"] == ["greedy", f"beam {logic.DEFAULT_BEAM}"] and value["kind"] == "decoder"
+    assert value["labels"] == ["greedy", f"beam {share.DEFAULT_BEAM}"] and value["kind"] == "decoder"
     assert session.translations == (tr.translate("h e l l o", method="greedy").text,
-                                    tr.translate("h e l l o", beam_size=logic.DEFAULT_BEAM).text)
+                                    tr.translate("h e l l o", beam_size=share.DEFAULT_BEAM).text)
     with pytest.raises(gr.Error, match="Type a sentence"):
         app.EXPLORER.on_compare("h e l l o", "   ", "beam", 3, app.DEFAULT_MODEL, 0.6, "")
 
@@ -584,13 +584,13 @@ def test_restore_from_a_link_validates_and_notes(app):
 
 def test_examples_follow_what_the_model_was_trained_on(app, tmp_path):
     captions_only = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
-    assert logic.examples_for(None, captions_only) == logic.EXAMPLES_CAPTIONS
+    assert registry.examples_for(None, captions_only) == registry.EXAMPLES_CAPTIONS
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     (mixed / "training.json").write_text(json.dumps(
         {"train_config": {"task": "translation", "corpora": ["tatoeba-en-de", "multi30k:2"]}}))
-    assert logic.examples_for(None, mixed) == logic.EXAMPLES_EN
-    assert logic.examples_for(None, tmp_path / "missing") == logic.EXAMPLES_EN
+    assert registry.examples_for(None, mixed) == registry.EXAMPLES_EN
+    assert registry.examples_for(None, tmp_path / "missing") == registry.EXAMPLES_EN
 
 
 # ----------------------------------------------------------------------------- heads switched off, norms, roles
@@ -694,12 +694,13 @@ def test_head_analysis_reaches_the_payload_and_the_heads_tab(app, tmp_path):
     assert len([t for t in fig.data if t.type == "scatter"]) == 9
     assert "2 of 4 heads go" in json.dumps(fig.to_plotly_json(), ensure_ascii=False)
     assert list(table["heads"]) == [2, 1] * 3
-    payload = logic.result_payload(fake_result(app), info)
+    payload = views.result_payload(fake_result(app), info)
     assert payload["heads"]["kinds"]["encoder"]["importance"] == grid
 
 
 def test_the_nbest_list_shows_each_translation_once_and_rows_map_to_candidates():
-    from transformer.explorer.logic import candidate_choices, nbest_row_candidate, nbest_table, run_translation
+    from transformer.explorer.results import run_translation
+    from transformer.explorer.views import candidate_choices, nbest_row_candidate, nbest_table
 
     tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
     result = run_translation(tr, "en-de", "I know that the teacher speaks German.", "beam", 8, 1.4)[0]
@@ -714,8 +715,8 @@ def test_the_nbest_list_shows_each_translation_once_and_rows_map_to_candidates()
 
 
 def test_the_model_list_marks_toy_tasks_and_keeps_their_names_as_values():
-    registry = logic.ModelRegistry(Path(__file__).resolve().parents[1] / "checkpoints")
-    choices = dict((value, shown) for shown, value in registry.choices())
+    models = registry.ModelRegistry(Path(__file__).resolve().parents[1] / "checkpoints")
+    choices = dict((value, shown) for shown, value in models.choices())
     assert choices["en-de"] == "en-de" and choices["multi30k-en-de"] == "multi30k-en-de"
     assert choices["toy-reverse"] == "toy-reverse (a toy task, not a translator: it reverses letters)"
     assert all("toy task" in shown for value, shown in choices.items() if value.startswith("toy-"))
@@ -763,8 +764,8 @@ def test_export_folders_of_apps_no_longer_running_are_removed_and_no_others(tmp_
     assert not dead.exists() and alive.exists() and own.exists() and other.exists()
 
 
-def test_the_app_caps_uploads():
-    assert logic.launch_options()["max_file_size"] == "1mb"
+def test_the_app_caps_uploads(app):
+    assert app.launch_options()["max_file_size"] == "1mb"
 
 
 def test_a_page_load_never_queues_behind_model_work(app):

@@ -1,7 +1,7 @@
 """The app in a real browser (Playwright + Debian chromium): translate, tabs, selectors, export, no script injection.
 
 The attention views are drawn in the browser (transformer/explorer/static/explorer.js); `test_browser_views_match_python`
-checks the arrays it plots against the Python views of transformer/explorer/logic.py for a hand-made payload.
+checks the arrays it plots against the Python views of transformer/explorer/views.py for a hand-made payload.
 Takes a full-page screenshot (the flagship's cross-attention when checkpoints/multi30k-en-de exists, else the
 toy's) and a 1280x720 one of the presentation mode into the temporary directory;
 `UPDATE_SCREENSHOT=1 python -m pytest tests/test_browser.py` writes them to docs/screenshot.png and
@@ -246,7 +246,7 @@ def test_browser_views_match_python():
     """
     from test_payload import make_attention
 
-    from transformer.explorer import logic
+    from transformer.explorer import share, views
     from transformer.explorer.payload import attention_payload, decode_array, decode_attention
 
     src = ["\u2581A", "\u2581ri", "des", EVIL, "<unk>", ".", "<eos>"]
@@ -272,41 +272,41 @@ def test_browser_views_match_python():
                      maps: maps.map(m => m.z), rollout: s.tab === 'encoder' ? plot('#rollout').z : null,
                      hidden: document.querySelector('#hidden-mass').textContent}}); }}, 0), 0)); }})"""
         checked = 0
-        for kind in logic.KINDS:
-            for rows in (logic.ROWS_INPUT, logic.ROWS_PREDICTED):
+        for kind in views.KINDS:
+            for rows in (share.ROWS_INPUT, share.ROWS_PREDICTED):
                 for hide in (False, True):
                     for merge in (False, True):
-                        for layer, head in ((0, logic.MEAN_HEADS), (1, 2), (2, 0)):
-                            opts = logic.ViewOptions(layer, head, rows, hide, merge)
+                        for layer, head in ((0, share.MEAN_HEADS), (1, 2), (2, 0)):
+                            opts = views.ViewOptions(layer, head, rows, hide, merge)
                             got = page.evaluate(read, {"tab": kind, "layer": layer, "head": head, "rows": rows,
                                                        "hide": hide, "merge": merge})
-                            fig, _ = logic.focus_view(att, kind, opts, " · candidate 2")
+                            fig, _ = views.focus_view(att, kind, opts, " · candidate 2")
                             np.testing.assert_allclose(got["focus"]["z"], np.asarray(fig.data[0].z), atol=1e-5)
                             assert got["focus"]["k"] == list(fig.layout.xaxis.ticktext)
                             assert got["focus"]["q"] == list(fig.layout.yaxis.ticktext)
                             assert got["title"] == got["focus"]["title"]
                             assert got["focus"]["title"] == fig.layout.title.text
-                            masses = {k: logic.focus_view(att, k, opts)[1] for k in logic.KINDS}
-                            assert got["hidden"] == logic.hidden_text(masses)
-                            w, q, k = logic.kind_maps(att, kind, rows)
-                            ref, *_ = logic.transform(w, q, k, hide, merge)
+                            masses = {k: views.focus_view(att, k, opts)[1] for k in views.KINDS}
+                            assert got["hidden"] == views.hidden_text(masses)
+                            w, q, k = views.kind_maps(att, kind, rows)
+                            ref, *_ = views.transform(w, q, k, hide, merge)
                             maps = np.array(got["maps"]).reshape(ref.shape)
                             np.testing.assert_allclose(maps, ref, atol=1e-5)
                             if kind == "encoder":
-                                r, *_ = logic.transform(decode_array(payload["rollout"]), src, src, hide,
+                                r, *_ = views.transform(decode_array(payload["rollout"]), src, src, hide,
                                                            merge)
                                 np.testing.assert_allclose(got["rollout"], r, atol=1e-5)
                             checked += 1
         # the step view: the chosen step's cross-attention row, with the same toggles
         for step in (1, 4, 7):
-            for hide, merge, head in ((False, False, logic.MEAN_HEADS), (True, True, 1)):
-                opts = logic.ViewOptions(1, head, logic.ROWS_INPUT, hide, merge)
+            for hide, merge, head in ((False, False, share.MEAN_HEADS), (True, True, 1)):
+                opts = views.ViewOptions(1, head, share.ROWS_INPUT, hide, merge)
                 got = page.evaluate(
                     f"(s) => {{ {handle}.update(s); const v = document.querySelector('#step-plot .plot').__view;"
                     " return {row: v.z[0], keys: v.k.label,"
                     " title: document.querySelector('#step-plot .gtitle').textContent}; }",
                     {"tab": "steps", "step": step, "layer": 1, "head": head, "hide": hide, "merge": merge})
-                fig, text = logic.step_view(att, step, opts)
+                fig, text = views.step_view(att, step, opts)
                 np.testing.assert_allclose(got["row"], np.asarray(fig.data[1].y), atol=1e-5)
                 assert got["keys"] == list(fig.layout.xaxis2.ticktext)
                 # plotly shows the escaped title decoded; Python's title is the escaped text

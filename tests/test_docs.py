@@ -68,7 +68,7 @@ def test_relative_links_and_images_exist(page):
 def explorer(tmp_path_factory):
     """The app's server side over the shipped checkpoints, as `python app.py` builds it."""
     from transformer.explorer.callbacks import Explorer
-    from transformer.explorer.logic import ModelRegistry
+    from transformer.explorer.registry import ModelRegistry
 
     xp = Explorer(ModelRegistry(ROOT / "checkpoints"), tmp_path_factory.mktemp("exports"), strict=True)
     yield xp

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer.explorer import logic
+from transformer.explorer import registry, results, views
 from transformer.explorer.callbacks import Explorer
 from transformer.explorer.inside import Inside
 from transformer.explorer.inside_views import check_yours
@@ -39,8 +39,8 @@ class Event:
 def explorer(tmp_path_factory):
     if not (EN_DE / "model.safetensors").is_file():
         pytest.skip("checkpoints/en-de is not here")
-    registry = logic.ModelRegistry(ROOT / "checkpoints", str(EN_DE), "fp32")  # fp32: the search's own numbers
-    xp = Explorer(registry, tmp_path_factory.mktemp("exports"), strict=True)
+    models = registry.ModelRegistry(ROOT / "checkpoints", str(EN_DE), "fp32")  # fp32: the search's own numbers
+    xp = Explorer(models, tmp_path_factory.mktemp("exports"), strict=True)
     yield xp
     xp.batcher.close()
 
@@ -96,7 +96,7 @@ def test_decoder_rows_show_the_future_as_masked(inside, result):
 
 def test_a_switched_off_head_says_so_and_its_map_row_is_zero(explorer, inside, result):
     tr = explorer.translator(result.model)
-    masked = logic.ablate(tr, result, [["cross", 2, 5]])
+    masked = results.ablate(tr, result, [["cross", 2, 5]])
     value = inside.cell(masked, Event({"kind": "cross", "layer": 2, "head": 5, "query": 1, "key": 0}))
     assert not value["head_on"] and sum(value["weights"]) == 0.0
     assert float(np.abs(masked.attention.cross[2, 5]).sum()) == 0.0
@@ -147,7 +147,7 @@ def test_your_translation_is_scored_with_the_maps_of_that_token_sequence(explore
     assert all(len(t["top"]) == 5 and t["top"][0][1] >= t["top"][-1][1] for t in value["tokens"])
     assert value["n_top1"] == sum(t["top1"] for t in value["tokens"]) and not value["heads_off"]
     # heads switched off while one's own translation is on screen: the same tokens, without that head
-    masked = logic.ablate(tr, forced, [["cross", 0, 1]])
+    masked = results.ablate(tr, forced, [["cross", 0, 1]])
     assert masked.translation.method == "forced"
     assert masked.translation.candidates[0].ids == forced.translation.candidates[0].ids
     assert float(np.abs(masked.attention.cross[0, 1]).sum()) == 0.0
@@ -192,8 +192,8 @@ def toy_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def toy_explorer(toy_run, tmp_path_factory):
-    registry = logic.ModelRegistry(ROOT / "checkpoints", str(toy_run), "fp32")
-    xp = Explorer(registry, tmp_path_factory.mktemp("exports"), strict=True)
+    models = registry.ModelRegistry(ROOT / "checkpoints", str(toy_run), "fp32")
+    xp = Explorer(models, tmp_path_factory.mktemp("exports"), strict=True)
     yield xp
     xp.batcher.close()
 
@@ -269,7 +269,7 @@ def test_the_tree_of_a_scored_translation_is_the_models_own_search(explorer, ins
 
 def test_your_translations_scores_follow_heads_switched_off(explorer, inside, result):
     forced, value = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
-    masked = logic.ablate(explorer.translator(result.model), forced, [["cross", 3, 7], ["decoder", 0, 0]])
+    masked = results.ablate(explorer.translator(result.model), forced, [["cross", 3, 7], ["decoder", 0, 0]])
     again = inside.yours_of(masked)
     assert again["heads_off"] and not value["heads_off"] and again["own"] == value["own"]
     assert again["log_prob"] == pytest.approx(masked.translation.log_prob) and again["log_prob"] != value["log_prob"]
@@ -278,7 +278,7 @@ def test_your_translations_scores_follow_heads_switched_off(explorer, inside, re
 
 def test_heads_off_under_your_translation_keep_the_models_texts(explorer, inside, result):
     forced, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
-    masked = logic.ablate(explorer.translator(result.model), forced, [["cross", 3, 7]])
+    masked = results.ablate(explorer.translator(result.model), forced, [["cross", 3, 7]])
     text, nbest, notice = explorer.rerun_texts(masked)
-    assert text == result.translation.text and nbest.equals(logic.nbest_table(result))
+    assert text == result.translation.text and nbest.equals(views.nbest_table(result))
     assert "your translation" in notice and "c4.8" in notice

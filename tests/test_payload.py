@@ -121,10 +121,11 @@ def test_payload_revisions_differ_and_skeleton_has_every_view():
 
 
 def test_rows_choices_match_the_explorer():
-    logic = pytest.importorskip("transformer.explorer.logic")
-    assert page.ROWS_CHOICES == (logic.ROWS_INPUT, logic.ROWS_PREDICTED)
-    assert page.KIND_TITLES == logic.KIND_TITLES
-    assert logic.ViewState().client()["rows"] == logic.ROWS_PREDICTED  # rows say what they predict
+    views = pytest.importorskip("transformer.explorer.views")  # imports plotly and pandas
+    from transformer.explorer import share
+    assert page.ROWS_CHOICES == (share.ROWS_INPUT, share.ROWS_PREDICTED)
+    assert page.KIND_TITLES == views.KIND_TITLES
+    assert share.ViewState().client()["rows"] == share.ROWS_PREDICTED  # rows say what they predict
 
 
 def test_entropy_colours_are_plotlys_viridis_at_the_scaled_score():
@@ -183,16 +184,16 @@ LONG_EN = ("After the long winter the old fisherman repaired his wooden boat, pa
 def views_error(att: Attention) -> dict[str, float]:
     """The largest difference, over every kind, layer, head (and the mean), row labelling, hide and merge,
     between the views of the payload as the page decodes it and the same views of the float32 maps."""
-    from transformer.explorer import logic
+    from transformer.explorer import share, views
     shown, worst = decode_attention(json.loads(json.dumps(attention_payload(att)))), {}
-    for kind in logic.KINDS:
-        for rows_ in (logic.ROWS_INPUT, logic.ROWS_PREDICTED):
-            (w, q, k), (v, _, _) = logic.kind_maps(att, kind, rows_), logic.kind_maps(shown, kind, rows_)
+    for kind in views.KINDS:
+        for rows_ in (share.ROWS_INPUT, share.ROWS_PREDICTED):
+            (w, q, k), (v, _, _) = views.kind_maps(att, kind, rows_), views.kind_maps(shown, kind, rows_)
             for hide in (False, True):
                 for merge in (False, True):
                     for a, b in ((w, v), (w.mean(1), v.mean(1))):
-                        ref, *_ = logic.transform(a.astype(np.float32), q, k, hide, merge)
-                        got, *_ = logic.transform(b, q, k, hide, merge)
+                        ref, *_ = views.transform(a.astype(np.float32), q, k, hide, merge)
+                        got, *_ = views.transform(b, q, k, hide, merge)
                         key = f"hide={hide} merge={merge}"
                         worst[key] = max(worst.get(key, 0.0), float(np.abs(ref - got).max(initial=0.0)))
     return worst

@@ -143,6 +143,19 @@ def test_link_text_with_invisible_characters_is_refused_and_shown_visibly(text):
     assert not re.search("[\u00ad\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]", notes[0])  # the note shows �
 
 
+# every bidirectional embedding, override and isolate, every zero-width mark, the word joiner and the BOM
+BIDI_AND_ZERO_WIDTH = [chr(c) for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A), *range(0x200B, 0x200E),
+                                        0xFEFF, 0x2060]]
+
+
+@pytest.mark.parametrize("key", ["text", "compare", "yours"])
+@pytest.mark.parametrize("char", BIDI_AND_ZERO_WIDTH, ids=lambda c: f"U+{ord(c):04X}")
+def test_every_bidi_and_zero_width_character_in_any_link_text_is_refused(key, char):
+    view, notes = ViewState.from_query({key: f"pay{char}pal"})
+    assert getattr(view, key) == "" and len(notes) == 1 and "invisible characters" in notes[0]
+    assert char not in notes[0] and "\ufffd" in notes[0]  # shown as a visible mark, never as itself
+
+
 def test_ordinary_unicode_in_link_text_is_kept():
     for text in ("Zoë lives in Tórshavn.", "My colleague 王芳 wrote.", "I wrote سلمى on the card."):
         view, notes = ViewState.from_query({"text": text})

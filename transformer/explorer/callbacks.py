@@ -5,7 +5,9 @@ a translation, another candidate, heads switched off or attention norms asked fo
 switch, the beam-search tree and the compare view of a result, and the view a shared link restores. The
 handlers whose outputs are plain values (a panel's value and a gr.State's) are methods here (`on_*`); the
 app wraps the others, which update components.
-No gradio here: errors meant for the user are `logic.user_error`s.
+No gradio here: errors meant for the user are `checks.user_error`s. Every result an event makes or changes
+is kept in `results` (`results.ResultStore`: one byte budget for the process), and every event that reads one
+asks the store first (`use`): a result released to stay within the budget is a message, not a crash.
 """
 from __future__ import annotations
 
@@ -28,13 +30,14 @@ from transformer.batching import Batcher
 from transformer.quantize import PRECISIONS, int8_available, serving_precision
 from transformer.translator import Translator
 
-from .logic import (
-    DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, ENV_PRECISION, UI_MAX_BEAM, Result, ViewState,
-    ablate, ablation_notice, examples_for, nbest_table, result_payload, run_translation,
-    select_candidate, training_progress, training_view, user_error, with_norms,
-)
+from transformer.hub import training_progress
+
+from .checks import SessionSlots, user_error
 from .exports import EXPORT_DIR_PREFIX, export_npz, remove_stale_export_dirs
-from .registry import ENV_CHECKPOINT, ModelRegistry, is_toy
+from .registry import ENV_CHECKPOINT, ModelRegistry, examples_for, is_toy
+from .results import Result, ResultStore, ablate, run_translation, select_candidate, with_norms
+from .share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, UI_MAX_BEAM, ViewState
+from .views import ablation_notice, nbest_table, result_payload, training_view
 from .head_views import head_figures, head_info
 from .search_views import CompareSession, compare_value, record_search, tree_value
 
@@ -47,6 +50,7 @@ def torch_threads() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
 
 
+ENV_PRECISION = "TRANSFORMER_PRECISION"  # int8 (the default where torch can) or fp32: the weights the search uses
 MAX_VIEW_CHARS = 10_000  # the page's view state is a few hundred characters; more is not the page's
 REQUEST_TIMEOUT_S = 60.0  # a Translate press that waits longer for the batcher is told the app is busy
 
@@ -133,12 +137,15 @@ class Explorer:
     A broken auto-discovered default checkpoint does not take the app down (`startup_error` says why),
     unless `strict` (the user named the checkpoint). Exports (.npz) go to `export_dir`. All model work
     runs on `batcher`'s worker thread: translations asked for at the same time are decoded as one batch
-    (`transformer.batching`), everything else (another candidate, the tree) between batches."""
+    (`transformer.batching`), everything else (another candidate, the tree) between batches. The sessions'
+    results are kept in `results` (one byte budget); `slots` caps the model requests one session runs at once."""
 
     def __init__(self, registry: ModelRegistry, export_dir: Path, strict: bool = False,
-                 batcher: Batcher | None = None):
+                 batcher: Batcher | None = None, results: ResultStore | None = None):
         self.registry, self.export_dir = registry, Path(export_dir)
         self.batcher = batcher or Batcher()
+        self.results = results or ResultStore()
+        self.slots = SessionSlots()
         self.serving_why = ""  # why the registry's precision serves (`serving_choice`; set by `start`)
         self._heads: dict[str | None, dict[str, Any] | None] = {}
         self._head_figures: dict[str | None, tuple[go.Figure, pd.DataFrame]] = {}
@@ -208,9 +215,18 @@ class Explorer:
         return run_translation(tr, model, text, method, beam_size, length_penalty, translate=batched,
                                return_attention=return_attention)
 
+    def keep(self, result: Any) -> Any:
+        """`result` (a Result or a compare session) kept for its session, within the store's budget."""
+        return self.results.keep(result)
+
+    def use(self, result: Any) -> Any:
+        """`result` as an event reads it; a message when the store has released it (`ResultStore.use`)."""
+        return self.results.use(result)
+
     def select(self, result: Result, index: Any) -> Result:
         """Another n-best candidate of `result` (its attention: one teacher-forced pass, cached)."""
-        return self.batcher.call(select_candidate, self.translator(result.model), result, index)
+        self.use(result)
+        return self.keep(self.batcher.call(select_candidate, self.translator(result.model), result, index))
 
     def heads(self, label: str | None) -> dict[str, Any] | None:
         """The head analysis of a model's checkpoint (`head_views.head_info`), read once."""
@@ -228,6 +244,7 @@ class Explorer:
         again), with ‖α f(x)‖ maps when the norm is shown."""
         if result is None:
             return None
+        self.use(result)
         data, tr = event_data(evt), self.translator(result.model)
 
         def model_work() -> Result:  # on the batcher's thread, between batches: never two passes at once
@@ -238,7 +255,7 @@ class Explorer:
             out = self.batcher.call(model_work, timeout_s=REQUEST_TIMEOUT_S)
         except ValueError as err:
             raise user_error(str(err), "Cannot switch those heads off") from None
-        return out
+        return self.keep(out)
 
     @staticmethod
     def rerun_texts(result: Result | None) -> tuple[str, pd.DataFrame, str]:
@@ -249,7 +266,7 @@ class Explorer:
 
     def export(self, result: Result | None) -> Path | None:
         """The current candidate's attention as an .npz file to download (None without a result)."""
-        return None if result is None else export_npz(result, self.export_dir)
+        return None if result is None else export_npz(self.use(result), self.export_dir)
 
     def model_info(self, label: str | None, tr: Translator | None = None) -> ModelInfo:
         """Examples and training tab of a model (`tr`: the model if loaded; no notice without it)."""
@@ -278,6 +295,7 @@ class Explorer:
         """The tree tab shows `result`: record its search the first time (cached on the result), then draw it."""
         if result is None:
             return None, result
+        self.use(result)
         tr = self.translator(result.model)
         if result.search is None:
             t = result.translation
@@ -290,7 +308,8 @@ class Explorer:
                                                   result.length_penalty, t.head_mask)
             except ValueError as err:
                 raise user_error(str(err), "Cannot draw the search") from None
-        return self.batcher.call(tree_value, tr, result.search, None, view_data(view_json)), result
+        value = self.batcher.call(tree_value, tr, result.search, None, view_data(view_json))
+        return value, self.keep(result)
 
     def on_tree_refresh(self, result: Result | None, tab: str, view_json: str):
         """After a translation: the tree follows it while its tab is open; otherwise the stale tree goes."""
@@ -300,11 +319,13 @@ class Explorer:
         """A node (or layer / head) chosen in the tree panel (`evt`: its pick event): that node's prefix and
         cross-attention."""
         data = event_data(evt)
-        if result is None or result.search is None:
+        if result is None or self.use(result).search is None:
             return None
         with_tree = data.get("tree_rev") != result.search.rev  # else the page has the tree already
-        return self.batcher.call(tree_value, self.translator(result.model), result.search, data.get("node"), data,
-                                 with_tree)
+        value = self.batcher.call(tree_value, self.translator(result.model), result.search, data.get("node"), data,
+                                  with_tree)
+        self.keep(result)  # the node's cross-attention is cached on the search
+        return value
 
     def on_compare(self, text: Any, other: Any, method: Any, beam: Any, model: str | None, length_penalty: float,
                    view_json: str) -> tuple[dict[str, Any], CompareSession]:
@@ -313,7 +334,7 @@ class Explorer:
         right, _ = self.translate(other, method, beam, model, length_penalty)
         session = CompareSession("sentences", (left.source, right.source), (left.source, right.source),
                                  (left.translation.text, right.translation.text), (left.attention, right.attention))
-        return compare_value(session, view_data(view_json)), session
+        return compare_value(session, view_data(view_json)), self.keep(session)
 
     def on_greedy_vs_beam(self, text: Any, beam: Any, model: str | None, length_penalty: float,
                           view_json: str) -> tuple[dict[str, Any], CompareSession]:
@@ -324,13 +345,12 @@ class Explorer:
         session = CompareSession("methods", ("greedy", f"beam {width}"), (greedy.source, beamed.source),
                                  (greedy.translation.text, beamed.translation.text),
                                  (greedy.attention, beamed.attention))
-        return compare_value(session, view_data(view_json)), session
+        return compare_value(session, view_data(view_json)), self.keep(session)
 
-    @staticmethod
-    def compare_pick(session: CompareSession | None, evt: Any) -> dict[str, Any] | None:
+    def compare_pick(self, session: CompareSession | None, evt: Any) -> dict[str, Any] | None:
         """Another kind, layer or head in the compare panel (`evt`: its pick event): figures of the kept
         translations."""
-        return None if session is None else compare_value(session, event_data(evt))
+        return None if session is None else compare_value(self.use(session), event_data(evt))
 
     def on_restore_compare(self, text: str, other: str, method: str, beam: float, model: str | None,
                            length_penalty: float, tab: str, view_json: str):

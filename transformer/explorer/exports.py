@@ -1,7 +1,8 @@
 """Attention exports: the .npz a user downloads, and the app's folder of them kept small and cleaned up.
 
-Each app process writes its exports into its own temporary folder (`EXPORT_DIR_PREFIX` + its process id);
-gradio copies a download into its own cache, so the folder only needs the last few minutes of exports.
+Each app process writes its exports into its own temporary folder (`EXPORT_DIR_PREFIX` + its process id), and
+the app serves them from there (`app.py` makes the folder one of gradio's static paths, so gradio does not copy
+a download into its cache): each export is one file on disk, and this folder is the only place to clean.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .logic import Result
+from .results import Result
 from .share import off_text
 
 
@@ -32,7 +33,7 @@ def export_npz(result: Result, directory: Path) -> Path:
     topk_probs = np.array([[p for _, p in s.top_k] + [0.0] * (k - len(s.top_k)) for s in att.steps],
                           dtype=np.float32)
     directory.mkdir(parents=True, exist_ok=True)
-    _prune(directory, max_age_s=900)
+    _prune(directory, max_age_s=EXPORT_MAX_AGE_S)
     fd, name = tempfile.mkstemp(prefix=f"attention-{result.candidate + 1}-", suffix=".npz", dir=directory)
     with os.fdopen(fd, "wb") as f:
         np.savez_compressed(
@@ -47,13 +48,14 @@ def export_npz(result: Result, directory: Path) -> Path:
     return Path(name)
 
 
+EXPORT_MAX_AGE_S = 3600  # a download link lives as long as the session state it came with
 EXPORTS_MAX_BYTES = 100_000_000  # the app's own export folder, all files together (oldest go first)
 EXPORT_DIR_PREFIX = "attention-explorer-"  # + the process id: one folder per running app
 
 
 def _prune(directory: Path, max_age_s: float, max_bytes: int = EXPORTS_MAX_BYTES) -> None:
-    """Delete exports older than `max_age_s` (gradio has already copied them into its own cache), then the
-    oldest until the folder holds at most `max_bytes`."""
+    """Delete exports older than `max_age_s`, then the oldest until the folder holds at most `max_bytes` (a link
+    to a deleted one answers 404: the page's next export replaces it)."""
     cutoff = time.time() - max_age_s
     files = []
     for p in directory.glob("attention-*.npz"):

@@ -5,7 +5,7 @@
 * the training snapshots' slider: the same sentence translated by the model at each snapshot (`learning`).
 
 All model work runs on the explorer's `Batcher` thread, between translation batches. Errors meant for the
-user are `logic.user_error`s.
+user are `checks.user_error`s; every result read is asked of the explorer's results store first.
 """
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from typing import Any
 from .callbacks import Explorer, event_data
 from .inside_views import check_yours, inside_value, read_cell, yours_value
 from .learning import LearningSnapshots, metric_of, snapshot_records
-from .logic import MAX_INPUT_CHARS, ROWS_INPUT, ROWS_PREDICTED, Result, examples_for, user_error
+from .checks import user_error
+from .registry import examples_for
+from .results import Result
+from .share import MAX_INPUT_CHARS, ROWS_INPUT, ROWS_PREDICTED
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,7 @@ class Inside:
         if data.get("merged"):
             return {"message": "Untick “Merge subwords into words” to click single tokens: a merged cell "
                                "mixes several tokens, and each has its own query and key."}
+        self.xp.use(result)
         tr = self.xp.translator(result.model)
         cfg = tr.model.config
         limits = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
@@ -81,16 +85,16 @@ class Inside:
             raise user_error(_plain(str(err)), "Cannot score this translation") from None
         length_penalty = own.length_penalty if own is not None else float(length_penalty)
         forced_result = Result(model or "", text, forced, length_penalty, {0: forced.attention}, own=own)
-        return forced_result, self.yours_of(forced_result)
+        return self.xp.keep(forced_result), self.yours_of(forced_result)
 
     @staticmethod
     def yours_of(result: Result | None) -> dict[str, Any] | None:
         """The box's value for the translation of one's own on screen (with heads switched off: scored without
         them), beside the model's own translation scored the same way; None for a translation of the model's."""
-        if result is None or result.translation.method != "forced":
+        if result is None or result.translation.method != "forced" or result.released:
             return None
         own, mine = result.own, None
-        if own is not None:
+        if own is not None and 0 in own.attentions:  # a released one has none: shown without the model's beside
             steps = own.attentions[0].steps  # the float32 pass over the model's best candidate, as `force` scores
             mine = (own.translation.candidates[0].text, math.fsum(math.log(max(s.probability, 1e-45)) for s in steps))
         return yours_value(result.translation, mine)
@@ -136,7 +140,7 @@ def model_result(result: Result | None, text: str, model: str | None) -> Result 
     """The model's own result (every head on) behind what is on screen, if it translated `text` with `model`."""
     own = result.own if result is not None and result.own is not None else result
     own = own.base or own if own is not None else None
-    if own is None or own.source != text or own.model != (model or "") or 0 not in own.attentions:
+    if own is None or own.released or own.source != text or own.model != (model or "") or 0 not in own.attentions:
         return None
     return own
 

@@ -1,5 +1,6 @@
 """The checkpoints the app offers: every directory under `checkpoints/` (and $TRANSFORMER_CHECKPOINT first),
-each loaded once, on first use; toy tasks are marked as such in the model list."""
+each loaded once, on first use; toy tasks are marked as such in the model list; the example sentences each
+model is shown with (`examples_for`)."""
 from __future__ import annotations
 
 import json
@@ -124,3 +125,37 @@ class ModelRegistry:
 
 def is_toy(tr: Translator) -> bool:
     return tr.tokenizer.vocab_size <= TOY_VOCAB_LIMIT
+
+
+# ----------------------------------------------------------------------------- the examples a model is shown with
+
+EXAMPLES_EN = [  # our own sentences: everyday English first, one caption last
+    "I think my brother will call me tomorrow.",
+    "Why didn't you tell me about the party?",
+    "The cat is sleeping on the sofa because it was very tired.",
+    "We have lived in Munich for three years.",
+    "She doesn't drink coffee, but she loves green tea.",
+    "My friend Oluwaseun moved to Plovdiv in 1983.",  # names and a year: placeholders in the maps
+    "A man in a red jacket is riding his bike through the park.",
+]
+EXAMPLES_CAPTIONS = [  # our own, for a model that only knows image captions
+    "A little girl in a yellow raincoat is feeding ducks beside the pond.",
+    "Two dogs are chasing a red ball across the wet sand.",
+    "A woman with a green umbrella waits for the bus in the rain.",
+    "The children are building a snowman in front of the school.",
+]
+EXAMPLES_TOY = ["h e l l o", "a b c d e f g", "g r a d i e n t", "z y x w v", "t r a n s f o r m e r"]
+
+
+def examples_for(tr: Translator | None, directory: Path | None = None) -> list[str]:
+    """Sentences the model knows how to handle: letters for a toy task, captions for a model trained on
+    Multi30k alone (its training.json names no other corpus), everyday English otherwise."""
+    if tr is not None and is_toy(tr):
+        return EXAMPLES_TOY
+    training = directory / "training.json" if directory is not None else None
+    if training is not None and training.is_file():
+        cfg = json.loads(training.read_text(encoding="utf-8")).get("train_config", {})
+        if cfg.get("task") == "multi30k" and not cfg.get("corpora"):
+            return EXAMPLES_CAPTIONS
+    return EXAMPLES_EN
+

@@ -167,6 +167,11 @@ class CompareSession:
     translations: tuple[str, str]
     attentions: tuple[Attention, Attention]
     rev: int = field(default_factory=lambda: next(_REVISIONS))
+    released: bool = False  # its arrays were dropped by the app's results store
+
+    def release(self) -> None:
+        """Drop both attentions (the app's results store, over its budget); the texts stay."""
+        self.attentions, self.released = (), True
 
 
 def compare_value(session: CompareSession, data: Any = None) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from typing import Any
 
 __all__ = ["ViewState", "TABS", "VIEW_KINDS", "PARAMS", "MEASURES", "KIND_CODES", "off_text", "parse_off",
            "UI_MAX_BEAM", "DEFAULT_BEAM", "DEFAULT_LENGTH_PENALTY", "MAX_INPUT_CHARS", "MAX_LENGTH_PENALTY",
-           "MEAN_HEADS", "ROWS_INPUT", "ROWS_PREDICTED"]
+           "MEAN_HEADS", "ROWS_INPUT", "ROWS_PREDICTED", "KINDS"]
 
 UI_MAX_BEAM = 10  # the slider's range; the API enforces the same
 DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY = 5, 0.6
@@ -46,7 +46,8 @@ MEAN_HEADS = -1  # head selector value for "mean over heads"
 ROWS_INPUT, ROWS_PREDICTED = "decoder input token", "predicted token"
 
 TABS = ("attention", "tree", "compare", "training", "heads", "learn")  # the app's tabs (gr.Tab ids)
-VIEW_KINDS = ("encoder", "decoder", "cross", "steps")  # the attention tab's views (explorer.js `state.tab`)
+KINDS = ("encoder", "decoder", "cross")  # the three attention kinds of a translation
+VIEW_KINDS = KINDS + ("steps",)  # the attention tab's views (explorer.js `state.tab`)
 ROWS_CODES = {"input": ROWS_INPUT, "predicted": ROWS_PREDICTED}
 PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "layer", "head", "rows", "hide",
           "merge", "present", "off", "measure", "yours", "step")
