@@ -15,8 +15,9 @@ computed here, in pure Python, and sent ready-made:
   head analysis says about each head (`heads`: importance, role tags and shares).
 
 The JavaScript re-implements only the cheap transforms (mean over heads, hide specials with row
-renormalisation, merge subwords); tests/test_browser.py checks its plotted arrays against
-`transformer.explorer`'s Python views of `decode_attention(payload)`.
+renormalisation, merge subwords) and inflate; tests/test_browser.py checks its plotted arrays against
+`transformer.explorer`'s Python views of `decode_attention(payload)`, and against the same views of the model's
+float32 maps (within 0.005 per cell). bench/payload_size.py says how many bytes a translation sends.
 
 No gradio and no torch here: numpy arrays and tokens in, a JSON-ready dict out.
 """
