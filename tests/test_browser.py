@@ -734,7 +734,7 @@ def test_browser_views_equal_the_float32_maps_at_short_and_long_lengths():
     with chromium() as browser:
         page, (dialogs, external, errors) = open_page(browser)
         page.goto(server.url)
-        page.wait_for_selector("#explorer .explorer[data-ready]")
+        page.wait_for_selector("#explorer .explorer[data-ready]", timeout=3 * TIMEOUT_MS)  # a cold app, busy CPU
         for text, dtype in ((SHORT_NAMED, "uint16"), (LONG_EN, "uint8")):
             t = tr.translate(text, method="greedy")
             att = tr.attention_for(t, 0)
@@ -794,7 +794,7 @@ def test_browser_inflates_every_block_type_deflate_makes():
     with chromium() as browser:
         page, (dialogs, external, errors) = open_page(browser)
         page.goto(server.url)
-        page.wait_for_selector("#explorer .explorer[data-ready]")
+        page.wait_for_selector("#explorer .explorer[data-ready]", timeout=3 * TIMEOUT_MS)  # a cold app, busy CPU
         for e in entries:
             got = page.evaluate("(e) => Array.from(document.querySelector('#explorer .explorer').__explorer"
                                 ".decodeArray(e).values)", e)
