@@ -8,7 +8,7 @@
 // User text reaches the page only as `textContent` or as Plotly labels escaped by Python (viz.escape_label).
 // The transforms mirror transformer/explorer/viz.py (hide_special, merge_subwords) and transformer/explorer/logic.py
 // (focus_view, model_view, rollout_view, step_view); tests/test_browser.py compares the arrays drawn here
-// with those Python functions.
+// with those Python functions, and with the same views of the model's float32 maps (within 0.005 per cell).
 // Two things need the model, so they go back to the server with gr.HTML's `trigger("rerun", {off, measure})`:
 // heads switched off (the translation, n-best list and maps without them) and the norm maps ‖α f(x)‖
 // (computed only when asked). The answer is a new payload; everything else stays in the browser.
