@@ -247,7 +247,9 @@ def run(url: str, reps: int, toy: bool) -> dict[str, Any]:
             page.goto(url)
             b = Bench(page, reps)
             source = page.locator("#source textarea, #source input").first
-            page.locator("#method label", has_text="beam").click()
+            beam = page.locator("#method label", has_text="beam")
+            if "selected" not in (beam.get_attribute("class") or ""):  # the stage keeps it in a closed panel
+                page.locator("#method input[value=beam]").check(force=True)
 
             def translate(i: int):
                 def act():
@@ -309,9 +311,10 @@ def run(url: str, reps: int, toy: bool) -> dict[str, Any]:
                 "#focus-cross" if i % 2 == 0 else F, ["@visible"]), F)
             page.get_by_role("tab", name="Cross-attention").click()
             page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
+            # rows open on "predicted token" (the default since issue 34): the first click is the other labelling
             out["decoder_row_labels"] = b.repeat("rows", lambda i: (
-                lambda: page.locator("#rows label", has_text="predicted token" if i % 2 == 0
-                                     else "decoder input token").click(), "#focus-cross", None), "#focus-cross")
+                lambda: page.locator("#rows label", has_text="decoder input token" if i % 2 == 0
+                                     else "predicted token").click(), "#focus-cross", None), "#focus-cross")
             page.get_by_role("tab", name="Step by step").click()
             page.wait_for_selector("#step-plot .js-plotly-plot")
             out["decoding_step"] = b.repeat("step", lambda i: (

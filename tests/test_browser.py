@@ -676,3 +676,127 @@ def test_browser_layer_picker_offers_the_layers_of_the_kind_on_screen():
         wait_for_title(page, "encoder", "layer 6", "head 2")
         assert page.evaluate(count, "layer") == 6 and selected(page, "layer") == "Layer 6"
         assert dialogs == [] and external == [] and errors == []
+
+
+EN_DE = ROOT / "checkpoints" / "en-de"
+# our own sentences: a short one with a name and a number (placeholders, which merge as words of their own),
+# and test_payload's long one, which reaches half the model's source length (a uint8 payload)
+SHORT_NAMED = "My cousin Ngozi drove 240 kilometres to Tbilisi with her sleepy dog."
+# in the page: set the view, wait until the views below the focus view are drawn, and hand back the focus map
+# and every model-view map of the chosen layers as float32 bytes (base64): a 150-token encoder's 48 maps as JSON
+# numbers would be tens of megabytes
+READ_FLOAT32 = """(s) => new Promise((done) => { const x = document.querySelector('#explorer .explorer').__explorer;
+  x.update(s.view);
+  requestAnimationFrame(() => setTimeout(() => setTimeout(() => {
+    const pack = (maps) => {
+      let n = 0;
+      for (const z of maps) for (const row of z) n += row.length;
+      const f = new Float32Array(n);
+      let i = 0;
+      for (const z of maps) for (const row of z) for (const v of row) f[i++] = v;
+      const u = new Uint8Array(f.buffer);
+      let text = '';
+      for (let j = 0; j < u.length; j += 0x8000) text += String.fromCharCode.apply(null, u.subarray(j, j + 0x8000));
+      return btoa(text);
+    };
+    const focus = document.querySelector('#focus-' + s.view.tab + ' .plot').__view;
+    const all = document.querySelector('#model-' + s.view.tab + ' canvas').__maps;
+    const maps = all.filter((_, i) => s.layers.includes(Math.floor(i / s.heads))).map((m) => m.z);
+    done({focus: pack([focus.z]), maps: pack(maps), n: maps.length, q: focus.q.label.length,
+          k: focus.k.label.length, mapQ: maps[0].length, mapK: maps[0][0].length});
+  }, 0), 0)); })"""
+
+
+def float32_views(page, view: dict, layers: list[int], heads: int) -> tuple[np.ndarray, np.ndarray]:
+    """What the page shows for `view`: the focus map (Q, K) and the model view's maps of `layers` (n, H, Q, K)."""
+    import base64
+    got = page.evaluate(READ_FLOAT32, {"view": view, "layers": layers, "heads": heads})
+    focus = np.frombuffer(base64.b64decode(got["focus"]), "<f4").reshape(got["q"], got["k"])
+    maps = np.frombuffer(base64.b64decode(got["maps"]), "<f4").reshape(len(layers), heads, got["mapQ"], got["mapK"])
+    return focus, maps
+
+
+@pytest.mark.skipif(not (EN_DE / "model.safetensors").is_file(), reason="checkpoints/en-de is not here")
+def test_browser_views_equal_the_float32_maps_at_short_and_long_lengths():
+    """What explorer.js shows, with specials shown or hidden and subwords merged or not, equals the shipped
+    en-de's float32 attention transformed in Python (viz.hide_special renormalising rows, viz.merge_subwords)
+    within 0.005 per cell: the focus map (mean over heads) and the model view's maps of every head, every kind
+    and both row labellings, for a short sentence with placeholders (uint16) and one of 150 tokens (uint8).
+    The reference is the model's float32 maps, never the payload they were packed into."""
+    from test_payload import LONG_EN
+
+    from transformer.explorer import logic
+    from transformer.explorer.payload import attention_payload
+    from transformer.translator import load_pretrained
+
+    tr = load_pretrained(EN_DE)
+    server = shared_app(ENV)
+    with chromium() as browser:
+        page, (dialogs, external, errors) = open_page(browser)
+        page.goto(server.url)
+        page.wait_for_selector("#explorer .explorer[data-ready]", timeout=3 * TIMEOUT_MS)  # a cold app, busy CPU
+        for text, dtype in ((SHORT_NAMED, "uint16"), (LONG_EN, "uint8")):
+            t = tr.translate(text, method="greedy")
+            att = tr.attention_for(t, 0)
+            payload = attention_payload(att, model="en-de", source=text, translation=t.text, entities=t.entities)
+            assert payload["kinds"]["cross"]["weights"]["dtype"] == dtype
+            if dtype == "uint16":  # the short sentence's names and numbers are placeholders, merged as words
+                assert sum(tok.startswith("\u27e8") for tok in att.src_tokens) >= 2, att.src_tokens
+            else:
+                assert len(att.src_tokens) >= tr.max_source_tokens // 2, len(att.src_tokens)
+            page.evaluate("(p) => document.querySelector('#explorer .explorer').__explorer.setPayload(p)", payload)
+            worst: dict[str, float] = {}
+            for kind in logic.KINDS:
+                w, *_ = logic.kind_maps(att, kind, logic.ROWS_INPUT)
+                n_layers, n_heads = w.shape[:2]
+                # every layer of the short sentence; the first and last of the long one (each read is megabytes)
+                layers = list(range(n_layers)) if dtype == "uint16" else [0, n_layers - 1]
+                for rows in ((logic.ROWS_INPUT,) if kind == "encoder" else (logic.ROWS_INPUT, logic.ROWS_PREDICTED)):
+                    w, q, k = logic.kind_maps(att, kind, rows)
+                    w = w.astype(np.float32)
+                    for hide in (False, True):
+                        for merge in (False, True):
+                            view = {"tab": kind, "rows": rows, "hide": hide, "merge": merge,
+                                    "layer": n_layers - 1, "head": logic.MEAN_HEADS}
+                            focus, maps = float32_views(page, view, layers, n_heads)
+                            ref_focus, *_ = logic.transform(w[n_layers - 1].mean(0), q, k, hide, merge)
+                            ref_maps, *_ = logic.transform(w[layers], q, k, hide, merge)
+                            assert focus.shape == ref_focus.shape and maps.shape == ref_maps.shape
+                            key = f"{dtype} {kind} {rows} hide={hide} merge={merge}"
+                            worst[key] = float(max(np.abs(focus - ref_focus).max(), np.abs(maps - ref_maps).max()))
+            assert max(worst.values()) <= 0.005, {k: v for k, v in worst.items() if v > 0.005}
+            assert max(worst.values()) > 0, "the page drew nothing"  # an empty comparison would pass
+        assert dialogs == [] and external == [] and errors == []
+
+
+def test_browser_inflates_every_block_type_deflate_makes():
+    """explorer.js's own inflate (the payload's arrays are raw DEFLATE) against Python's zlib, exactly: stored
+    blocks (incompressible bytes, or level 0), fixed and dynamic Huffman codes, long runs, uint8 and uint16."""
+    import base64
+    import zlib
+
+    from transformer.explorer.payload import decode_array
+
+    rng = np.random.default_rng(3)
+
+    def entry(q: np.ndarray, level: int, strategy: int = zlib.Z_DEFAULT_STRATEGY) -> dict:
+        packer = zlib.compressobj(level, zlib.DEFLATED, -15, 9, strategy)
+        data = packer.compress(q.tobytes()) + packer.flush()
+        return {"shape": list(q.shape), "scale": 255 if q.dtype.itemsize == 1 else 65535,
+                "dtype": "uint8" if q.dtype.itemsize == 1 else "uint16", "codec": "deflate",
+                "data": base64.b64encode(data).decode("ascii")}
+    sparse = (rng.random((7, 300, 41)) ** 9 * 255).astype(np.uint8)
+    noise = rng.integers(0, 65536, (3, 70_000), dtype=np.uint16).astype("<u2")  # more than one stored block
+    entries = [entry(sparse, 9), entry(sparse, 1), entry(sparse, 0), entry(sparse, 9, zlib.Z_FIXED),
+               entry(np.zeros((2, 5000), np.uint8), 9), entry(np.full((1, 1), 7, np.uint8), 9),
+               entry(noise, 9), entry(np.concatenate([noise, noise], axis=1), 6)]
+    server = shared_app(ENV)
+    with chromium() as browser:
+        page, (dialogs, external, errors) = open_page(browser)
+        page.goto(server.url)
+        page.wait_for_selector("#explorer .explorer[data-ready]", timeout=3 * TIMEOUT_MS)  # a cold app, busy CPU
+        for e in entries:
+            got = page.evaluate("(e) => Array.from(document.querySelector('#explorer .explorer').__explorer"
+                                ".decodeArray(e).values)", e)
+            np.testing.assert_array_equal(np.asarray(got, np.float32), decode_array(e).ravel())
+        assert errors == []

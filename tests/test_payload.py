@@ -1,6 +1,7 @@
 """transformer/explorer/payload.py: what the browser gets per translation (quantisation, tokens, escaping, size)."""
 from __future__ import annotations
 
+import base64
 import json
 
 import numpy as np
@@ -9,7 +10,8 @@ import pytest
 from strings import all_strings
 from transformer.explorer import page, viz
 from transformer.explorer.payload import (
-    QUANT_SCALE, SMALL_QUANT_SCALE, attention_payload, decode_array, decode_attention, encode_array, token_info,
+    QUANT_SCALE, SMALL_QUANT_SCALE, attention_payload, decode_array, decode_attention, encode_array, encode_rows,
+    token_info,
 )
 from transformer.translator import Attention, StepRecord
 
@@ -95,17 +97,39 @@ def test_every_label_is_escaped_and_raw_text_is_kept():
     assert any("&lt;img src=x onerror=alert(1)&gt;" in s for s in all_strings(payload))
 
 
-def test_payload_size_for_a_flagship_sized_sentence_and_uint8_for_long_inputs():
-    # 6 encoder / 6 decoder layers, 8 heads, a 13-word sentence: ~20 source and ~22 target pieces
+def test_uint16_for_a_short_sentence_uint8_past_it_and_every_array_deflated():
+    """The weights' precision follows the raw uint16 bytes (`MAX_WEIGHT_BYTES`); every array is deflated, and
+    even dense random maps (the worst case for compression: real ones shrink further) stay small."""
+    short = make_attention(6, 4, 8, [f"\u2581w{i}" for i in range(11)] + ["<eos>"],
+                           [f"\u2581v{i}" for i in range(11)] + ["<eos>"])
+    payload = attention_payload(short)
+    assert payload["kinds"]["encoder"]["weights"]["dtype"] == "uint16"
+    # 6 encoder / 6 decoder layers, 8 heads, ~20 source and ~22 target pieces
     src = [f"\u2581w{i}" for i in range(19)] + ["<eos>"]
     out = [f"\u2581v{i}" for i in range(21)] + ["<eos>"]
     payload = attention_payload(make_attention(6, 6, 8, src, out))
-    size = len(json.dumps(payload).encode())
-    assert payload["kinds"]["encoder"]["weights"]["dtype"] == "uint16" and size < 400_000, size
-    long_src = [f"\u2581w{i}" for i in range(99)] + ["<eos>"]
-    long_out = [f"\u2581v{i}" for i in range(99)] + ["<eos>"]
-    payload = attention_payload(make_attention(2, 2, 4, long_src, long_out))
-    assert payload["kinds"]["encoder"]["weights"]["dtype"] == "uint8"
+    size = len(json.dumps(payload, separators=(",", ":")).encode())
+    assert payload["kinds"]["encoder"]["weights"]["dtype"] == "uint8" and size < 100_000, size
+    entries = [payload["rollout"]] + [payload["kinds"][k]["weights"] for k in payload["kinds"]]
+    entries += [e["kept_mass"] for e in entries]
+    assert all(e["codec"] == "deflate" for e in entries)
+    raw = sum(int(np.prod(e["shape"])) * (2 if e["dtype"] == "uint16" else 1) for e in entries)
+    assert sum(len(base64.b64decode(e["data"])) for e in entries) < raw  # deflate never made it bigger
+
+
+def test_integers_and_masses_survive_the_codec_and_a_tiny_mass_stays_above_zero():
+    """The integers the page inflates are the integers quantised; a row whose kept mass is 1e-9 (every weight on
+    <eos>) keeps a mass above 0, so hiding <eos> still shows its renormalised row rather than a blank one."""
+    w = rows((2, 3, 4, 6), seed=5).astype(np.float64)
+    w[0, 0, 0] = [1e-9 / 5] * 5 + [1 - 1e-9]  # all but nothing on <eos>, the last key
+    kept = [True] * 5 + [False]
+    for scale in (QUANT_SCALE, SMALL_QUANT_SCALE):
+        entry = json.loads(json.dumps(encode_rows(w, kept, scale)))
+        back = decode_array(entry)
+        assert decode_array(entry["kept_mass"])[0, 0, 0] > 0
+        hidden = back[..., :5] / back[..., :5].sum(-1, keepdims=True)
+        np.testing.assert_allclose(hidden[0, 0, 0], [0.2] * 5, atol=1.0 / scale)
+        np.testing.assert_allclose(back, w, atol=1.0 / scale + 1e-6)
 
 
 def test_payload_revisions_differ_and_skeleton_has_every_view():
@@ -199,21 +223,50 @@ def views_error(att: Attention) -> dict[str, float]:
     return worst
 
 
-@pytest.mark.skipif(not (EN_DE / "model.safetensors").is_file(), reason="checkpoints/en-de is not here")
-def test_every_view_is_within_0_005_of_the_float32_maps_at_short_and_long_lengths():
+@pytest.fixture(scope="module")
+def en_de_attention():
+    """The shipped en-de's float32 attention of a text's greedy translation, each text translated once."""
+    if not (EN_DE / "model.safetensors").is_file():
+        pytest.skip("checkpoints/en-de is not here")
+    from transformer.translator import load_pretrained
+    tr, done = load_pretrained(EN_DE), {}
+
+    def attention(text: str) -> Attention:
+        if text not in done:
+            done[text] = tr.attention_for(tr.translate(text, method="greedy"), 0)
+        return done[text]
+    attention.translator = tr
+    return attention
+
+
+def test_every_view_is_within_0_005_of_the_float32_maps_at_short_and_long_lengths(en_de_attention):
     """The shipped en-de's float32 attention (a 13-word sentence: uint16; one at the app's length limit: uint8)
     against what the page shows after hiding <bos>/<eos> and merging subwords: a word's pieces summed from
     plainly rounded uint8 drifted by 0.14 and a renormalised row by 0.07."""
-    from transformer.translator import load_pretrained
-    tr = load_pretrained(EN_DE)
+    tr = en_de_attention.translator
     for text, dtype in ((SHORT_EN, "uint16"), (LONG_EN, "uint8")):
-        t = tr.translate(text, method="greedy")
-        att = tr.attention_for(t, 0)
+        att = en_de_attention(text)
         assert attention_payload(att)["kinds"]["cross"]["weights"]["dtype"] == dtype
         if dtype == "uint8":
             assert len(att.src_tokens) >= tr.max_source_tokens // 2, len(att.src_tokens)
         worst = views_error(att)
         assert max(worst.values()) <= 0.005, (text[:20], worst)
+
+
+def test_payload_of_a_13_word_and_a_60_token_sentence_stays_small(en_de_attention):
+    """The bytes the page gets (compact JSON, as gradio streams it, uncompressed) for bench/payload_size.py's two
+    sentences on en-de: about 84 KB and 251 KB when measured (112 KB and 583 KB before the arrays were
+    deflated); the bounds leave room for another translation of them."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("payload_size", EN_DE.parents[1] / "bench" / "payload_size.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    sizes = {}
+    for name, bound in (("13_words", 100_000), ("60_tokens", 300_000)):
+        att = en_de_attention(bench.SENTENCES[name])
+        sizes[name] = bench.json_bytes(attention_payload(att, model="en-de"))
+        assert sizes[name] < bound, (name, sizes[name])
+    assert len(en_de_attention(bench.SENTENCES["60_tokens"]).src_tokens) == 60
 
 
 def test_merged_words_of_many_pieces_stay_within_0_005_in_uint8():

@@ -302,3 +302,37 @@ def test_cross_attention_opens_on_the_strongest_alignment_head():
         page.locator("#head select").select_option("2")
         page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
         page.wait_for_function("document.querySelector('#focus-cross .gtitle').textContent.includes('head 3')")
+
+
+def test_a_map_saves_as_png_and_svg_at_projector_resolution_with_its_title():
+    """The focus map's "Save PNG" and "Save SVG" buttons each download a file of that type: a 1920x1080 PNG and
+    an SVG whose title names the sentence, the kind, the layer and the head."""
+    import struct
+
+    server = shared_app(ENV)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1366, "height": 768}, accept_downloads=True)
+        page.set_default_timeout(TIMEOUT_MS)
+        dialogs, external, errors = watch_page(page)
+        page.goto(link(server, present=1))
+        page.wait_for_function(f"(() => {{ const x = {EXPLORER}; return x && x.payload && x.asked === null; }})()")
+        tab = page.evaluate(f"{EXPLORER}.state.tab")
+        focus_drawn(page, tab)
+        title = page.locator(f"#focus-{tab} .gtitle").first.text_content()
+        files = {}
+        for fmt in ("png", "svg"):
+            with page.expect_download() as info:
+                page.locator(f"#focus-{tab} .save button[data-format={fmt}]").click()
+            download = info.value
+            assert download.failure() is None
+            assert download.suggested_filename.startswith(f"attention-{tab}-layer")
+            assert download.suggested_filename.endswith(f".{fmt}"), download.suggested_filename
+            files[fmt] = Path(download.path()).read_bytes()
+        png = files["png"]
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+        assert struct.unpack(">II", png[16:24]) == (1920, 1080)
+        svg = files["svg"].decode("utf-8")
+        assert svg.lstrip().startswith("<svg") and 'width="1920"' in svg and 'height="1080"' in svg
+        # the title: the sentence, then the focus view's own title (kind, layer, head)
+        assert TEXT in svg and title.split(" · ")[0] in svg and " · layer " in title
+        assert dialogs == [] and external == [] and errors == []

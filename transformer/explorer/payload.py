@@ -5,7 +5,7 @@ subwords, decoding step, tab) from this payload without asking the server again;
 `transformer/explorer/static/explorer.js`. Everything the JavaScript cannot get exactly right by itself is
 computed here, in pure Python, and sent ready-made:
 
-* weights quantised to integers (`QUANT_SCALE`, little-endian, base64): `(L, H, Q, K)` per kind;
+* weights quantised to integers (`QUANT_SCALE`, little-endian, deflated, base64): `(L, H, Q, K)` per kind;
 * tokens as the model's pieces (`raw`), as shown (`shown`, `viz.display_token`: no "▁", for `textContent`), as
   escaped labels (`viz.escape_label`, for Plotly, which parses a subset of HTML), with the special-token mask and the word groups of `viz.word_groups`,
   both for all tokens and for the tokens left after hiding the specials;
@@ -15,8 +15,9 @@ computed here, in pure Python, and sent ready-made:
   head analysis says about each head (`heads`: importance, role tags and shares).
 
 The JavaScript re-implements only the cheap transforms (mean over heads, hide specials with row
-renormalisation, merge subwords); tests/test_browser.py checks its plotted arrays against
-`transformer.explorer`'s Python views of `decode_attention(payload)`.
+renormalisation, merge subwords) and inflate; tests/test_browser.py checks its plotted arrays against
+`transformer.explorer`'s Python views of `decode_attention(payload)`, and against the same views of the model's
+float32 maps (within 0.005 per cell). bench/payload_size.py says how many bytes a translation sends.
 
 No gradio and no torch here: numpy arrays and tokens in, a JSON-ready dict out.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 import base64
 import functools
 import itertools
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,10 +39,16 @@ from transformer.translator import Attention, StepRecord
 __all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "decode_array", "decode_attention",
            "encode_array", "encode_rows", "token_info", "norm_rows", "ATTENTION_COLORS"]
 
-PAYLOAD_VERSION = 3  # 2: rows relative to their kept mass; 3: quantised along running sums, mass as float32
-QUANT_SCALE = 65535  # weights in [0, 1] as uint16: steps of 1.5e-5, far below what a colour can show
-SMALL_QUANT_SCALE = 255  # uint8, for inputs so long that uint16 would pass the size budget
-MAX_WEIGHT_BYTES = 300_000  # raw bytes of all three kinds before base64 (+33 %): keeps a payload < 400 KB
+# 2: rows relative to their kept mass; 3: quantised along running sums, mass as float32;
+# 4: every array deflated, the mass as uint16
+PAYLOAD_VERSION = 4
+CODEC = "deflate"
+QUANT_SCALE = 65535  # weights in [0, 1] as uint16: steps of 1.5e-5, so a hover's 0.1 % agrees with float32
+# uint8 for every input past a short sentence: along running sums 1/255 keeps every view within 0.004 of
+# float32, and its bytes compress to a third of uint16's (whose low byte is noise to the compressor)
+SMALL_QUANT_SCALE = 255
+MAX_WEIGHT_BYTES = 80_000  # uint16 only while its raw bytes (all kinds) stay within this: ~13 words on en-de
+MASS_SCALE = 65535  # a row's kept mass as uint16
 KINDS = ("encoder", "decoder", "cross")
 # light to dark, white = no attention; the canvas model view and the Plotly heatmaps share it
 ATTENTION_COLORS = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
@@ -49,40 +57,62 @@ _REVISIONS = itertools.count(1)
 
 
 def encode_array(values: np.ndarray, scale: int) -> dict[str, Any]:
-    """Weights in [0, 1] -> {"shape", "scale", "dtype", "data": base64 of little-endian uint8/uint16}."""
-    dtype = np.dtype("<u2") if scale > 255 else np.dtype("u1")
+    """Weights in [0, 1] -> {"shape", "scale", "dtype", "codec", "data"}: little-endian uint8/uint16 integers,
+    compressed (`_pack`) and base64-encoded."""
+    dtype = _int_dtype(scale)
     q = np.rint(np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64)), 0.0, 1.0) * scale).astype(dtype)
-    return {"shape": list(q.shape), "scale": scale, "dtype": "uint16" if dtype.itemsize == 2 else "uint8",
-            "data": base64.b64encode(q.tobytes()).decode("ascii")}
+    return _entry(q, scale)
+
+
+def _int_dtype(scale: int) -> np.dtype:
+    return np.dtype("<u2") if scale > 255 else np.dtype("u1")
+
+
+def _entry(q: np.ndarray, scale: int) -> dict[str, Any]:
+    """Integers `q` (uint8/uint16, any shape) as a payload entry."""
+    return {"shape": list(q.shape), "scale": scale, "dtype": "uint16" if q.dtype.itemsize == 2 else "uint8",
+            "codec": CODEC, "data": _pack(np.ascontiguousarray(q).tobytes())}
+
+
+def _pack(raw: bytes) -> str:
+    """Raw DEFLATE (RFC 1951, no zlib header), base64. Gradio's queue streams results as server-sent events,
+    which its compression middleware leaves alone, so the payload is compressed here: most weights are 0 or
+    small, and the quantised maps of real sentences shrink to about 40 % (uint8) of their bytes."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return base64.b64encode(packer.compress(raw) + packer.flush()).decode("ascii")
+
+
+def _unpack(entry: dict[str, Any]) -> bytes:
+    """The bytes of an entry, inflated as explorer.js's `inflate` does (entries without a codec are plain)."""
+    raw = base64.b64decode(entry["data"])
+    return zlib.decompress(raw, -15) if entry.get("codec") == CODEC else raw
 
 
 def encode_rows(values: np.ndarray, kept: Sequence[bool], scale: int) -> dict[str, Any]:
     """Attention rows `(..., Q, K)` quantised so that what the page computes from them stays exact.
 
     The columns of `kept` keys (all but <bos>/<eos>/<pad>) are sent divided by their row's kept mass, and the
-    mass itself (`kept_mass`, float32) beside them: many heads put 99.9 % of a row on <bos>, and quantised plainly
-    the rest of such a row would be rounding noise that "Hide <bos>/<eos>" blows up to whole weights. The kept
-    columns are quantised along their running sum (error diffusion: `_cumulative_round`), so the sum of any
+    mass itself (`kept_mass`, `(..., Q)`) beside them: many heads put 99.9 % of a row on <bos>, and quantised
+    plainly the rest of such a row would be rounding noise that "Hide <bos>/<eos>" blows up to whole weights. The
+    kept columns are quantised along their running sum (error diffusion: `_cumulative_round`), so the sum of any
     run of neighbouring keys (a word's pieces, a whole row) is within one quantisation step of its float32
     value: merged words stay exact too, and a row's kept values add up to exactly 1 (so hiding divides by the
-    float32 mass). Every view is then within 1/scale of the float32 maps (uint8: 0.004) times the kept mass."""
+    row's own sum and gets the kept-relative values back, whatever the mass). Every view is then within
+    1/scale of the float32 maps (uint8: 0.004).
+
+    The mass goes as uint16 (`MASS_SCALE`): it only scales the view with specials shown, where 1/65535 is far
+    below the tolerance; a mass above 0 is never rounded to 0 (hiding would blank a row that has weights)."""
     values = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64)), 0.0, 1.0)
     kept = np.asarray(kept, dtype=bool)
     mass = values[..., kept].sum(axis=-1, keepdims=True)  # (..., Q, 1)
     stored = values.copy()
     stored[..., kept] = np.divide(values[..., kept], mass, out=np.zeros_like(values[..., kept]), where=mass > 0)
-    entry = encode_array(stored, scale)
-    dtype = np.dtype("<u2") if scale > 255 else np.dtype("u1")
-    q = np.frombuffer(base64.b64decode(entry["data"]), dtype=dtype).reshape(stored.shape).copy()
+    dtype = _int_dtype(scale)
+    q = np.rint(stored * scale).astype(dtype)
     q[..., kept] = _cumulative_round(stored[..., kept], scale).astype(dtype)
-    entry["data"] = base64.b64encode(q.tobytes()).decode("ascii")
-    return entry | {"kept": kept.tolist(), "kept_mass": _float32_array(mass[..., 0])}
-
-
-def _float32_array(values: np.ndarray) -> dict[str, Any]:
-    """Values as little-endian float32 (base64): a row's kept mass can be 1e-7 and still matter once renormalised."""
-    data = np.ascontiguousarray(values, dtype="<f4")
-    return {"shape": list(data.shape), "dtype": "float32", "data": base64.b64encode(data.tobytes()).decode("ascii")}
+    mass_q = np.rint(np.clip(mass[..., 0], 0.0, 1.0) * MASS_SCALE)
+    mass_q = np.where(mass[..., 0] > 0, np.maximum(mass_q, 1), 0).astype("<u2")
+    return _entry(q, scale) | {"kept": kept.tolist(), "kept_mass": _entry(mass_q, MASS_SCALE)}
 
 
 def _cumulative_round(values: np.ndarray, scale: int) -> np.ndarray:
@@ -95,9 +125,9 @@ def _cumulative_round(values: np.ndarray, scale: int) -> np.ndarray:
 def decode_array(entry: dict[str, Any]) -> np.ndarray:
     """The inverse of `encode_array` (and of `encode_rows`), as float32, computed as the browser computes it."""
     if entry["dtype"] == "float32":
-        return np.frombuffer(base64.b64decode(entry["data"]), dtype="<f4").reshape(entry["shape"]).copy()
+        return np.frombuffer(_unpack(entry), dtype="<f4").reshape(entry["shape"]).copy()
     dtype = np.dtype("<u2") if entry["dtype"] == "uint16" else np.dtype("u1")
-    raw = np.frombuffer(base64.b64decode(entry["data"]), dtype=dtype).reshape(entry["shape"])
+    raw = np.frombuffer(_unpack(entry), dtype=dtype).reshape(entry["shape"])
     values = (raw.astype(np.float64) / entry["scale"]).astype(np.float32)
     if "kept_mass" in entry:
         mass = decode_array(entry["kept_mass"])[..., None]
@@ -177,8 +207,8 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
     row-normalised "norm" array to each kind; `ablation` ({"off": [[kind, layer, head], ...], "unmasked":
     text}) and `heads` (`head_views.head_info`) go as they are.
 
-    att: encoder (L, H, S, S), decoder (L, H, T, T), cross (L, H, T, S). Weights go as uint16,
-    or uint8 when uint16 would exceed `max_weight_bytes` (very long inputs).
+    att: encoder (L, H, S, S), decoder (L, H, T, T), cross (L, H, T, S). Weights go as uint16 for a short
+    sentence, or uint8 when uint16's raw bytes would exceed `max_weight_bytes`; both deflated (`_pack`).
     """
     n_values = (att.encoder.size + att.decoder.size + att.cross.size) * (2 if norms is not None else 1)
     scale = QUANT_SCALE if 2 * n_values <= max_weight_bytes else SMALL_QUANT_SCALE
