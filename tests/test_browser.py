@@ -725,7 +725,7 @@ def test_browser_views_equal_the_float32_maps_at_short_and_long_lengths():
     The reference is the model's float32 maps, never the payload they were packed into."""
     from test_payload import LONG_EN
 
-    from transformer.explorer import logic
+    from transformer.explorer import share, views
     from transformer.explorer.payload import attention_payload
     from transformer.translator import load_pretrained
 
@@ -746,21 +746,21 @@ def test_browser_views_equal_the_float32_maps_at_short_and_long_lengths():
                 assert len(att.src_tokens) >= tr.max_source_tokens // 2, len(att.src_tokens)
             page.evaluate("(p) => document.querySelector('#explorer .explorer').__explorer.setPayload(p)", payload)
             worst: dict[str, float] = {}
-            for kind in logic.KINDS:
-                w, *_ = logic.kind_maps(att, kind, logic.ROWS_INPUT)
+            for kind in share.KINDS:
+                w, *_ = views.kind_maps(att, kind, share.ROWS_INPUT)
                 n_layers, n_heads = w.shape[:2]
                 # every layer of the short sentence; the first and last of the long one (each read is megabytes)
                 layers = list(range(n_layers)) if dtype == "uint16" else [0, n_layers - 1]
-                for rows in ((logic.ROWS_INPUT,) if kind == "encoder" else (logic.ROWS_INPUT, logic.ROWS_PREDICTED)):
-                    w, q, k = logic.kind_maps(att, kind, rows)
+                for rows in ((share.ROWS_INPUT,) if kind == "encoder" else (share.ROWS_INPUT, share.ROWS_PREDICTED)):
+                    w, q, k = views.kind_maps(att, kind, rows)
                     w = w.astype(np.float32)
                     for hide in (False, True):
                         for merge in (False, True):
                             view = {"tab": kind, "rows": rows, "hide": hide, "merge": merge,
-                                    "layer": n_layers - 1, "head": logic.MEAN_HEADS}
+                                    "layer": n_layers - 1, "head": share.MEAN_HEADS}
                             focus, maps = float32_views(page, view, layers, n_heads)
-                            ref_focus, *_ = logic.transform(w[n_layers - 1].mean(0), q, k, hide, merge)
-                            ref_maps, *_ = logic.transform(w[layers], q, k, hide, merge)
+                            ref_focus, *_ = views.transform(w[n_layers - 1].mean(0), q, k, hide, merge)
+                            ref_maps, *_ = views.transform(w[layers], q, k, hide, merge)
                             assert focus.shape == ref_focus.shape and maps.shape == ref_maps.shape
                             key = f"{dtype} {kind} {rows} hide={hide} merge={merge}"
                             worst[key] = float(max(np.abs(focus - ref_focus).max(), np.abs(maps - ref_maps).max()))

@@ -235,7 +235,7 @@ class Explorer:
         return self._heads[label]
 
     def payload(self, result: Result | None) -> dict[str, Any] | None:
-        """What the attention tab gets for a result: `logic.result_payload` with its model's head analysis."""
+        """What the attention tab gets for a result: `views.result_payload` with its model's head analysis."""
         return None if result is None else result_payload(result, self.heads(result.model))
 
     def rerun(self, result: Result | None, evt: Any) -> Result | None:
