@@ -173,9 +173,9 @@ class InsidePanels(namedtuple("InsidePanels", "page yours inside learn")):
                 self.yours.view: None, self.inside: None}
 
     def on_restore_yours(self, text: str, model: str | None, lp: float, result: Result | None, restored: str) -> dict:
-        """A link's page load: the learning tab of its model, and its own translation (`yours`, validated by
-        `Explorer.restore` like every parameter) scored."""
+        """A link's page load: the learning tab of its model, and its translation (`yours`, validated) scored."""
         out = self.on_model(model)
+        del out[self.inside]  # a linked cell (`cell`) may be explained already: the link's page starts empty anyway
         yours = view_data(restored).get("yours")
         if not isinstance(yours, str) or not yours or not (text or "").strip():
             return out
