@@ -26,8 +26,8 @@ URL parameters (all optional; layer and head are 1-based as on screen):
     cell            QUERY.KEY, e.g. 7.6: the cell of the map on screen whose weight the inside panel explains,
                     as token positions counting from 1 with <bos>/<eos> counted (a map's full axes, as
                     "hide special tokens" off shows them); only on the attention tab with kind encoder,
-                    decoder or cross, a layer, a single head and merge off (the panel explains single tokens); the model says if the
-                    translation has no such position
+                    decoder or cross, a layer, a single head and merge off (the panel explains single
+                    tokens); the model says if the translation has no such position
 A link without layer and head opens each kind on its default (cross-attention: the checkpoint's strongest
 alignment head; static/explorer.js `autoPick`).
 """

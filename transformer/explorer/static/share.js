@@ -9,7 +9,7 @@ function attentionView() {
   if (window.__attention) return [window.__attention, false];
   // auto: no layer or head chosen yet (each kind opens on its default: explorer.js autoPick)
   const state = {tab: "encoder", layer: null, head: -1, auto: true, rows: "predicted token", hide: false,
-    merge: false, step: 1, off: [], measure: "weight"};
+    merge: false, step: 1, off: [], measure: "weight", cell: null, linkedCell: null};
   const view = {state, explorer: null};
   view.viewJson = () => JSON.stringify({kind: state.tab, layer: state.layer, head: state.head, rows: state.rows});
   view.share = makeShare(state);
