@@ -2,68 +2,46 @@
 
     python app.py   # http://127.0.0.1:7860; GRADIO_SERVER_NAME/PORT, TRANSFORMER_PRECISION, TRANSFORMER_CHECKPOINT
 
-Layout and wiring only: a builder per panel returns its components (the named tuples below); `build_demo`
-composes them into a `Page`, whose handlers answer `{component: value}`, and wires the events. What an event
+Layout and wiring only: a builder per panel returns its components as a named tuple (the side column's in
+`transformer.explorer.side_panels`, the tabs' in `transformer.explorer.tab_panels`); `build_demo` composes them
+into a `Page`, whose handlers answer `{component: value}`, and wires the events. What an event
 computes is `transformer.explorer.callbacks`. `demo` (queued, not launched) is what Spaces and the tests import.
 API: `/translate` (text, method, beam_size) -> (translation, notice, n-best table), text only.
 """
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
 import os
 from collections import namedtuple
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-from types import SimpleNamespace
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no network at run time (telemetry, version check)
 
 import gradio as gr  # noqa: E402
 
-from transformer.explorer import inside_page, page, texts  # noqa: E402
+from transformer.explorer import page, texts  # noqa: E402
 from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, event_data, view_data  # noqa: E402
 from transformer.explorer.inside import Inside  # noqa: E402
 from transformer.explorer.registry import EXAMPLES_EN  # noqa: E402
 from transformer.explorer.results import Result  # noqa: E402
-from transformer.explorer.share import UI_MAX_BEAM, ViewState  # noqa: E402
-from transformer.explorer.views import candidate_choices, nbest_row_candidate, nbest_table  # noqa: E402
+from transformer.explorer.share import ViewState  # noqa: E402
+from transformer.explorer.launch import launch_options, session_limited  # noqa: E402
+from transformer.explorer.views import candidate_choices, nbest_select_candidate, nbest_table  # noqa: E402
+from transformer.explorer.side_panels import build_controls, build_results, build_yours  # noqa: E402
+from transformer.explorer.tab_panels import (  # noqa: E402
+    build_attention_tab, build_compare_tab, build_inside_panel, build_learn_tab, build_model_tabs, build_tree_tab)
 
-gr.set_static_paths([page.PLOTLY_JS])  # plotly.js for the explorer comes from the installed plotly package
 EXPLORER = Explorer.start(Path(__file__).resolve().parent / "checkpoints")  # the default model loads now
-# the attention downloads are served from the folder they are written to (exports.py), never copied into
-# gradio's cache: one file on disk per export, in a folder the app caps and removes
-gr.set_static_paths([EXPLORER.export_dir])
+# plotly.js from the installed plotly package; the attention downloads from the folder they are written to
+gr.set_static_paths([page.PLOTLY_JS, EXPLORER.export_dir])  # (exports.py), never copied into gradio's cache
 REGISTRY, EXPORT_DIR, DEFAULT_MODEL = EXPLORER.registry, EXPLORER.export_dir, EXPLORER.default_model
 DEFAULT_TRANSLATOR, STARTUP_ERROR = EXPLORER.default_translator, EXPLORER.startup_error
+per_session = session_limited(EXPLORER.slots)  # a session's model requests: at most its slots in flight
 INSIDE = Inside(EXPLORER)  # how one weight is computed, a translation of one's own, the model learning
 
-# ----------------------------------------------------------------------------- the page: its panels, top to bottom
-
+# ----------------------------------------------------------------------------- the page: its panels and handlers
 # per-session state (tab: the one on screen); view, restore: hidden boxes the browser writes its view into
 States = namedtuple("States", "model lp result compare tab view restore")
-Controls = namedtuple("Controls", "src examples model method beam lp translate api present")
-Results = namedtuple("Results", "translation notice copy link note nbest candidate download")
-HtmlTab = namedtuple("HtmlTab", "tab view")  # the attention and the tree tab: one gr.HTML each
-CompareTab = namedtuple("CompareTab", "tab src run versus view")
-PlotTab = namedtuple("PlotTab", "tab plot table")  # the training and the heads tab: a figure and a table
-
-
-def lenient(slider: gr.Slider) -> gr.Slider:
-    """`slider`, whose API input can be anything a client sends: what is no number goes on to the handler, which
-    says what is wrong (gr.Slider's own check fails on it with a bare TypeError). An instance attribute, not a
-    subclass: gradio writes a .pyi file beside the module of every component subclass."""
-    check = slider.preprocess
-
-    def preprocess(payload: Any) -> Any:
-        if isinstance(payload, bool) or not isinstance(payload, (int, float)) or payload != payload:
-            return payload
-        return check(payload)
-
-    slider.preprocess = preprocess
-    return slider
 
 
 class Page(namedtuple("Page", "states controls results tabs attention tree compare training heads")):
@@ -107,13 +85,9 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
     def on_nbest_select(self, result: Result | None, evt: gr.EventData) -> dict:
         """A row of the n-best table clicked: its candidate. `evt` is read as plain data (gr.SelectData would fail
         on an event without "index", before this handler could say anything)."""
-        index = event_data(evt).get("index")
-        if result is None or not index:
-            return {self.states.result: result} | self.show_result(result)
-        row = index[0] if isinstance(index, (list, tuple)) and index else index
-        if isinstance(row, bool) or not isinstance(row, int):  # not a row of the table: nothing to show
-            return {self.states.result: result} | self.show_result(result)
-        return self.on_candidate(result, nbest_row_candidate(result, row))
+        index = nbest_select_candidate(result, event_data(evt).get("index"))
+        return self.on_candidate(result, index) if index is not None else \
+            {self.states.result: result} | self.show_result(result)
 
     def show_model(self, info: ModelInfo) -> dict:
         return {self.controls.examples: gr.Dataset(samples=[[e] for e in info.examples]),
@@ -152,11 +126,7 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         linked = data.get("view") if isinstance(data.get("view"), dict) else {}
         if not linked.get("off") and linked.get("measure") != "norm":
             return self.on_translate_view(text, method, beam_size, model, lp)
-        # heads switched off or norms: the first answer is already the model's without those heads (never a flash
-        # of the intact translation); the page's own `rerun` request carries the same fields
-        result, _ = EXPLORER.translate(text, method, beam_size, model, lp)
-        result = EXPLORER.rerun(result, SimpleNamespace(_data={"off": linked.get("off") or [],
-                                                               "measure": linked.get("measure", "weight")}))
+        result = EXPLORER.translate_linked(text, method, beam_size, model, lp, linked)  # heads off, or norms
         translation, nbest, notice = EXPLORER.rerun_texts(result)
         r = self.results
         return {r.translation: translation, r.notice: notice, r.nbest: nbest, self.states.result: result} | \
@@ -172,103 +142,7 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         return EXPLORER.compare_pick(session, evt)
 
 
-# ----------------------------------------------------------------------------- layout: one builder per panel
-
-
-def build_controls(view: ViewState, examples: list[str]) -> tuple[Controls, gr.Textbox]:
-    """The stage's side column, top: the source sentence, Translate and presentation mode, the translation;
-    then the examples, the model and the decoding settings (returned with the translation box)."""
-    src = gr.Textbox(label="Source sentence (press Enter to translate)", lines=1, max_lines=4,
-                     placeholder="Type a sentence, e.g. " + EXAMPLES_EN[0], elem_id="source", autofocus=True)
-    with gr.Row(elem_id="translate-row"):
-        translate = gr.Button("Translate", variant="primary", elem_id="translate", scale=2, min_width=120)
-        api = gr.Button(visible=False)  # the /translate API's own event (see wire_translation)
-        present = gr.Checkbox(value=view.present, label="Presentation mode", elem_id="present", scale=1,
-                              min_width=120)
-    translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation", buttons=["copy"],
-                             lines=2, max_lines=4)
-    with gr.Column(elem_id="side-more"):
-        examples = gr.Dataset(components=[src], samples=[[e] for e in examples],
-                              label="Examples (click to translate)", elem_id="examples")
-        model = gr.Dropdown(choices=REGISTRY.choices() or ([DEFAULT_MODEL] if DEFAULT_MODEL else []),
-                            value=view.model, label="Model", elem_id="model")
-        with gr.Row():
-            method = gr.Radio(["greedy", "beam"], value=view.method, label="Decoding", elem_id="method", min_width=140)
-            beam = lenient(gr.Slider(1, UI_MAX_BEAM, value=view.beam, step=1, precision=0, label="Beam width",
-                                     elem_id="beam", min_width=140))
-        with gr.Accordion("Advanced", open=False):
-            lp = gr.Slider(0.0, 2.0, value=view.length_penalty, step=0.1, label="Length penalty",
-                           info=texts.LENGTH_PENALTY_INFO, elem_id="lp")
-    return Controls(src, examples, model, method, beam, lp, translate, api, present), translation
-
-
-def build_results(translation: gr.Textbox) -> Results:
-    """Below the settings in the side column: the notes, the n-best list, the candidate shown and its export,
-    the link to this view."""
-    with gr.Column(elem_id="side-results"):
-        notice = gr.Textbox(label="Notes", interactive=False, elem_id="notice", value=EXPLORER.serving_note())
-        with gr.Column(elem_id="nbest-row"):
-            nbest = gr.Dataframe(value=nbest_table(None), label=texts.NBEST_LABEL, interactive=False,
-                                 elem_id="nbest", wrap=True, column_widths=["8%", "50%", "16%", "14%", "12%"])
-            with gr.Row():
-                candidate = gr.Dropdown(choices=candidate_choices(None), value=0, type="value",
-                                        label="Candidate shown", interactive=False, elem_id="candidate", min_width=160)
-                download = gr.DownloadButton("Download attention (.npz)", interactive=False, elem_id="download",
-                                             min_width=160)
-        with gr.Column(elem_id="share-row"):
-            copy = gr.Button("Copy link to this view", elem_id="copy-link")
-            link = gr.Textbox(label="Link (the address bar follows the view too)", interactive=False,
-                              elem_id="share-link", buttons=["copy"], max_lines=1)
-            note = gr.Textbox(label="Shared link", interactive=False, elem_id="link-note", visible=False)
-        with gr.Accordion("How to read this", open=False, elem_id="howto"):
-            gr.Markdown(texts.HOW_TO_READ)
-    return Results(translation, notice, copy, link, note, nbest, candidate, download)
-
-
-def build_attention_tab(view: ViewState) -> HtmlTab:
-    """Every attention view, drawn in the browser (static/explorer.js) from one payload per translation."""
-    with gr.Tab("Attention", id="attention", elem_id="tab-attention") as tab:
-        html = gr.HTML(None, html_template=page.html_template(), js_on_load=page.js_on_load(), head=page.head_html(),
-                       elem_id="explorer", apply_default_css=False, view=view.client())
-    return HtmlTab(tab, html)
-
-
-def build_tree_tab() -> HtmlTab:
-    """The search, recorded when this tab opens (never on the main translation path), drawn by static/panels.js."""
-    with gr.Tab("Beam-search tree", id="tree", elem_id="tab-tree") as tab:
-        html = gr.HTML(None, html_template=page.tree_template(), js_on_load=page.panels_js("tree"),
-                       elem_id="search", apply_default_css=False)
-    return HtmlTab(tab, html)
-
-
-def build_compare_tab() -> CompareTab:
-    with gr.Tab("Compare", id="compare", elem_id="tab-compare") as tab:
-        with gr.Row(equal_height=True):
-            src = gr.Textbox(label="Compare with (change a word of the source sentence)", lines=1, max_lines=4,
-                             elem_id="compare-source", scale=4)
-            run = gr.Button("Compare", variant="primary", elem_id="compare-run", scale=1)
-            versus = gr.Button("Greedy vs beam", elem_id="compare-methods", scale=1)
-        html = gr.HTML(None, html_template=page.compare_template(), js_on_load=page.panels_js("compare"),
-                       elem_id="compare", apply_default_css=False)
-    return CompareTab(tab, src, run, versus, html)
-
-
-def build_model_tabs(info: ModelInfo) -> tuple[PlotTab, PlotTab]:
-    """How the model was trained (train_log.jsonl, metrics.json) and what its heads are for (head_*.json)."""
-    with gr.Tab("Training", id="training", elem_id="tab-training") as tab:
-        gr.Markdown(texts.TRAINING_FURTHER, elem_classes="further")
-        training = PlotTab(tab, gr.Plot(info.figure, label="Training curves", elem_id="train-plot"), gr.Dataframe(
-            info.metrics, label="Model card metrics (metrics.json)", interactive=False, elem_id="metrics"))
-    with gr.Tab("Heads", id="heads", elem_id="tab-heads") as tab:
-        gr.Markdown(texts.HEADS_FURTHER, elem_classes="further")
-        heads = PlotTab(tab, gr.Plot(info.heads[0], label="Head importance and pruning", elem_id="heads-plot"),
-                        gr.Dataframe(info.heads[1], label="Head roles", interactive=False, elem_id="head-roles"))
-    return training, heads
-
-
 # ----------------------------------------------------------------------------- three ways into the model
-
-Yours = namedtuple("Yours", "box own score view")
 
 
 class InsidePanels(namedtuple("InsidePanels", "page yours inside learn")):
@@ -295,39 +169,13 @@ class InsidePanels(namedtuple("InsidePanels", "page yours inside learn")):
                 self.yours.view: None, self.inside: None}
 
     def on_restore_yours(self, text: str, model: str | None, lp: float, result: Result | None, restored: str) -> dict:
-        """A link's page load: the learning tab of its model, and its own translation (`yours`, validated by
-        `Explorer.restore` like every parameter) scored."""
+        """A link's page load: the learning tab of its model, and its translation (`yours`, validated) scored."""
         out = self.on_model(model)
+        del out[self.inside]  # a linked cell (`cell`) may be explained already: the link's page starts empty anyway
         yours = view_data(restored).get("yours")
         if not isinstance(yours, str) or not yours or not (text or "").strip():
             return out
         return out | {self.yours.box: yours} | self.on_score(text, yours, model, lp, result)
-
-
-def build_yours() -> Yours:
-    """A translation of one's own: typed or edited, scored by the model (static/inside.js draws the tokens)."""
-    with gr.Row(elem_id="yours-row", equal_height=True):
-        box = gr.Textbox(label="Your translation: type German, or start from the model's and change it; then "
-                         "press Score", lines=1, max_lines=4, elem_id="yours", scale=4)
-        own = gr.Button("Start from the model's", elem_id="yours-own", scale=1, min_width=170)
-        score = gr.Button("Score", elem_id="yours-score", scale=1, min_width=100)
-    view = gr.HTML(None, html_template=inside_page.yours_template(), js_on_load=inside_page.yours_js(),
-                   css_template=inside_page.CSS, elem_id="yours-view", apply_default_css=False)
-    return Yours(box, own, score, view)
-
-
-def build_inside_panel() -> gr.HTML:
-    """How the weight of a clicked cell is computed, below the maps (static/inside.js)."""
-    return gr.HTML(None, html_template=inside_page.inside_template(), js_on_load=inside_page.inside_js(),
-                   css_template=inside_page.CSS, elem_id="inside", apply_default_css=False)
-
-
-def build_learn_tab(index: dict | None) -> HtmlTab:
-    """The model at each of its training snapshots (shown only for a checkpoint that ships them)."""
-    with gr.Tab("Watch it learn", id="learn", elem_id="tab-learn", visible=index is not None) as tab:
-        html = gr.HTML(index, html_template=inside_page.learn_template(), js_on_load=inside_page.learn_js(),
-                       css_template=inside_page.CSS, elem_id="learn", apply_default_css=False)
-    return HtmlTab(tab, html)
 
 
 def build_demo() -> tuple[gr.Blocks, Page]:
@@ -341,8 +189,10 @@ def build_demo() -> tuple[gr.Blocks, Page]:
         gr.Markdown(texts.INTRO, elem_id="intro")
         with gr.Row(elem_id="stage"):  # the stage: a side column of controls, the views beside it (page.py)
             with gr.Column(scale=1, min_width=320, elem_id="sidebar"):
-                controls, translation = build_controls(view, info.examples)
-                results = build_results(translation)
+                controls, translation = build_controls(view, info.examples, REGISTRY.choices() or (
+                    [DEFAULT_MODEL] if DEFAULT_MODEL else []), EXAMPLES_EN[0])
+                results = build_results(translation, EXPLORER.serving_note(), nbest_table(None),
+                                        candidate_choices(None))
                 yours = build_yours()
             with gr.Column(scale=3, min_width=320, elem_id="main"):
                 with gr.Tabs(elem_id="tabs") as tabs:
@@ -358,37 +208,6 @@ def build_demo() -> tuple[gr.Blocks, Page]:
 
 
 # ----------------------------------------------------------------------------- wiring
-
-
-def launch_options() -> dict[str, Any]:
-    """What `python app.py` passes to `demo.launch` (Gradio 6 takes theme and css here, not in Blocks)."""
-    return dict(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
-                share=False, allowed_paths=None, ssr_mode=False, mcp_server=False, show_error=False,
-                state_session_capacity=200, css=page.stylesheet(), theme=gr.themes.Default(),
-                max_file_size="1mb")  # the page uploads nothing; a request to gradio's upload route gets 1 MB
-
-
-def per_session(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` as an event handler that holds one of its session's model slots while it runs (`Explorer.slots`: a
-    request beyond the session's limit is a message at once). Gradio passes the request into the added last
-    parameter, found by its gr.Request annotation; the other parameters, their names (the API's) and their
-    annotations (gr.EventData) stay `fn`'s."""
-    signature = inspect.signature(fn)
-    request = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                                annotation=gr.Request)
-
-    @functools.wraps(fn)
-    def limited(*args: Any) -> Any:
-        *inputs, req = args
-        with EXPLORER.slots.hold(getattr(req, "session_hash", None)):
-            return fn(*inputs)
-
-    limited.__signature__ = signature.replace(parameters=[*signature.parameters.values(), request])
-    limited.__annotations__ = {**gr.utils.get_type_hints(fn), "request": gr.Request}
-    del limited.__wrapped__  # gradio reads the signature above, not fn's
-    return limited
-
 
 PRIVATE, QUIET = dict(api_visibility="private"), dict(api_visibility="private", show_progress="minimal")
 MODEL = dict(concurrency_limit=1, concurrency_id="model")  # other model work: one at a time, on the batcher's thread

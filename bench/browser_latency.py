@@ -225,105 +225,126 @@ def heads_actions(page, b: Bench, reps: int) -> dict[str, Any]:
     return out
 
 
+def open_measured_page(browser: Any, url: str) -> tuple[Any, list[str], list[int]]:
+    """The app's page in `browser`, with beam search chosen; every request leaving 127.0.0.1 goes into the first
+    list and every response chunk's decoded length (gradio streams results as server-sent events) into the second."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    external: list[str] = []
+    page.on("request", lambda r: external.append(r.url)
+            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
+    received: list[int] = []
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.on("Network.dataReceived", lambda e: received.append(int(e.get("dataLength") or 0)))
+    page.goto(url)
+    beam = page.locator("#method label", has_text="beam")
+    if "selected" not in (beam.get_attribute("class") or ""):  # the stage keeps it in a closed panel
+        page.locator("#method input[value=beam]").check(force=True)
+    return page, external, received
+
+
+def translate_actions(page: Any, sentences: list[str], reps: int, received: list[int]) -> dict[str, Any]:
+    """The page's first translation, then warm ones (alternating sentences so every one changes the view): their
+    times, the bytes each brings and the payload's size."""
+    out: dict[str, Any] = {}
+    source = page.locator("#source textarea, #source input").first
+
+    def translate(i: int):
+        def act():
+            source.fill(sentences[i % 2])
+            page.evaluate(ARM)
+            page.locator("#translate").click()
+        return act
+
+    page.wait_for_timeout(1000)  # let the placeholders draw, so they are not taken for the result
+    watch_then(page, translate(1), "#tabs", None)
+    t0, t1 = page.evaluate("[window.__t0, window.__t1]")
+    out["translate_first"] = round(t1 - t0, 1)
+    times, sizes = [], []
+    for i in range(reps):
+        received.clear()
+        watch_then(page, translate(i), "#tabs", None)
+        t0, t1 = page.evaluate("[window.__t0, window.__t1]")
+        times.append(t1 - t0)
+        page.wait_for_timeout(300)  # the export that follows
+        sizes.append(sum(received))
+    out["translate_warm"] = summary(times)
+    out["bytes_received_per_translation"] = int(statistics.median(sizes))
+    if page.locator("#explorer .explorer").count():  # this app's explorer: the payload as received
+        out["payload_bytes"] = page.evaluate(
+            "JSON.stringify(document.querySelector('#explorer .explorer').__explorer.payload).length")
+    return out
+
+
+def last_layer_label(page: Any) -> str:
+    """The layer selector's last choice ("Layer 6"), in this app or in the old one's gradio dropdown."""
+    n_layers = page.evaluate(
+        "(() => { const s = document.querySelector('#layer select'); if (s) return s.options.length;"
+        " return null; })()")
+    if n_layers:
+        return f"Layer {n_layers}"
+    return page.evaluate(  # the old app's gradio dropdown: its choices from the page's config
+        "(() => { const c = window.gradio_config.components.find((x) => x.props.elem_id === 'layer');"
+        " const ch = c.props.choices; return ch[ch.length - 1][0]; })()")
+
+
+def view_actions(page: Any, b: Bench) -> dict[str, Any]:
+    """Every control that changes the attention view in the browser only, each timed `b.reps` times."""
+    out: dict[str, Any] = {}
+    last_layer = last_layer_label(page)
+    F = "#focus-encoder"
+    out["layer_change"] = b.repeat("layer", lambda i: (
+        b.choose("layer", "Layer 1" if i % 2 == 0 else last_layer), F,
+        ["layer 1"] if i % 2 == 0 else [last_layer.lower()]), F)
+    out["head_change"] = b.repeat("head", lambda i: (
+        b.choose("head", f"Head {1 + i % 2}"), F, [f"head {1 + i % 2}"]), F)
+    out["mean_over_heads"] = b.repeat("mean", lambda i: (
+        b.choose("head", "mean over heads" if i % 2 == 0 else "Head 1"), F,
+        ["mean over heads"] if i % 2 == 0 else ["head 1"]), F)
+    b.choose("head", "mean over heads")()  # so that the first click below changes the view
+    page.wait_for_function("document.querySelector('#focus-encoder .gtitle').textContent"
+                           ".includes('mean over heads')")
+    out["head_summary_click"] = b.repeat("grid", lambda i: (
+        lambda: page.locator(f"#grid-encoder [data-testid='cell-{(i + 1) % 2}-{1 + i % 2}']").click(), F,
+        [f"layer {(i + 1) % 2 + 1}", f"head {1 + i % 2}"]), F)
+    out["hide_specials"] = b.repeat("hide", lambda i: (
+        lambda: page.locator("#hide input").click(), F, None), F)
+    out["merge_subwords"] = b.repeat("merge", lambda i: (
+        lambda: page.locator("#merge input").click(), F, None), F)
+    out["tab_switch"] = b.repeat("tab", lambda i: (
+        b.tab("Cross-attention" if i % 2 == 0 else "Encoder self-attention"),
+        "#focus-cross" if i % 2 == 0 else F, ["@visible"]), F)
+    page.get_by_role("tab", name="Cross-attention").click()
+    page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
+    out["decoder_row_labels"] = b.repeat("rows", lambda i: (
+        lambda: page.locator("#rows label", has_text="decoder input token" if i % 2 == 0
+                             else "predicted token").click(), "#focus-cross", None), "#focus-cross")
+    page.get_by_role("tab", name="Step by step").click()
+    page.wait_for_selector("#step-plot .js-plotly-plot")
+    out["decoding_step"] = b.repeat("step", lambda i: (
+        b.set_step(2 + i % 2), "#step-plot", [f"Step {2 + i % 2}"]), "#step-plot")
+    page.get_by_role("tab", name="Encoder self-attention").click()
+    page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+    out["candidate_change"] = b.repeat("candidate", lambda i: (
+        lambda: page.locator(f"#nbest [data-testid='cell-{1 - i % 2}-1']").click(), F,
+        ["candidate 2"] if i % 2 == 0 else ["!candidate"]), F)
+    return out
+
+
 def run(url: str, reps: int, toy: bool) -> dict[str, Any]:
+    """Page loads, translations and every view change of the app at `url`, each timed `reps` times."""
     from playwright.sync_api import sync_playwright
 
-    sentences = SENTENCES_TOY if toy else SENTENCES_EN
     out: dict[str, Any] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
             out.update(page_load(browser, url, reps))
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS)
-            external: list[str] = []
-            page.on("request", lambda r: external.append(r.url)
-                    if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
-            received: list[int] = []
-            cdp = page.context.new_cdp_session(page)
-            cdp.send("Network.enable")
-            # every response chunk as it arrives (decoded length: gradio streams its results as server-sent events)
-            cdp.on("Network.dataReceived", lambda e: received.append(int(e.get("dataLength") or 0)))
-            page.goto(url)
+            page, external, received = open_measured_page(browser, url)
+            out.update(translate_actions(page, SENTENCES_TOY if toy else SENTENCES_EN, reps, received))
             b = Bench(page, reps)
-            source = page.locator("#source textarea, #source input").first
-            beam = page.locator("#method label", has_text="beam")
-            if "selected" not in (beam.get_attribute("class") or ""):  # the stage keeps it in a closed panel
-                page.locator("#method input[value=beam]").check(force=True)
-
-            def translate(i: int):
-                def act():
-                    source.fill(sentences[i % 2])
-                    page.evaluate(ARM)
-                    page.locator("#translate").click()
-                return act, "#focus-encoder", None
-
-            # first translation of the page, then warm ones (alternating sentences so every one changes the view)
-            page.wait_for_timeout(1000)  # let the placeholders draw, so they are not taken for the result
-            act, _, _ = translate(1)
-            watch_then(page, act, "#tabs", None)
-            t0, t1 = page.evaluate("[window.__t0, window.__t1]")
-            out["translate_first"] = round(t1 - t0, 1)
-            times, sizes = [], []
-            for i in range(reps):
-                received.clear()
-                act, _, _ = translate(i)
-                watch_then(page, act, "#tabs", None)
-                t0, t1 = page.evaluate("[window.__t0, window.__t1]")
-                times.append(t1 - t0)
-                page.wait_for_timeout(300)  # the export that follows
-                sizes.append(sum(received))
-            out["translate_warm"] = summary(times)
-            out["bytes_received_per_translation"] = int(statistics.median(sizes))
-            if page.locator("#explorer .explorer").count():  # this app's explorer: the payload as received
-                out["payload_bytes"] = page.evaluate(
-                    "JSON.stringify(document.querySelector('#explorer .explorer').__explorer.payload).length")
-
-            n_layers = page.evaluate(
-                "(() => { const s = document.querySelector('#layer select'); if (s) return s.options.length;"
-                " return null; })()")
-            last_layer = f"Layer {n_layers}" if n_layers else None
-            if last_layer is None:  # the old app's gradio dropdown: its choices from the page's config
-                last_layer = page.evaluate(
-                    "(() => { const c = window.gradio_config.components.find((x) => x.props.elem_id === 'layer');"
-                    " const ch = c.props.choices; return ch[ch.length - 1][0]; })()")
-            F = "#focus-encoder"
-            out["layer_change"] = b.repeat("layer", lambda i: (
-                b.choose("layer", "Layer 1" if i % 2 == 0 else last_layer), F,
-                ["layer 1"] if i % 2 == 0 else [last_layer.lower()]), F)
-            out["head_change"] = b.repeat("head", lambda i: (
-                b.choose("head", f"Head {1 + i % 2}"), F, [f"head {1 + i % 2}"]), F)
-            out["mean_over_heads"] = b.repeat("mean", lambda i: (
-                b.choose("head", "mean over heads" if i % 2 == 0 else "Head 1"), F,
-                ["mean over heads"] if i % 2 == 0 else ["head 1"]), F)
-            b.choose("head", "mean over heads")()  # so that the first click below changes the view
-            page.wait_for_function("document.querySelector('#focus-encoder .gtitle').textContent"
-                                   ".includes('mean over heads')")
-            out["head_summary_click"] = b.repeat("grid", lambda i: (
-                lambda: page.locator(f"#grid-encoder [data-testid='cell-{(i + 1) % 2}-{1 + i % 2}']").click(), F,
-                [f"layer {(i + 1) % 2 + 1}", f"head {1 + i % 2}"]), F)
-            out["hide_specials"] = b.repeat("hide", lambda i: (
-                lambda: page.locator("#hide input").click(), F, None), F)
-            out["merge_subwords"] = b.repeat("merge", lambda i: (
-                lambda: page.locator("#merge input").click(), F, None), F)
-            out["tab_switch"] = b.repeat("tab", lambda i: (
-                b.tab("Cross-attention" if i % 2 == 0 else "Encoder self-attention"),
-                "#focus-cross" if i % 2 == 0 else F, ["@visible"]), F)
-            page.get_by_role("tab", name="Cross-attention").click()
-            page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
-            # rows open on "predicted token" (the default since issue 34): the first click is the other labelling
-            out["decoder_row_labels"] = b.repeat("rows", lambda i: (
-                lambda: page.locator("#rows label", has_text="decoder input token" if i % 2 == 0
-                                     else "predicted token").click(), "#focus-cross", None), "#focus-cross")
-            page.get_by_role("tab", name="Step by step").click()
-            page.wait_for_selector("#step-plot .js-plotly-plot")
-            out["decoding_step"] = b.repeat("step", lambda i: (
-                b.set_step(2 + i % 2), "#step-plot", [f"Step {2 + i % 2}"]), "#step-plot")
-            page.get_by_role("tab", name="Encoder self-attention").click()
-            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
-            out["candidate_change"] = b.repeat("candidate", lambda i: (
-                lambda: page.locator(f"#nbest [data-testid='cell-{1 - i % 2}-1']").click(), F,
-                ["candidate 2"] if i % 2 == 0 else ["!candidate"]), F)
+            out.update(view_actions(page, b))
             if page.locator("#ablate").count():
                 out.update(heads_actions(page, b, reps))
             out["requests_leaving_127.0.0.1"] = len(external)

@@ -294,7 +294,8 @@ def compare_rows(row: dict, other_result: Translation, ours_ms: float) -> None:
                                              / row["compare_int8_with_attention"]["p50_ms"], 3)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The bench's flags."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", default="checkpoints/multi30k-en-de", help="used if present, else random weights")
     p.add_argument("--threads", type=int, default=2)
@@ -306,7 +307,11 @@ def main() -> None:
     p.add_argument("--json", help="also write the result to this file (see bench/report.py)")
     p.add_argument("--length-penalty", type=float, default=0.6,
                    help="for every model and reference alike (not each checkpoint's own default)")
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     lp = args.length_penalty
     torch.set_num_threads(args.threads)
     tr = load_pretrained(args.checkpoint) if Path(args.checkpoint).is_dir() else random_translator()

@@ -112,6 +112,8 @@ def _cell(value: Any) -> str:
 def result_section(path: Path) -> str:
     """One result file: where it was measured, the command, and a table of its numbers."""
     result = json.loads(path.read_text())
+    if not isinstance(result, dict):  # a bench that wrote a bare list or number: its numbers still get a table
+        result = {"result": result}
     cpu = result.get("cpu") or result.get("machine") or "unknown CPU"
     lines = [f"**{path.name}**: {_cell(cpu)}, {_cell(result.get('date', 'date unknown'))}", ""]
     if result.get("command"):

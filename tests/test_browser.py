@@ -97,6 +97,122 @@ def watch_page(page) -> tuple[list[str], list[str], list[str]]:
     return dialogs, external, errors
 
 
+def check_views_and_steps(page) -> None:
+    """Hiding specials, the three attention tabs, the layer and head selectors, the head summary, decoder rows
+    by predicted token and the step slider, on a page with a translation (end to end, continued)."""
+    # hiding <bos>/<eos> reports the hidden mass and renormalises the plotted rows
+    page.locator("#hide input").check()
+    page.wait_for_function("document.querySelector('#hidden-mass').textContent.includes('mass hidden')")
+    z = page.evaluate("document.querySelector('#focus-encoder .plot').__view.z")
+    np.testing.assert_allclose(np.array(z).sum(1), 1.0, atol=1e-5)
+
+    # the three attention tabs: focus and model view render in each
+    for name, kind in [("Decoder self-attention", "decoder"), ("Cross-attention", "cross"),
+                       ("Encoder self-attention", "encoder")]:
+        page.get_by_role("tab", name=name).click()
+        page.wait_for_selector(f"#focus-{kind} .js-plotly-plot g.hm")
+        assert page.locator(f"#model-{kind} canvas").is_visible()
+        assert f"{name.split()[0]}" in focus_title(page, kind)
+
+    # layer and head selectors redraw the focus view
+    page.locator("#layer select").select_option(label="Layer 1")
+    wait_for_title(page, "encoder", "layer 1", "mean over heads")
+    page.locator("#head select").select_option(label="Head 2")
+    wait_for_title(page, "encoder", "layer 1", "head 2")
+    # a head-summary cell focuses that head (row 1 = layer 2, column 3 = head 3)
+    page.locator("#grid-encoder [data-testid='cell-1-3']").click()
+    wait_for_title(page, "encoder", "layer 2", "head 3")
+    assert selected(page, "head") == "Head 3" and selected(page, "layer") == "Layer 2"
+    # the layer column: the layer's mean over heads
+    page.locator("#grid-encoder [data-testid='cell-0-0']").click()
+    wait_for_title(page, "encoder", "layer 1", "mean over heads")
+    # decoder rows by predicted token: the last row is the one that predicted <eos>
+    page.get_by_role("tab", name="Decoder self-attention").click()
+    page.locator("#hide input").uncheck()
+    page.locator("#rows label", has_text="predicted token").click()
+    page.wait_for_function("document.querySelector('#focus-decoder .plot').__view.q.raw.slice(-1)[0]"
+                           " === '<eos>'")
+
+    # step-by-step tab: the slider moves through the steps
+    page.get_by_role("tab", name="Step by step").click()
+    page.wait_for_selector("#step-plot .js-plotly-plot .barlayer")
+    assert "Step 1 of" in page.locator("#step-text").text_content()
+    page.locator("#step input").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("document.querySelector('#step-text').textContent.includes('Step 2 of')")
+
+
+def check_export(page, tmp_path) -> None:
+    """The attention download of the translation on the page."""
+    # export: the .npz downloads and holds the tensors and tokens
+    with page.expect_download() as download_info:
+        page.locator("#download").click()
+    saved = tmp_path / "attention.npz"
+    download_info.value.save_as(saved)
+    with np.load(saved, allow_pickle=False) as z:
+        assert {"encoder", "decoder", "cross", "src_tokens", "tgt_out_tokens"} <= set(z.files)
+        assert z["cross"].ndim == 4
+
+
+def check_example_and_markup(page, watched: tuple[list[str], list[str], list[str]]) -> None:
+    """An example translates on click with greedy decoding; markup typed as a sentence stays text (`watched`: the
+    page's dialogs, requests leaving the machine and errors, from `watch_page`)."""
+    dialogs, external, errors = watched
+    # an example translates on click; greedy decoding disables the beam width slider
+    page.get_by_role("tab", name="Cross-attention").click()
+    page.locator("#method label", has_text="greedy").click()
+    page.wait_for_function("document.querySelector('#beam input[type=range]').disabled")
+    page.locator("#examples button", has_text="a b c d e f g").click()
+    page.wait_for_function(
+        "document.querySelector('#source textarea, #source input').value === 'a b c d e f g' && "
+        "document.querySelector('#nbest [data-testid=\\'cell-0-1\\']').textContent.trim() === "
+        "document.querySelector('#translation textarea, #translation input').value && "
+        "document.querySelectorAll('#nbest [data-testid^=\\'cell-\\'][data-testid$=\\'-0\\']').length === 1")
+    if WHICH == "toy-reverse":
+        assert page.locator("#translation textarea, #translation input").first.input_value() == "g f e d c b a"
+
+    # HTML / script in the input: Enter submits, nothing runs, everything shows as text
+    source = page.locator("#source textarea, #source input").first
+    source.fill(EVIL)
+    source.press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#focus-cross .xtick text')]"
+        ".some(t => t.textContent.includes('<unk>') || t.textContent.includes('<img'))")
+    page.wait_for_timeout(500)
+    assert dialogs == []
+    assert source.input_value() == EVIL
+    assert page.locator("img[src='x']").count() == 0
+    ticks = page.locator("#focus-cross .xtick text").all_text_contents()
+    assert any(re.search(r"<unk>|<img", t) for t in ticks), ticks  # shown literally, not parsed
+    assert "&lt;" not in " ".join(ticks)
+    assert external == [], f"requests left the machine: {external}"
+    assert errors == [], errors
+
+
+def switch_to_flagship(page, url: str, errors: list[str]) -> None:
+    """Switching model in a fresh session (the flagship, when trained): examples and views follow; its
+    cross-attention replaces the toy screenshot."""
+    if not (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file():
+        return
+    page.goto(url)
+    page.locator("#source textarea, #source input").first.fill("h e l l o")
+    page.locator("#translate").click()
+    page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+    choose(page, "model", FLAGSHIP)
+    page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
+                           f".value.includes('{FLAGSHIP} is ready')")
+    page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm", state="detached")
+    example = page.locator("#examples button").first
+    assert " " in example.text_content().strip() and "." in example.text_content()  # English now
+    example.click()
+    page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
+    page.get_by_role("tab", name="Cross-attention").click()
+    page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
+    assert page.locator("#translation textarea, #translation input").first.input_value().strip()
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    assert errors == [], errors
+
+
 def test_browser_end_to_end(tmp_path):
     server = shared_app(ENV)
     with chromium() as browser:
@@ -136,105 +252,10 @@ def test_browser_end_to_end(tmp_path):
         wait_for_title(page, "encoder", "candidate 2")
         assert page.locator("#candidate input").input_value().startswith("2:")
 
-        # hiding <bos>/<eos> reports the hidden mass and renormalises the plotted rows
-        page.locator("#hide input").check()
-        page.wait_for_function("document.querySelector('#hidden-mass').textContent.includes('mass hidden')")
-        z = page.evaluate("document.querySelector('#focus-encoder .plot').__view.z")
-        np.testing.assert_allclose(np.array(z).sum(1), 1.0, atol=1e-5)
-
-        # the three attention tabs: focus and model view render in each
-        for name, kind in [("Decoder self-attention", "decoder"), ("Cross-attention", "cross"),
-                           ("Encoder self-attention", "encoder")]:
-            page.get_by_role("tab", name=name).click()
-            page.wait_for_selector(f"#focus-{kind} .js-plotly-plot g.hm")
-            assert page.locator(f"#model-{kind} canvas").is_visible()
-            assert f"{name.split()[0]}" in focus_title(page, kind)
-
-        # layer and head selectors redraw the focus view
-        page.locator("#layer select").select_option(label="Layer 1")
-        wait_for_title(page, "encoder", "layer 1", "mean over heads")
-        page.locator("#head select").select_option(label="Head 2")
-        wait_for_title(page, "encoder", "layer 1", "head 2")
-        # a head-summary cell focuses that head (row 1 = layer 2, column 3 = head 3)
-        page.locator("#grid-encoder [data-testid='cell-1-3']").click()
-        wait_for_title(page, "encoder", "layer 2", "head 3")
-        assert selected(page, "head") == "Head 3" and selected(page, "layer") == "Layer 2"
-        # the layer column: the layer's mean over heads
-        page.locator("#grid-encoder [data-testid='cell-0-0']").click()
-        wait_for_title(page, "encoder", "layer 1", "mean over heads")
-        # decoder rows by predicted token: the last row is the one that predicted <eos>
-        page.get_by_role("tab", name="Decoder self-attention").click()
-        page.locator("#hide input").uncheck()
-        page.locator("#rows label", has_text="predicted token").click()
-        page.wait_for_function("document.querySelector('#focus-decoder .plot').__view.q.raw.slice(-1)[0]"
-                               " === '<eos>'")
-
-        # step-by-step tab: the slider moves through the steps
-        page.get_by_role("tab", name="Step by step").click()
-        page.wait_for_selector("#step-plot .js-plotly-plot .barlayer")
-        assert "Step 1 of" in page.locator("#step-text").text_content()
-        page.locator("#step input").focus()
-        page.keyboard.press("ArrowRight")
-        page.wait_for_function("document.querySelector('#step-text').textContent.includes('Step 2 of')")
-
-        # export: the .npz downloads and holds the tensors and tokens
-        with page.expect_download() as download_info:
-            page.locator("#download").click()
-        saved = tmp_path / "attention.npz"
-        download_info.value.save_as(saved)
-        with np.load(saved, allow_pickle=False) as z:
-            assert {"encoder", "decoder", "cross", "src_tokens", "tgt_out_tokens"} <= set(z.files)
-            assert z["cross"].ndim == 4
-
-        # an example translates on click; greedy decoding disables the beam width slider
-        page.get_by_role("tab", name="Cross-attention").click()
-        page.locator("#method label", has_text="greedy").click()
-        page.wait_for_function("document.querySelector('#beam input[type=range]').disabled")
-        page.locator("#examples button", has_text="a b c d e f g").click()
-        page.wait_for_function(
-            "document.querySelector('#source textarea, #source input').value === 'a b c d e f g' && "
-            "document.querySelector('#nbest [data-testid=\\'cell-0-1\\']').textContent.trim() === "
-            "document.querySelector('#translation textarea, #translation input').value && "
-            "document.querySelectorAll('#nbest [data-testid^=\\'cell-\\'][data-testid$=\\'-0\\']').length === 1")
-        if WHICH == "toy-reverse":
-            assert page.locator("#translation textarea, #translation input").first.input_value() == "g f e d c b a"
-
-        # HTML / script in the input: Enter submits, nothing runs, everything shows as text
-        source.fill(EVIL)
-        source.press("Enter")
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('#focus-cross .xtick text')]"
-            ".some(t => t.textContent.includes('<unk>') || t.textContent.includes('<img'))")
-        page.wait_for_timeout(500)
-        assert dialogs == []
-        assert source.input_value() == EVIL
-        assert page.locator("img[src='x']").count() == 0
-        ticks = page.locator("#focus-cross .xtick text").all_text_contents()
-        assert any(re.search(r"<unk>|<img", t) for t in ticks), ticks  # shown literally, not parsed
-        assert "&lt;" not in " ".join(ticks)
-        assert external == [], f"requests left the machine: {external}"
-        assert errors == [], errors
-
-        # switching model in a fresh session (flagship, when trained): examples and views follow;
-        # its cross-attention replaces the toy screenshot
-        if (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file():
-            page.goto(server.url)
-            page.locator("#source textarea, #source input").first.fill("h e l l o")
-            page.locator("#translate").click()
-            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
-            choose(page, "model", FLAGSHIP)
-            page.wait_for_function("document.querySelector('#notice textarea, #notice input')"
-                                   f".value.includes('{FLAGSHIP} is ready')")
-            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm", state="detached")
-            example = page.locator("#examples button").first
-            assert " " in example.text_content().strip() and "." in example.text_content()  # English now
-            example.click()
-            page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
-            page.get_by_role("tab", name="Cross-attention").click()
-            page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
-            assert page.locator("#translation textarea, #translation input").first.input_value().strip()
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
-            assert errors == [], errors
+        check_views_and_steps(page)
+        check_export(page, tmp_path)
+        check_example_and_markup(page, (dialogs, external, errors))
+        switch_to_flagship(page, server.url, errors)
 
 
 def test_browser_views_match_python():
@@ -373,6 +394,77 @@ def window_address(page) -> str:
     return page.evaluate("window.location.href.split('#')[0]")
 
 
+def check_tree(page) -> None:
+    """The tree tab: recorded when opened, the best hypothesis's end selected; nodes chosen from the list and by
+    a click (round trip, continued)."""
+    # the tree tab: recorded when opened; the best hypothesis's end is selected
+    page.get_by_role("tab", name="Beam-search tree").click()
+    ready(page, "#tree-panel", "tree-")
+    page.wait_for_selector("#tree-plot.js-plotly-plot .scatterlayer .points path", state="attached")
+    best = page.evaluate("document.querySelector('#tree-panel').dataset.selected")
+    labels = page.locator("#tree-node option").all_text_contents()
+    assert len(labels) > 3 and any("n-best #1" in label for label in labels)
+    assert "&lt;" not in " ".join(labels)  # plain text, not escaped markup
+    assert page.locator("#tree-prefix").text_content().strip()
+    # choose another node from the list: its prefix and attention row are shown
+    page.locator("#tree-node select").select_option(index=1)
+    page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected !== '{best}'")
+    prefix = page.locator("#tree-prefix").text_content()
+    assert labels[1].endswith(" \u00b7 " + prefix) and labels[1].startswith("step 1 ")
+    # a click on a node in the figure selects it
+    chosen = page.evaluate("document.querySelector('#tree-panel').dataset.selected")
+    page.locator("#tree-plot .scatterlayer .trace .points path").last.click(force=True)
+    page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected !== '{chosen}'")
+    ready(page, "#tree-panel", "tree-")
+    page.locator("#tree-node select").select_option(value=best)
+    page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected === '{best}'")
+    ready(page, "#tree-panel", "tree-")
+    page.locator("#search").scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    page.locator("#search").screenshot(path=str(SCREENSHOT_TREE))
+
+
+def check_compare(page, text: str, other: str, translation: str) -> None:
+    """Compare: prefilled with the source `text`; `other` compared with it, cross-attention, head 2."""
+    # compare: prefilled with the source; change a word and compare
+    page.get_by_role("tab", name="Compare").click()
+    box = page.locator("#compare-source textarea, #compare-source input").first
+    page.wait_for_function("(t) => document.querySelector('#compare-source textarea, #compare-source input')"
+                           ".value === t", arg=text)
+    box.fill(other)
+    page.locator("#compare-run").click()
+    ready(page, "#compare-panel", "compare-")
+    page.wait_for_selector("#compare-pair.js-plotly-plot g.hm", state="attached")
+    assert page.locator("#compare-left .output").text_content() == translation
+    assert page.locator("#compare-right .source").text_content() == other
+    page.locator("#compare-kind select").select_option("cross")
+    page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.startsWith('cross')")
+    ready(page, "#compare-panel", "compare-")
+    page.locator("#compare-head select").select_option(label="Head 2")
+    page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.includes('head 2')")
+    page.wait_for_timeout(300)
+    page.locator("#tabs").screenshot(path=str(SCREENSHOT_COMPARE))
+
+
+def check_link_in_a_new_page(context, link: str, state: str, translation: str, model: str) -> None:
+    """The copied `link` opens the same view (`state`: the shared view state as JSON) in a new page."""
+    fresh = context.new_page()
+    d2, x2, e2 = watch_page(fresh)
+    fresh.goto(link)
+    fresh.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
+    fresh.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input')"
+                            ".value === t", arg=translation)
+    assert fresh.evaluate("JSON.stringify(window.__attention.state)") == state
+    assert fresh.locator("#hide input").is_checked() and fresh.locator("#merge input").is_checked()
+    assert fresh.evaluate("document.querySelector('#tab-cross').getAttribute('aria-selected')") == "true"
+    wait_for_title(fresh, "cross", "layer 1", "head 2")
+    assert fresh.locator("#model input").input_value() == model
+    assert fresh.locator("#link-note").count() == 0 or not fresh.locator("#link-note").is_visible()
+    fresh.wait_for_timeout(300)
+    fresh.screenshot(path=str(SCREENSHOT_LINK), full_page=True)
+    assert d2 == [] and x2 == [] and e2 == [], (d2, x2, e2)
+
+
 def test_browser_tree_compare_and_link_round_trip():
     """Tree tab (dropdown and click select a node), compare, greedy vs beam, copy link, open it in a new page."""
     server = shared_app(ENV)
@@ -394,50 +486,8 @@ def test_browser_tree_compare_and_link_round_trip():
         page.wait_for_selector("#focus-encoder .js-plotly-plot g.hm")
         translation = page.locator("#translation textarea, #translation input").first.input_value()
 
-        # the tree tab: recorded when opened; the best hypothesis's end is selected
-        page.get_by_role("tab", name="Beam-search tree").click()
-        ready(page, "#tree-panel", "tree-")
-        page.wait_for_selector("#tree-plot.js-plotly-plot .scatterlayer .points path", state="attached")
-        best = page.evaluate("document.querySelector('#tree-panel').dataset.selected")
-        labels = page.locator("#tree-node option").all_text_contents()
-        assert len(labels) > 3 and any("n-best #1" in label for label in labels)
-        assert "&lt;" not in " ".join(labels)  # plain text, not escaped markup
-        assert page.locator("#tree-prefix").text_content().strip()
-        # choose another node from the list: its prefix and attention row are shown
-        page.locator("#tree-node select").select_option(index=1)
-        page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected !== '{best}'")
-        prefix = page.locator("#tree-prefix").text_content()
-        assert labels[1].endswith(" \u00b7 " + prefix) and labels[1].startswith("step 1 ")
-        # a click on a node in the figure selects it
-        chosen = page.evaluate("document.querySelector('#tree-panel').dataset.selected")
-        page.locator("#tree-plot .scatterlayer .trace .points path").last.click(force=True)
-        page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected !== '{chosen}'")
-        ready(page, "#tree-panel", "tree-")
-        page.locator("#tree-node select").select_option(value=best)
-        page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected === '{best}'")
-        ready(page, "#tree-panel", "tree-")
-        page.locator("#search").scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
-        page.locator("#search").screenshot(path=str(SCREENSHOT_TREE))
-
-        # compare: prefilled with the source; change a word and compare
-        page.get_by_role("tab", name="Compare").click()
-        box = page.locator("#compare-source textarea, #compare-source input").first
-        page.wait_for_function("(t) => document.querySelector('#compare-source textarea, #compare-source input')"
-                               ".value === t", arg=text)
-        box.fill(other)
-        page.locator("#compare-run").click()
-        ready(page, "#compare-panel", "compare-")
-        page.wait_for_selector("#compare-pair.js-plotly-plot g.hm", state="attached")
-        assert page.locator("#compare-left .output").text_content() == translation
-        assert page.locator("#compare-right .source").text_content() == other
-        page.locator("#compare-kind select").select_option("cross")
-        page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.startsWith('cross')")
-        ready(page, "#compare-panel", "compare-")
-        page.locator("#compare-head select").select_option(label="Head 2")
-        page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.includes('head 2')")
-        page.wait_for_timeout(300)
-        page.locator("#tabs").screenshot(path=str(SCREENSHOT_COMPARE))
+        check_tree(page)
+        check_compare(page, text, other, translation)
 
         # the link: copied to the clipboard and shown; the address bar follows too
         page.locator("#copy-link").click()
@@ -472,21 +522,7 @@ def test_browser_tree_compare_and_link_round_trip():
         state = page.evaluate("JSON.stringify(window.__attention.state)")
         assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
 
-        fresh = context.new_page()
-        d2, x2, e2 = watch_page(fresh)
-        fresh.goto(link)
-        fresh.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
-        fresh.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input')"
-                                ".value === t", arg=translation)
-        assert fresh.evaluate("JSON.stringify(window.__attention.state)") == state
-        assert fresh.locator("#hide input").is_checked() and fresh.locator("#merge input").is_checked()
-        assert fresh.evaluate("document.querySelector('#tab-cross').getAttribute('aria-selected')") == "true"
-        wait_for_title(fresh, "cross", "layer 1", "head 2")
-        assert fresh.locator("#model input").input_value() == model
-        assert fresh.locator("#link-note").count() == 0 or not fresh.locator("#link-note").is_visible()
-        fresh.wait_for_timeout(300)
-        fresh.screenshot(path=str(SCREENSHOT_LINK), full_page=True)
-        assert d2 == [] and x2 == [] and e2 == [], (d2, x2, e2)
+        check_link_in_a_new_page(context, link, state, translation, model)
 
 
 def test_browser_bad_link_parameters():

@@ -190,6 +190,28 @@ def test_browser_how_a_weight_is_computed(server, reference):
         assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
 
 
+def test_browser_a_link_opens_the_inside_panel_on_its_cell(server, reference):
+    """`cell` in a link: the panel explains that weight once the translation is drawn, the address bar keeps the
+    cell while its map is on screen, and another head drops it (the panel's numbers are of the old head)."""
+    with chromium() as browser:
+        page, (dialogs, external, errors) = open_page(browser)
+        page.goto(server.url + "?" + urlencode({"text": SOURCE, "kind": "cross", "layer": 1, "head": 2, "cell": "2.5"}))
+        page.wait_for_function(f"({READY})('#inside-panel') === 'cell-cross-0-1-1-4'")
+        value = page.evaluate(f"{PANEL}.__value")
+        own = page.locator("#translation textarea, #translation input").first.input_value()
+        maps = reference.force(SOURCE, own).attention
+        np.testing.assert_allclose(value["weights"], maps.cross[0, 1, 1], atol=1e-5)  # the float32 map's row
+        assert page.locator("#link-note").is_hidden()  # nothing in the link was ignored
+        page.wait_for_function("new URLSearchParams(location.search).get('cell') === '2.5'")
+        page.locator("#head select").select_option(label="Head 1")
+        page.wait_for_function("new URLSearchParams(location.search).get('head') === '1'")
+        assert "cell" not in parse_qs(urlparse(page.url).query)
+        value = click_cell(page, "cross", 0, 2)  # a click puts its cell into the address bar
+        page.wait_for_function("new URLSearchParams(location.search).get('cell') === '1.3'")
+        assert (value["head"], value["query"], value["key"]) == (0, 0, 2)
+        assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
+
+
 def test_browser_watch_it_learn(server, toy_run):
     with chromium() as browser:
         page, (dialogs, external, errors) = open_page(browser)

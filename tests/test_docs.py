@@ -101,12 +101,37 @@ def test_readme_and_teaching_hold_app_links():
     assert 8 <= len(teaching) <= 10
 
 
-def test_benchmarks_page_is_what_the_results_give():
+def bench_report():
+    """bench/report.py, the generator of docs/benchmarks.md."""
     sys.path.insert(0, str(ROOT / "bench"))
     try:
         import report
     finally:
         sys.path.remove(str(ROOT / "bench"))
+    return report
+
+
+def test_benchmarks_page_is_what_the_results_give():
+    report = bench_report()
     assert (ROOT / "docs" / "benchmarks.md").read_text() == report.render(), \
         "docs/benchmarks.md is stale: run python bench/report.py"
     assert report.flatten({"a": {"b": 1, "c": [1, 2]}, "d": None}) == [("a.b", "1"), ("a.c", "1, 2"), ("d", "null")]
+
+
+
+def test_benchmarks_page_has_a_section_for_every_bench_with_results_or_not(tmp_path):
+    """A bench with no result yet still gets its command and a line saying so; a bare result (no CPU, date or
+    command, or not even an object) still gets its table."""
+    report = bench_report()
+    benches = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.name not in ("machine.py", "report.py"))
+    assert report.benches() == benches and len(benches) >= 8
+    page = report.render(tmp_path)
+    for name in benches:
+        section = page.split(f"\n## {name}\n")[1].split("\n## ")[0]
+        assert f"--json bench/results/{name}.json" in section and "No result recorded yet" in section, name
+    (tmp_path / "load.json").write_text('{"p50_ms": 12.5, "rows": [1, 2]}')
+    (tmp_path / "load--other.json").write_text("[3, 4]")
+    section = report.render(tmp_path).split("\n## load\n")[1].split("\n## ")[0]
+    assert "**load.json**: unknown CPU, date unknown" in section and "| `p50_ms` | 12.5 |" in section
+    assert "| `rows` | 1, 2 |" in section and "| `result` | 3, 4 |" in section
+    assert "No result recorded yet" not in section

@@ -136,6 +136,22 @@ def test_a_links_layer_is_bounded_by_the_kind_on_screen():
     assert view.layer is None and "cross attention has 4 layers" in notes[0]
 
 
+def test_a_cell_of_one_heads_map_round_trips_and_is_refused_where_no_click_could_make_it():
+    view, notes = parse(text="Hi.", kind="cross", layer="3", head="8", cell="7.6")
+    assert notes == [] and view.cell == (6, 5) and view.client()["cell"] == [6, 5]
+    assert view.to_query()["cell"] == "7.6" and parse(**view.to_query()) == (view, [])
+    assert "cell" not in ViewState().client() and "cell" not in ViewState().to_query()
+    one_head = dict(text="Hi.", kind="encoder", layer="1", head="2")
+    for bad in ("7", "7.6.1", "0.3", "3.1025", "-1.2", "a.b", "7,6", "1e1.2", " 7.6"):
+        view, notes = parse(**one_head, cell=bad)
+        assert view.cell is None and len(notes) == 1 and "query.key, two whole numbers" in notes[0], (bad, notes)
+    for where in ({"head": "mean"}, {"head": None}, {"layer": None}, {"kind": "steps"}, {"merge": "1"},
+                  {"tab": "tree"}):
+        params = {k: v for k, v in {**one_head, **where, "cell": "2.2"}.items() if v is not None}
+        view, notes = parse(**params)
+        assert view.cell is None and len(notes) == 1 and "a single head and merge=0" in notes[0], (where, notes)
+
+
 @pytest.mark.parametrize("text", ["gift\u202etfig", "pay\u200bpal", "a\u2066b\u2069", "\ufeffHello", "so\u00adft"])
 def test_link_text_with_invisible_characters_is_refused_and_shown_visibly(text):
     view, notes = ViewState.from_query({"text": text})

@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
@@ -237,6 +238,14 @@ class Explorer:
     def payload(self, result: Result | None) -> dict[str, Any] | None:
         """What the attention tab gets for a result: `views.result_payload` with its model's head analysis."""
         return None if result is None else result_payload(result, self.heads(result.model))
+
+    def translate_linked(self, text: str, method: str, beam_size: Any, model: str | None, length_penalty: Any,
+                         linked: dict[str, Any]) -> Result | None:
+        """A link's translation with its heads switched off or its norm maps (`linked`: the link's view): the
+        first answer is already the model's without those heads, never a flash of the intact translation."""
+        result, _ = self.translate(text, method, beam_size, model, length_penalty)
+        return self.rerun(result, SimpleNamespace(_data={"off": linked.get("off") or [],
+                                                         "measure": linked.get("measure", "weight")}))
 
     def rerun(self, result: Result | None, evt: Any) -> Result | None:
         """The attention tab asks for a model pass (`evt`: its 'rerun' event, {"off": [[kind, layer, head], ...],

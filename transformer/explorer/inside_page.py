@@ -1,5 +1,5 @@
 """The browser side of the three ways into the model: the skeletons of their gr.HTML components, their styles,
-and the script that starts each (static/inside.js); `app.py` builds the components (`build_inside_*`)."""
+and the script that starts each (static/inside.js); `side_panels.build_yours` and `tab_panels` build the components."""
 from __future__ import annotations
 
 from functools import cache

@@ -1,7 +1,7 @@
 """The browser side of the attention explorer: its HTML skeleton, script and styles, read from disk.
 
-`app.py` puts these into one `gr.HTML` component: the skeleton is static (so a new payload never
-re-renders it), `static/explorer.js` draws the views into it from the payload of
+`tab_panels.build_attention_tab` puts these into one `gr.HTML` component: the skeleton is static (so a new
+payload never re-renders it), `static/explorer.js` draws the views into it from the payload of
 `transformer.explorer.payload.attention_payload`, and plotly.js comes from the installed `plotly` package,
 served by the app itself (never a CDN: nothing leaves the machine). The `JS_*` functions at the end are
 what the app's events run in the browser (`js=`), with share.js in scope.

@@ -23,6 +23,11 @@ URL parameters (all optional; layer and head are 1-based as on screen):
     measure         weight | norm (Kobayashi et al.'s ‖α f(x)‖, row-normalised)
     step            1..MAX_STEP: the decoding step the steps view shows (kind=steps; the page clamps it to
                     the translation's length)
+    cell            QUERY.KEY, e.g. 7.6: the cell of the map on screen whose weight the inside panel explains,
+                    as token positions counting from 1 with <bos>/<eos> counted (a map's full axes, as
+                    "hide special tokens" off shows them); only on the attention tab with kind encoder,
+                    decoder or cross, a layer, a single head and merge off (the panel explains single
+                    tokens); the model says if the translation has no such position
 A link without layer and head opens each kind on its default (cross-attention: the checkpoint's strongest
 alignment head; static/explorer.js `autoPick`).
 """
@@ -50,11 +55,11 @@ KINDS = ("encoder", "decoder", "cross")  # the three attention kinds of a transl
 VIEW_KINDS = KINDS + ("steps",)  # the attention tab's views (explorer.js `state.tab`)
 ROWS_CODES = {"input": ROWS_INPUT, "predicted": ROWS_PREDICTED}
 PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "layer", "head", "rows", "hide",
-          "merge", "present", "off", "measure", "yours", "step")
+          "merge", "present", "off", "measure", "yours", "step", "cell")
 MEASURES = ("weight", "norm")  # what the attention maps show: α, or ‖α f(x)‖
 KIND_CODES = {"e": "encoder", "d": "decoder", "c": "cross"}  # `off`'s kind letters
 MAX_OFF_CHARS = 1200  # `off` may name every head of a large model
-MAX_STEP = 1024  # the bound on `step` (the page clamps it to the translation's steps)
+MAX_STEP = 1024  # the bound on `step` (the page clamps it to the translation's steps) and on `cell`'s positions
 MAX_LAYERS = 64  # the bound on `layer`/`head` when the model's own sizes are not known
 MAX_VALUE_CHARS = 200  # any parameter but the texts
 _BOOLS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
@@ -74,7 +79,8 @@ class ViewState:
     `length_penalty`, `present`, `tab` (the app's tab). Browser side, the `state` object of
     static/explorer.js (`client()` is its initial value): `kind` (an attention kind or "steps"),
     `layer` (0-based; None: the last), `head` (MEAN_HEADS: the mean), `rows`, `hide_special`,
-    `merge_subwords`, `step` (1-based; in URLs of the steps view).
+    `merge_subwords`, `step` (1-based; in URLs of the steps view), `cell` (the (query, key) token positions,
+    0-based, of the cell the inside panel explains once the link's translation is on screen).
     """
 
     text: str = ""
@@ -95,6 +101,7 @@ class ViewState:
     off: tuple[tuple[str, int, int], ...] = ()  # heads switched off: (kind, layer, head), 0-based, sorted
     measure: str = "weight"
     yours: str = ""  # a translation of one's own to score (the "Your translation" box)
+    cell: tuple[int, int] | None = None  # (query, key), 0-based: the clicked cell of the inside panel
 
     def client(self) -> dict[str, Any]:
         """The browser-side fields under the names explorer.js uses (`off` and `measure` when not the default)."""
@@ -104,6 +111,8 @@ class ViewState:
             client["off"] = [list(h) for h in self.off]
         if self.measure != "weight":
             client["measure"] = self.measure
+        if self.cell is not None:
+            client["cell"] = list(self.cell)
         return client
 
     def to_query(self) -> dict[str, str]:
@@ -116,7 +125,8 @@ class ViewState:
                  "hide": str(int(self.hide_special)), "merge": str(int(self.merge_subwords)),
                  "present": str(int(self.present)), "off": off_text(self.off),
                  "measure": "" if self.measure == "weight" else self.measure, "yours": self.yours,
-                 "step": str(self.step) if self.kind == "steps" and self.step > 1 else ""}
+                 "step": str(self.step) if self.kind == "steps" and self.step > 1 else "",
+                 "cell": "" if self.cell is None else f"{self.cell[0] + 1}.{self.cell[1] + 1}"}
         return {k: v for k, v in query.items() if v != ""}
 
     @classmethod
@@ -146,6 +156,7 @@ class ViewState:
         on_screen = "cross" if view.kind == "steps" else view.kind  # the steps view draws cross-attention
         notes += _read_layer_and_head(view, values, kind_layers.get(on_screen, n_layers), n_heads, on_screen)
         notes += _read_heads_off(view, values, kind_layers, n_heads)
+        notes += _read_cell(view, values)
         return view, notes
 
     @staticmethod
@@ -298,6 +309,21 @@ def _read_heads_off(view: ViewState, values: Mapping[str, str], kind_layers: Map
     if why:
         return [_ignored(values, "off", why)]
     view.off = off
+    return []
+
+
+def _read_cell(view: ViewState, values: Mapping[str, str]) -> list[str]:
+    """`cell` (QUERY.KEY, each 1..MAX_STEP), stored 0-based; only where the view shows one head's map of single
+    tokens (the attention tab, a kind of attention, a layer and a head given, merge off), as a click needs."""
+    if "cell" not in values:
+        return []
+    match = re.fullmatch(r"([0-9]{1,4})\.([0-9]{1,4})", values["cell"])
+    if not match or not all(1 <= int(n) <= MAX_STEP for n in match.groups()):
+        return [_ignored(values, "cell", f"must be query.key, two whole numbers from 1 to {MAX_STEP}, e.g. 7.6")]
+    if view.tab != "attention" or view.kind == "steps" or view.layer is None or view.head < 0 or view.merge_subwords:
+        return [_ignored(values, "cell", "needs tab attention, kind encoder, decoder or cross, a layer, a single head "
+                                         "and merge=0")]
+    view.cell = (int(match[1]) - 1, int(match[2]) - 1)
     return []
 
 

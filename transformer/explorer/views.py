@@ -75,6 +75,16 @@ def nbest_row_candidate(result: Result, row: int) -> int:
     return distinct[min(max(int(row), 0), len(distinct) - 1)][0]
 
 
+def nbest_select_candidate(result: Result | None, index: Any) -> int | None:
+    """The candidate behind an n-best select event's "index" (a row, or [row, column]); None when it names none."""
+    if result is None or not index:
+        return None
+    row = index[0] if isinstance(index, (list, tuple)) else index
+    if isinstance(row, bool) or not isinstance(row, int):  # not a row of the table
+        return None
+    return nbest_row_candidate(result, row)
+
+
 def candidate_choices(result: Result | None) -> list[tuple[str, int]]:
     if result is None:
         return [("1", 0)]

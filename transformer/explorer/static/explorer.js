@@ -418,10 +418,20 @@ function initExplorer(root, props, watch) {
   function cellClicked(kind, e) {
     const point = e && e.points && e.points[0], view = $(`#focus-${kind} .plot`).__view;
     if (!point || !view) return;
-    const [L, H] = mapsOf(kind).shape, i = point.y, j = point.x;
+    const i = point.y, j = point.x;
+    askCell(kind, view.q.index ? view.q.index[i] : null, view.k.index ? view.k.index[j] : null);
+  }
+
+  // the inside panel asked for cell (query, key) of the map on screen (token positions, specials counted); a
+  // cell of one head's map of single tokens goes into the link (`cell`), with its layer and head
+  function askCell(kind, query, key) {
+    const [L, H] = mapsOf(kind).shape;
     const detail = {kind, layer: clampLayer(L), head: headOf(H), rows: state.rows, merged: Boolean(state.merge),
-      measure: showNorm() ? "norm" : "weight", rev: data.rev,
-      query: view.q.index ? view.q.index[i] : null, key: view.k.index ? view.k.index[j] : null};
+      measure: showNorm() ? "norm" : "weight", rev: data.rev, query, key};
+    if (detail.head >= 0 && !detail.merged && Number.isInteger(query) && Number.isInteger(key)) {
+      Object.assign(state, {layer: detail.layer, head: detail.head, auto: false, cell: [query, key]});
+      share.sync();
+    }
     document.dispatchEvent(new CustomEvent("attention-cell", {detail}));
   }
 
@@ -746,6 +756,8 @@ function initExplorer(root, props, watch) {
   }
 
   function update(changes) {
+    // another map (or heads off): the cell the inside panel explains is no longer on screen, nor in the link
+    if (["tab", "layer", "head", "merge", "off"].some((key) => key in changes)) state.cell = null;
     Object.assign(state, chosen(changes));
     render();
     share.sync();
@@ -834,6 +846,7 @@ function initExplorer(root, props, watch) {
   function setPayload(value) {
     payload = value;
     data = value && value.kinds ? decode(value) : null;
+    state.cell = null;  // the inside panel's numbers belong to the translation before (inside.js marks them stale)
     if (data) {
       if (lastModel !== null && lastModel !== data.model) { state.auto = true; state.off = []; }
       lastModel = data.model;
@@ -849,6 +862,11 @@ function initExplorer(root, props, watch) {
     render();
     share.sync();
     askModel();
+    if (data && state.linkedCell && KINDS.includes(state.tab)) {  // a link's cell (share.js): explained now
+      const [query, key] = state.linkedCell;
+      state.linkedCell = null;
+      askCell(state.tab, query, key);
+    }
   }
 
   // presentation mode (body.present) changes sizes: redraw what is visible

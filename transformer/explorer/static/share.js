@@ -9,7 +9,7 @@ function attentionView() {
   if (window.__attention) return [window.__attention, false];
   // auto: no layer or head chosen yet (each kind opens on its default: explorer.js autoPick)
   const state = {tab: "encoder", layer: null, head: -1, auto: true, rows: "predicted token", hide: false,
-    merge: false, step: 1, off: [], measure: "weight"};
+    merge: false, step: 1, off: [], measure: "weight", cell: null, linkedCell: null};
   const view = {state, explorer: null};
   view.viewJson = () => JSON.stringify({kind: state.tab, layer: state.layer, head: state.head, rows: state.rows});
   view.share = makeShare(state);
@@ -26,11 +26,14 @@ function attentionView() {
     if (typeof v.merge === "boolean") state.merge = v.merge;
     if (Array.isArray(v.off)) state.off = v.off;  // validated by the server (share.py), like the rest
     if (["weight", "norm"].includes(v.measure)) state.measure = v.measure;
+    // a linked cell: explorer.js asks the inside panel for it once the link's translation is drawn
+    const cell = Array.isArray(v.cell) && v.cell.length === 2 && v.cell.every(Number.isInteger) ? v.cell : null;
+    state.linkedCell = cell;
     if (view.explorer) view.explorer.refresh();
   };
   // the panels change the shared state; the explorer redraws (now, or when it shows again)
   view.set = (changes) => {  // a layer or head chosen in a panel ends the defaults (explorer.js autoPick)
-    Object.assign(state, changes, "layer" in changes || "head" in changes ? {auto: false} : {});
+    Object.assign(state, changes, "layer" in changes || "head" in changes ? {auto: false, cell: null} : {});
     if (view.explorer) view.explorer.refresh();
     view.share.sync();
   };
@@ -67,6 +70,8 @@ function makeShare(state) {
       p.set("head", state.head < 0 ? "mean" : String(state.head + 1));
     }
     if (state.tab === "steps" && state.step > 1) p.set("step", String(state.step));
+    // the cell the inside panel explains (explorer.js sets it on a click and clears it when the map changes)
+    if (Array.isArray(state.cell)) p.set("cell", `${state.cell[0] + 1}.${state.cell[1] + 1}`);
     p.set("rows", state.rows === "predicted token" ? "predicted" : "input");
     p.set("hide", state.hide ? "1" : "0");
     p.set("merge", state.merge ? "1" : "0");
