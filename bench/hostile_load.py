@@ -45,7 +45,7 @@ SENTENCES_EN = [  # my own sentences, repeated to the limit
     "After the storm, the children collected shells along the empty beach until dark.",
     "My aunt has been teaching mathematics at the same village school for thirty years.",
 ]
-SHORT_EN, SHORT_TOY = "The baby is asleep.", "h e l l o"
+SHORT_EN, SHORT_TOY = "The baby is asleep in the red pram.", "h e l l o"
 KINDS = ("encoder", "decoder", "cross")
 
 
