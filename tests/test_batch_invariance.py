@@ -163,11 +163,16 @@ def test_the_batcher_gives_concurrent_clients_their_lone_answers(served):
     assert not failures, failures
 
 
-@pytest.mark.parametrize("shape", [(256, 256), (1024, 256), (256, 4000)])
-def test_row_int8_linear_is_row_invariant_and_close_to_float32(shape):
+def seeded_linear(shape: tuple[int, int]) -> tuple[int, torch.nn.Linear]:
+    """(in_features, a seeded `nn.Linear` of `shape` = (in, out) in eval mode)."""
     k, n = shape
     torch.manual_seed(0)
-    linear = torch.nn.Linear(k, n).eval()
+    return k, torch.nn.Linear(k, n).eval()
+
+
+@pytest.mark.parametrize("shape", [(256, 256), (1024, 256), (256, 4000)])
+def test_row_int8_linear_is_row_invariant_and_close_to_float32(shape):
+    k, linear = seeded_linear(shape)
     q = RowInt8Linear(linear)
     x = torch.randn(300, k) * torch.logspace(-2, 2, 300)[:, None]  # rows of very different magnitudes
     with torch.inference_mode():
@@ -182,9 +187,7 @@ def test_row_int8_linear_is_row_invariant_and_close_to_float32(shape):
 
 @pytest.mark.parametrize("shape", [(256, 256), (1024, 256), (256, 4000)])
 def test_row_block_float32_linear_is_row_invariant_and_exactly_a_linear(shape):
-    k, n = shape
-    torch.manual_seed(0)
-    linear = torch.nn.Linear(k, n).eval()
+    k, linear = seeded_linear(shape)
     block = RowBlockLinear(linear)
     x = torch.randn(320, k)
     with torch.inference_mode():
