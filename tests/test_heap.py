@@ -1,6 +1,6 @@
-"""The app's heap gives freed result arrays back to the system (transformer/explorer/heap.py).
+"""The app's heap gives freed result arrays back to the system (transformer/heap.py).
 
-The same workload runs in two fresh processes, with and without `heap.bound()`/`heap.trim()`: threads keep
+The same workload runs in two fresh processes, with and without `heap.give_back()`/`heap.trim()`: threads keep
 arrays of 1 to 12 MB under a byte budget, oldest released first, as `results.ResultStore` does. Resident
 memory over the process's start is compared (glibc only: elsewhere the functions do nothing)."""
 from __future__ import annotations
@@ -12,21 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from transformer.explorer import heap
+from transformer import heap
 
 REPO = Path(__file__).resolve().parents[1]
 
 WORKLOAD = r"""
 import collections, json, random, sys, threading
 import torch
-from transformer.explorer import heap
+from transformer import heap
 
 def rss_mb():
     return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
 
 bounded = sys.argv[1] == "bound"
 if bounded:
-    heap.bound()
+    heap.give_back()
 start = rss_mb()
 store, lock, size = collections.OrderedDict(), threading.Lock(), [0]
 BUDGET = 64 * 2**20
@@ -73,7 +73,35 @@ def test_a_bounded_heap_holds_little_more_than_the_arrays_kept():
 
 def test_bound_and_trim_report_what_they_did():
     if heap._glibc() is None:
-        assert heap.bound() is False and heap.trim() is False
+        assert heap.give_back() is False and heap.trim() is False
     else:
-        assert heap.bound() is True
+        assert heap.give_back() is True
         assert isinstance(heap.trim(), bool)
+
+
+KEEP_WORKLOAD = r"""
+import json, sys
+import torch
+from transformer import heap
+
+def rss_mb():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+
+if sys.argv[1] == "keep":
+    heap.keep()
+start = rss_mb()
+block = torch.empty(50 * 2**18).fill_(1.0)  # 50 MB: past glibc's largest dynamic mmap threshold
+del block
+print(json.dumps({"held_mb": rss_mb() - start}))
+"""
+
+
+@pytest.mark.skipif(heap._glibc() is None, reason="mallopt is glibc's")
+def test_a_trainer_heap_keeps_freed_blocks_for_the_next_step():
+    def held(mode: str) -> float:
+        out = subprocess.run([sys.executable, "-c", KEEP_WORKLOAD, mode], cwd=REPO, capture_output=True, text=True,
+                             timeout=120, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])["held_mb"]
+
+    assert held("default") < 10  # given back at once: the next step's block would be fresh pages
+    assert held("keep") > 45  # kept: the next step reuses its pages

@@ -25,7 +25,7 @@ from transformer.batching import BatcherBusy
 from transformer.placeholders import placeholder_text
 from transformer.translator import Attention, Translation, Translator
 
-from . import heap
+from transformer import heap
 from .checks import budgeted_beam, check_length_penalty, check_options, head_mask_of, quoted, read_off, user_error
 from .share import DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS
 
