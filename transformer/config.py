@@ -5,6 +5,8 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+ATTENTION_KINDS = ("encoder", "decoder", "cross")  # a translation's three kinds of attention, as every module names them
+
 ACTIVATIONS = ("relu", "gelu", "geglu")
 
 

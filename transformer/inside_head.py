@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .config import ATTENTION_KINDS
 from .model import HeadMask, Transformer, causal_mask
 
-KINDS = ("encoder", "decoder", "cross")
+KINDS = ATTENTION_KINDS
 
 
 @dataclass

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .config import ModelConfig
+from .config import ATTENTION_KINDS, ModelConfig
 from .kv_cache import KVCache, LayerKVCache
 
 
@@ -30,6 +30,7 @@ class AttentionMaps:
 
 
 @dataclass
+
 class HeadMask:
     """Which heads take part, per attention kind: `(L, H)` of 0/1, or `(B, L, H)` per example (e.g. to take
     gradients with respect to it); None means every head of that kind is on.
@@ -43,7 +44,7 @@ class HeadMask:
     decoder: Tensor | None = None
     cross: Tensor | None = None
 
-    KINDS = ("encoder", "decoder", "cross")
+    KINDS = ATTENTION_KINDS
 
     def check(self, config: ModelConfig) -> HeadMask:
         """Raise ValueError unless every mask fits the model (layers × heads, optionally a batch first)."""

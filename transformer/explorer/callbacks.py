@@ -33,6 +33,7 @@ from transformer.translator import Translator
 
 from transformer.hub import training_progress
 
+from transformer import heap
 from .checks import SessionSlots, user_error
 from .exports import EXPORT_DIR_PREFIX, export_npz, remove_stale_export_dirs
 from .registry import ENV_CHECKPOINT, ModelRegistry, examples_for, is_toy
@@ -167,6 +168,7 @@ class Explorer:
         set), loaded in `precision_from_env()`, exports in a temporary directory of this process, torch on
         every core (`torch_threads`)."""
         torch.set_num_threads(torch_threads())
+        heap.give_back()  # results' arrays freed are given back to the system (heap.py)
         override = os.environ.get(ENV_CHECKPOINT)
         export_dir = Path(tempfile.gettempdir()) / f"{EXPORT_DIR_PREFIX}{os.getpid()}"
         for stale in remove_stale_export_dirs(export_dir.parent, os.getpid()):

@@ -18,10 +18,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import viz
+from transformer.config import ATTENTION_KINDS
 
 log = logging.getLogger(__name__)
 
-KINDS = ("encoder", "decoder", "cross")
+KINDS = ATTENTION_KINDS
 KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
 HEAD_FILES = ("head_importance.json", "head_roles.json")
 ROLE_CODES = {"prev": "P", "next": "N", "self": "S", "rare": "R", "sink": "K", "align": "A"}  # cell letters

@@ -34,6 +34,7 @@ import numpy as np
 from plotly.colors import sample_colorscale, sequential
 
 from . import viz
+from transformer.config import ATTENTION_KINDS
 from transformer.translator import Attention, StepRecord
 
 __all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "decode_array", "decode_attention",
@@ -49,7 +50,7 @@ QUANT_SCALE = 65535  # weights in [0, 1] as uint16: steps of 1.5e-5, so a hover'
 SMALL_QUANT_SCALE = 255
 MAX_WEIGHT_BYTES = 80_000  # uint16 only while its raw bytes (all kinds) stay within this: ~13 words on en-de
 MASS_SCALE = 65535  # a row's kept mass as uint16
-KINDS = ("encoder", "decoder", "cross")
+KINDS = ATTENTION_KINDS
 # light to dark, white = no attention; the canvas model view and the Plotly heatmaps share it
 ATTENTION_COLORS = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
 SCORE_COLORS = "Viridis"

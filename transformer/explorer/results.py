@@ -25,6 +25,7 @@ from transformer.batching import BatcherBusy
 from transformer.placeholders import placeholder_text
 from transformer.translator import Attention, Translation, Translator
 
+from transformer import heap
 from .checks import budgeted_beam, check_length_penalty, check_options, head_mask_of, quoted, read_off, user_error
 from .share import DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS
 
@@ -301,6 +302,7 @@ class ResultStore:
         for old in released:  # outside the lock: dropping arrays frees memory, nothing else waits on it
             old.release()
         if released:
+            heap.trim()  # what the arrays' small blocks freed goes back to the system too (heap.py)
             log.info("results store: released %d result(s); %d kept, %.1f MB of %.1f MB", len(released),
                      len(self), total / 1e6, self.max_bytes / 1e6)
         return item

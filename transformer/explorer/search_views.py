@@ -25,6 +25,7 @@ from plotly.colors import get_colorscale
 
 from . import search_viz
 from transformer.search_trace import ROOT, SearchTrace
+from transformer.config import ATTENTION_KINDS
 from .share import MEAN_HEADS, ROWS_INPUT, ROWS_PREDICTED
 from transformer.translator import Attention, Translation, Translator
 
@@ -32,7 +33,7 @@ __all__ = ["SearchView", "record_search", "node_cross_rows", "tree_value", "Comp
            "pick_view", "figure_json"]
 
 _REVISIONS = itertools.count(1)
-COMPARE_KINDS = ("encoder", "decoder", "cross")
+COMPARE_KINDS = ATTENTION_KINDS
 
 
 def figure_json(fig: go.Figure) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import viz
+from transformer.config import ATTENTION_KINDS
 from transformer.search_trace import FINISHED, KEPT, PRUNED, ROOT, SearchNode, SearchTrace
 
 __all__ = [
@@ -353,7 +354,7 @@ class AttentionMaps(Protocol):
     tgt_out_tokens: list[str]
 
 
-KINDS = ("encoder", "decoder", "cross")
+KINDS = ATTENTION_KINDS
 
 
 def select_map(att: AttentionMaps, kind: str, layer: int, head: int, predicted_rows: bool = False

@@ -39,6 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from transformer.config import ATTENTION_KINDS
+
 __all__ = ["ViewState", "TABS", "VIEW_KINDS", "PARAMS", "MEASURES", "KIND_CODES", "off_text", "parse_off",
            "UI_MAX_BEAM", "DEFAULT_BEAM", "DEFAULT_LENGTH_PENALTY", "MAX_INPUT_CHARS", "MAX_LENGTH_PENALTY",
            "MEAN_HEADS", "ROWS_INPUT", "ROWS_PREDICTED", "KINDS"]
@@ -51,7 +53,7 @@ MEAN_HEADS = -1  # head selector value for "mean over heads"
 ROWS_INPUT, ROWS_PREDICTED = "decoder input token", "predicted token"
 
 TABS = ("attention", "tree", "compare", "training", "heads", "learn")  # the app's tabs (gr.Tab ids)
-KINDS = ("encoder", "decoder", "cross")  # the three attention kinds of a translation
+KINDS = ATTENTION_KINDS  # the three attention kinds of a translation
 VIEW_KINDS = KINDS + ("steps",)  # the attention tab's views (explorer.js `state.tab`)
 ROWS_CODES = {"input": ROWS_INPUT, "predicted": ROWS_PREDICTED}
 PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "layer", "head", "rows", "hide",

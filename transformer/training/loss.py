@@ -14,9 +14,11 @@ outlives its chunk.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 CHUNK_ROWS = 512  # rows of logits formed at once: 512 x 16k float32 = 32 MB, about one L3 cache
+ROW_MULTIPLE = 64  # the last chunk is padded to a multiple of this many rows (why: `linear_cross_entropy`)
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
@@ -35,23 +37,25 @@ class _LinearCrossEntropy(torch.autograd.Function):
         grad_hidden = torch.empty_like(hidden) if need_grad else None
         grad_weight = torch.zeros(vocab, weight.size(1), dtype=acc, device=weight.device) if need_grad else None
         for start in range(0, n_rows, chunk):
-            h = hidden[start:start + chunk].to(dtype)  # (n, d_model)
-            t = target[start:start + chunk, None]  # (n, 1)
-            z = torch.mm(h, w.t()).to(acc)  # (n, V) logits, float32 from here on
-            z_mean, z_target = z.mean(dim=-1), z.gather(1, t).squeeze(1)  # (n,)
-            z_max = z.amax(dim=-1, keepdim=True)  # (n, 1); amax, not max: no indices to find
+            n = min(chunk, n_rows - start)  # real rows; the chunk is padded to `padded_rows(n)` with zero rows
+            h = F.pad(hidden[start:start + n].to(dtype), (0, 0, 0, padded_rows(n) - n))  # (n_pad, d_model)
+            t = F.pad(target[start:start + n, None], (0, 0, 0, padded_rows(n) - n))  # (n_pad, 1)
+            z = torch.mm(h, w.t()).to(acc)  # (n_pad, V) logits, float32 from here on
+            z_mean, z_target = z.mean(dim=-1), z.gather(1, t).squeeze(1)  # (n_pad,)
+            z_max = z.amax(dim=-1, keepdim=True)  # (n_pad, 1); amax, not max: no indices to find
             e = z.sub_(z_max).exp_()  # exp(z - max), in place of the logits
-            norm = e.sum(dim=-1, keepdim=True)  # (n, 1)
+            norm = e.sum(dim=-1, keepdim=True)  # (n_pad, 1)
             lse = (z_max + norm.log()).squeeze(1)
             # -(1 - eps) log p_t - eps mean_v log p_v  =  lse - (1 - eps) z_t - eps mean_v z_v
-            total += (lse - (1.0 - eps) * z_target - eps * z_mean).sum()
+            total += (lse - (1.0 - eps) * z_target - eps * z_mean)[:n].sum()
             if need_grad:  # d/dz = softmax - (1 - eps) onehot(t) - eps / V
                 g = e.mul_(norm.reciprocal_())
                 if eps:
                     g.sub_(eps / vocab)
                 g.scatter_add_(1, t, torch.full_like(t, -(1.0 - eps), dtype=g.dtype))
+                g[n:] = 0  # padding rows: no gradient
                 g = g.to(dtype)
-                grad_hidden[start:start + chunk] = torch.mm(g, w).to(hidden.dtype)
+                grad_hidden[start:start + n] = torch.mm(g, w)[:n].to(hidden.dtype)
                 grad_weight.add_(torch.mm(g.t(), h))  # (V, d_model), summed in float32
         if need_grad:
             ctx.save_for_backward(grad_hidden, grad_weight.to(weight.dtype))
@@ -75,3 +79,10 @@ def linear_cross_entropy(hidden: Tensor, weight: Tensor, target: Tensor, ignore_
     hidden, target = hidden.reshape(-1, hidden.size(-1)), target.reshape(-1)
     keep = target != ignore_index
     return _LinearCrossEntropy.apply(hidden[keep], weight, target[keep], float(label_smoothing), dtype, chunk)
+
+
+def padded_rows(n: int) -> int:
+    """`n` rounded up to a multiple of `ROW_MULTIPLE`. oneDNN builds a bf16 matmul kernel for every new row count
+    (about 16 ms on 2 AMX cores, ten times the product itself), and the last chunk's row count changes with
+    every batch: padded, it takes one of 8 shapes, each built once."""
+    return -(-n // ROW_MULTIPLE) * ROW_MULTIPLE

@@ -20,6 +20,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from transformer import heap
 from transformer.config import ModelConfig
 from transformer.hub import TIED_NAMES, load_weights_into, read_weights
 from transformer.model import Transformer
@@ -114,6 +115,8 @@ class Trainer:
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.device = pick_device(cfg, self.world)
+        if self.device.type == "cpu":
+            heap.keep()  # each step reuses the last one's pages instead of faulting in fresh ones (heap.py)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.run = RunDirectory(cfg.run_dir, keep_last=max(cfg.keep_last, cfg.average_last))
