@@ -208,7 +208,8 @@ def finished_in_order(futures: dict, order: list[str] | None = None) -> list[str
 def test_a_cheap_request_goes_before_expensive_ones_that_came_first(tr):
     long_texts = [LONG, LONG.replace("fisherman", "sailor"), LONG.replace("two small boys", "three girls")]
     works = [search_work(len(tr.source(t).ids), 5) for t in long_texts]
-    batcher = Batcher(window_s=0.0, max_work=max(works))  # a round holds one long request
+    batcher = Batcher(window_s=0.0, max_work=max(works),  # a round holds one long request
+                      light_work=search_work(len(tr.source(SHORT).ids)))  # the short one alone is an everyday one
     try:
         assert search_work(len(tr.source(SHORT).ids)) < min(works)
         release, holder = hold(batcher)
@@ -226,7 +227,7 @@ def test_a_cheap_request_goes_before_expensive_ones_that_came_first(tr):
 
 
 def test_a_cheap_request_runs_at_a_pause_point_of_an_expensive_search_and_changes_nothing(tr):
-    batcher = Batcher(window_s=0.0, pause_s=0.0)
+    batcher = Batcher(window_s=0.0, pause_s=0.0, light_work=search_work(len(tr.source(SHORT).ids)))
     gate, started = threading.Event(), threading.Event()
     ran: list[str] = []
 
@@ -259,7 +260,8 @@ def test_a_cheap_request_runs_at_a_pause_point_of_an_expensive_search_and_change
 
 def test_an_expensive_request_goes_after_at_most_max_skips_rounds_of_later_cheaper_ones(tr):
     work = search_work(len(tr.source(LONG).ids), 5)
-    batcher = Batcher(window_s=0.0, max_skips=3, max_work=work, pause_s=600.0)  # no pauses: rounds only
+    batcher = Batcher(window_s=0.0, max_skips=3, max_work=work, pause_s=600.0,  # no pauses: rounds only
+                      light_work=search_work(len(tr.source(SHORT).ids)))
     chained: list[Future] = []
     try:
         release, holder = hold(batcher)
@@ -282,7 +284,7 @@ def test_an_expensive_request_goes_after_at_most_max_skips_rounds_of_later_cheap
 
 
 def test_other_model_work_is_ordered_by_the_work_it_declares(tr):
-    batcher = Batcher(window_s=0.0)
+    batcher = Batcher(window_s=0.0, light_work=1)  # only the "small" call is an everyday request
     ran: list[str] = []
     try:
         release, holder = hold(batcher)
@@ -299,5 +301,24 @@ def test_other_model_work_is_ordered_by_the_work_it_declares(tr):
         long.result(120), [c.result(120) for c in calls]
         pool.shutdown()
         assert ran == ["small", "long", "undeclared"]
+    finally:
+        batcher.close()
+
+
+def test_everyday_presses_keep_their_order_and_a_search_of_them_never_pauses(tr):
+    texts = [LONG, REQUESTS[0][0], SHORT]  # the most expensive came first
+    works = [search_work(len(tr.source(t).ids), 5) for t in texts]
+    batcher = Batcher(window_s=0.0, max_batch=1, pause_s=0.0)  # a round of one; a pause as soon as one may
+    try:
+        assert max(works) <= batcher.light_work and works[0] > works[-1]  # all everyday, of different cost
+        release, holder = hold(batcher)
+        futures = {f"press{i}": batcher.submit(tr, t, "beam", 5) for i, t in enumerate(texts)}
+        order = finished_in_order(futures)
+        release.set()
+        holder.join()
+        answers = [futures[f"press{i}"].result(120) for i in range(len(texts))]
+        assert order == ["press0", "press1", "press2"]  # as they came, not cheapest first
+        assert batcher.stats.paused == 0
+        assert answers[0].text == tr.translate(LONG, "beam", 5).text
     finally:
         batcher.close()
