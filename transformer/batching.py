@@ -260,12 +260,15 @@ class Batcher:
     def _company(self, first: _Request) -> tuple[int, float, float]:
         """(how many requests to wait for, until when at most, the longest gap between arrivals), for the
         oldest waiting request `first`: none for a call; in a burst, as many as the last round held, until
-        `burst_window_s` after `first` arrived while they keep coming; otherwise until `window_s` after."""
+        `burst_window_s` after the later of `first`'s arrival and the last round's end, while they keep coming
+        (a round answers its searches one by one, so its first users may be back before it ends: counted from
+        their arrival, the wait was over before the last users got their answers); otherwise until `window_s`
+        after `first` arrived."""
         if not isinstance(first, _Translation):
             return 1, 0.0, 0.0
         ended, size = self._last_batch
         if size >= self.burst_min and time.monotonic() - ended < self.burst_gap_s:
-            return min(size, self.max_batch), first.arrived + self.burst_window_s, self.settle_s
+            return min(size, self.max_batch), max(first.arrived, ended) + self.burst_window_s, self.settle_s
         return self.max_batch, first.arrived + self.window_s, float("inf")
 
     def _priority(self, item: _Request) -> tuple:
