@@ -189,6 +189,23 @@ def test_in_a_burst_the_next_batch_waits_for_the_users_of_the_last_one(tr):
         burst.close()
 
 
+def test_in_a_burst_the_wait_for_company_counts_from_the_last_rounds_end_if_later(tr):
+    # A round answers its searches one by one: its first users may be back before it ends. Counted from their
+    # arrival, the wait for the rest would be over before the last users even had their answers.
+    batcher = Batcher(burst_min=2, burst_window_s=0.5, settle_s=0.1)
+    try:
+        source = tr.source(SHORT)
+        now = time.monotonic()
+        early = _Translation(tr, source, ("greedy", 1, 0.6, 5, True), Future(), 1, arrived=now - 0.4)
+        batcher._last_batch = (now, 30)  # a round of 30 just ended, after `early` came back
+        expected, deadline, gap = batcher._company(early)
+        assert (expected, gap) == (30, 0.1) and deadline == pytest.approx(now + 0.5)
+        batcher._last_batch = (now - 0.45, 30)  # ... or ended before it came back: counted from its arrival
+        assert batcher._company(early)[1] == pytest.approx(now - 0.4 + 0.5)
+    finally:
+        batcher.close()
+
+
 # ----------------------------------------------------------------------------- cheapest first, never starved
 
 LONG = ("An old fisherman with a grey beard and a yellow raincoat is repairing a torn net on the wooden pier "
