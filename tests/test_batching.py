@@ -154,7 +154,7 @@ def test_a_rounds_searches_share_options_and_source_bucket_and_are_bounded(tr):
     batcher = Batcher(max_batch=3, max_work=2 * search_work(20, 2))
     try:
         texts = ["a b c d e f g h i j k l m n o p q r s t u v w x y z", "Dogs bark at the postman.", "Cats sleep.",
-                 "A dog runs.", "Hi.", "Birds sing.", "An old woman with a red hat is selling apples at the market."]
+                 "A dog runs.", "Hi.", "Owls blink twice.", "An old woman with a red hat is selling apples at the market."]
         items = [_Translation(tr, tr.source(t), (m, k, 0.6, 5, True), Future(), search_work(len(tr.source(t).ids), k))
                  for t in texts for m, k in (("beam", 2), ("greedy", 1))]
         chunks = batcher._chunks(items)
