@@ -19,7 +19,8 @@ queue and form the next round, so under load batches grow by themselves; a lone 
 `window_s` (10 ms) at most. During a burst (the last round, less than `burst_gap_s` ago, held at least
 `burst_min` translations) its users are about to come back: the next round waits for as many, as long as
 they keep arriving (no gap over `settle_s`, 100 ms) and at most `burst_window_s` (0.5 s) after its oldest
-request, rather than decoding the first few alone while the others arrive (on 2 cores, their arrival and
+request arrived or the last round ended, whichever is later (a round answers its searches one by one, so
+its first users may be back before it ends), rather than decoding the first few alone while the others arrive (on 2 cores, their arrival and
 the last batch's answers slow such a small batch to about the time of a full one).
 
 Everyday requests first, then the cheapest. Every request has a work estimate, `search_work`: its
