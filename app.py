@@ -210,7 +210,7 @@ def build_demo() -> tuple[gr.Blocks, Page]:
 # ----------------------------------------------------------------------------- wiring
 
 PRIVATE, QUIET = dict(api_visibility="private"), dict(api_visibility="private", show_progress="minimal")
-MODEL = dict(concurrency_limit=1, concurrency_id="model")  # other model work: one at a time, on the batcher's thread
+MODEL = dict(concurrency_limit=EXPLORER.batcher.max_batch, concurrency_id="model")  # the batcher orders it
 RESTORE = dict(concurrency_limit=8, concurrency_id="restore")  # page loads run no model: never behind model work
 TRANSLATE = dict(concurrency_limit=EXPLORER.batcher.max_batch, concurrency_id="translate")
 QUIET_MODEL = {**QUIET, **MODEL}

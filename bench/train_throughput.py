@@ -46,6 +46,7 @@ from torch.utils.flop_counter import FlopCounterMode
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from machine import cpu_model  # noqa: E402  (bench/, the script's own directory)
+from transformer import heap  # noqa: E402
 from transformer.config import ModelConfig  # noqa: E402
 from transformer.model import PositionalEncoding, Transformer  # noqa: E402
 from transformer.training import hardware  # noqa: E402
@@ -269,12 +270,18 @@ def main() -> None:
     p.add_argument("--data-dir", type=Path, default=REPO.parent / "shared/data/multi30k")
     p.add_argument("--vs-torch", action="store_true", help="ours against torch.nn.Transformer instead")
     p.add_argument("--json", type=Path, help="also write the result here")
+    p.add_argument("--heap", choices=("keep", "default"), default="keep",
+                   help="glibc's heap as the trainer sets it on a CPU (transformer/heap.py; the reference paths get it too, "
+                        "which can only favour them) or as glibc starts")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    if args.heap == "keep":
+        heap.keep()
     torch.manual_seed(0)
     lengths, source = batch_lengths(4000, args.data_dir, seed=0)
     result = {"cpu": cpu_model(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "threads": args.threads,
-              "lengths": source, "max_tokens": args.max_tokens, "rounds": args.rounds, "steps_per_round": args.steps}
+              "lengths": source, "max_tokens": args.max_tokens, "rounds": args.rounds, "steps_per_round": args.steps,
+              "heap": args.heap}
     if args.vs_torch:
         result["vs_torch"] = vs_torch(args, make_batches(lengths, 8000, args.max_tokens, seed=0))
     else:

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from transformer.batching import Batcher, BatcherBusy
+from transformer.batching import Batcher, BatcherBusy, _Translation, search_work
 from transformer.translator import load_pretrained
 
 FLAGSHIP = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
@@ -69,7 +68,7 @@ def test_concurrent_users_each_get_their_own_translation_as_alone(tr, batcher):
     with ThreadPoolExecutor(len(REQUESTS)) as pool:  # six users press Translate while the model is busy
         futures = [pool.submit(batcher.translate, tr, text, m, k, lp) for text, m, k, lp in REQUESTS]
         deadline = time.monotonic() + 10
-        while batcher._queue.qsize() < len(REQUESTS) and time.monotonic() < deadline:
+        while batcher.waiting < len(REQUESTS) and time.monotonic() < deadline:
             time.sleep(0.01)
         release.set()
         results = [f.result(60) for f in futures]
@@ -151,17 +150,18 @@ def test_bad_input_is_rejected_on_the_callers_thread(tr, batcher):
         Batcher(max_batch=0)
 
 
-def test_chunks_are_length_sorted_and_bounded(tr):
-    batcher = Batcher(max_batch=3, max_batch_tokens=40)
+def test_a_rounds_searches_share_options_and_source_bucket_and_are_bounded(tr):
+    batcher = Batcher(max_batch=3, max_work=2 * search_work(20, 2))
     try:
-        items = [SimpleNamespace(source=tr.source(t)) for t in
-                 ["a b c d e f g h i j k l m n o p q r s t", "Dogs bark at the postman.", "Cats sleep.", "A dog runs.", "Hi."]]
+        texts = ["a b c d e f g h i j k l m n o p q r s t u v w x y z", "Dogs bark at the postman.", "Cats sleep.",
+                 "A dog runs.", "Hi.", "Owls blink twice.", "An old woman with a red hat is selling apples at the market."]
+        items = [_Translation(tr, tr.source(t), (m, k, 0.6, 5, True), Future(), search_work(len(tr.source(t).ids), k))
+                 for t in texts for m, k in (("beam", 2), ("greedy", 1))]
         chunks = batcher._chunks(items)
-        lengths = [[len(r.source.ids) for r in c] for c in chunks]
-        assert sum(map(len, lengths)) == 5 and all(len(c) <= 3 for c in lengths)
-        assert all(len(c) * max(c) <= 40 or len(c) == 1 for c in lengths)
-        flat = [n for c in lengths for n in c]
-        assert flat == sorted(flat)
+        assert sorted(id(r) for c in chunks for r in c) == sorted(map(id, items))
+        for chunk in chunks:
+            assert len({r.key for r in chunk}) == 1  # one translator, options and source bucket: one search
+            assert len(chunk) <= 3 and (sum(r.work for r in chunk) <= batcher.max_work or len(chunk) == 1)
     finally:
         batcher.close()
 
@@ -187,3 +187,155 @@ def test_in_a_burst_the_next_batch_waits_for_the_users_of_the_last_one(tr):
     finally:
         quiet.close()
         burst.close()
+
+
+def test_in_a_burst_the_wait_for_company_counts_from_the_last_rounds_end_if_later(tr):
+    # A round answers its searches one by one: its first users may be back before it ends. Counted from their
+    # arrival, the wait for the rest would be over before the last users even had their answers.
+    batcher = Batcher(burst_min=2, burst_window_s=0.5, settle_s=0.1)
+    try:
+        source = tr.source(SHORT)
+        now = time.monotonic()
+        early = _Translation(tr, source, ("greedy", 1, 0.6, 5, True), Future(), 1, arrived=now - 0.4)
+        batcher._last_batch = (now, 30)  # a round of 30 just ended, after `early` came back
+        expected, deadline, gap = batcher._company(early)
+        assert (expected, gap) == (30, 0.1) and deadline == pytest.approx(now + 0.5)
+        batcher._last_batch = (now - 0.45, 30)  # ... or ended before it came back: counted from its arrival
+        assert batcher._company(early)[1] == pytest.approx(now - 0.4 + 0.5)
+    finally:
+        batcher.close()
+
+
+# ----------------------------------------------------------------------------- cheapest first, never starved
+
+LONG = ("An old fisherman with a grey beard and a yellow raincoat is repairing a torn net on the wooden pier "
+        "while two small boys watch him and a dog sleeps in the sun beside a pile of empty baskets.")
+SHORT = "Cats sleep."
+
+
+def finished_in_order(futures: dict, order: list[str] | None = None) -> list[str]:
+    """The names of `futures` in the order they finish (their callbacks run on the worker as each is answered),
+    appended to `order` (a new list by default)."""
+    order = [] if order is None else order
+    for name, future in futures.items():
+        future.add_done_callback(lambda _, name=name: order.append(name))
+    return order
+
+
+def test_a_cheap_request_goes_before_expensive_ones_that_came_first(tr):
+    long_texts = [LONG, LONG.replace("fisherman", "sailor"), LONG.replace("two small boys", "three girls")]
+    works = [search_work(len(tr.source(t).ids), 5) for t in long_texts]
+    batcher = Batcher(window_s=0.0, max_work=max(works),  # a round holds one long request
+                      light_work=search_work(len(tr.source(SHORT).ids)))  # the short one alone is an everyday one
+    try:
+        assert search_work(len(tr.source(SHORT).ids)) < min(works)
+        release, holder = hold(batcher)
+        futures = {f"long{i}": batcher.submit(tr, t, "beam", 5) for i, t in enumerate(long_texts)}
+        futures["short"] = batcher.submit(tr, SHORT, "greedy", 1)  # the last to come
+        order = finished_in_order(futures)
+        release.set()
+        holder.join()
+        answers = {name: f.result(120) for name, f in futures.items()}
+        assert order == ["short", "long0", "long1", "long2"]  # the cheapest first, then first come first served
+        assert answers["short"].text == tr.translate(SHORT, "greedy", 1).text
+        assert answers["long1"].text == tr.translate(long_texts[1], "beam", 5).text
+    finally:
+        batcher.close()
+
+
+def test_a_cheap_request_runs_at_a_pause_point_of_an_expensive_search_and_changes_nothing(tr):
+    batcher = Batcher(window_s=0.0, pause_s=0.0, light_work=search_work(len(tr.source(SHORT).ids)))
+    gate, started = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def expensive():  # a search on the worker, as heads switched off or the tree run one
+        started.set()
+        gate.wait(60)
+        result = tr.translate(LONG, "beam", 5)
+        ran.append("expensive")
+        return result
+
+    try:
+        pool = ThreadPoolExecutor(1)
+        searched = pool.submit(batcher.call, expensive, work=search_work(len(tr.source(LONG).ids), 5))
+        assert started.wait(60)
+        futures = {"short": batcher.submit(tr, SHORT, "greedy", 1),  # cheaper: served at the search's first pause
+                   "as long": batcher.submit(tr, LONG, "beam", 5)}  # as expensive: waits for the search to end
+        finished_in_order(futures, ran)
+        gate.set()
+        answers = {name: f.result(120) for name, f in futures.items()} | {"expensive": searched.result(120)}
+        pool.shutdown()
+        assert ran == ["short", "expensive", "as long"]
+        assert batcher.stats.paused == 1 and batcher.stats.sizes == [1, 1]  # the short one alone, at the pause
+        alone = tr.translate(LONG, "beam", 5)
+        for name in ("expensive", "as long"):
+            assert [c.ids for c in answers[name].candidates] == [c.ids for c in alone.candidates]
+        assert answers["short"].text == tr.translate(SHORT, "greedy", 1).text
+    finally:
+        batcher.close()
+
+
+def test_an_expensive_request_goes_after_at_most_max_skips_rounds_of_later_cheaper_ones(tr):
+    work = search_work(len(tr.source(LONG).ids), 5)
+    batcher = Batcher(window_s=0.0, max_skips=3, max_work=work, pause_s=600.0,  # no pauses: rounds only
+                      light_work=search_work(len(tr.source(SHORT).ids)))
+    chained: list[Future] = []
+    try:
+        release, holder = hold(batcher)
+        big = batcher.submit(tr, LONG, "beam", 5)
+        order = finished_in_order({"long": big})
+
+        def next_short(_: Future | None = None) -> None:  # each answer brings a new short request: one always waits
+            if big.done() or len(chained) >= 20:
+                return
+            chained.append(batcher.submit(tr, SHORT, "greedy", 1))
+            chained[-1].add_done_callback(lambda _: (order.append("short"), next_short()))
+
+        next_short()
+        release.set()
+        holder.join()
+        assert big.result(120).text == tr.translate(LONG, "beam", 5).text
+        assert order[:4] == ["short", "short", "short", "long"]  # passed over three times, then it went first
+    finally:
+        batcher.close()
+
+
+def test_other_model_work_is_ordered_by_the_work_it_declares(tr):
+    batcher = Batcher(window_s=0.0, light_work=1)  # only the "small" call is an everyday request
+    ran: list[str] = []
+    try:
+        release, holder = hold(batcher)
+        pool = ThreadPoolExecutor(2)
+        long = batcher.submit(tr, LONG, "beam", 5)
+        long.add_done_callback(lambda _: ran.append("long"))
+        calls = [pool.submit(batcher.call, ran.append, "undeclared")]  # no work said: a full round's worth
+        calls.append(pool.submit(batcher.call, ran.append, "small", work=1))
+        deadline = time.monotonic() + 60
+        while batcher.waiting < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        release.set()
+        holder.join()
+        long.result(120), [c.result(120) for c in calls]
+        pool.shutdown()
+        assert ran == ["small", "long", "undeclared"]
+    finally:
+        batcher.close()
+
+
+def test_everyday_presses_keep_their_order_and_a_search_of_them_never_pauses(tr):
+    texts = [LONG, REQUESTS[0][0], SHORT]  # the most expensive came first
+    works = [search_work(len(tr.source(t).ids), 5) for t in texts]
+    batcher = Batcher(window_s=0.0, max_batch=1, pause_s=0.0)  # a round of one; a pause as soon as one may
+    try:
+        assert max(works) <= batcher.light_work and works[0] > works[-1]  # all everyday, of different cost
+        release, holder = hold(batcher)
+        futures = {f"press{i}": batcher.submit(tr, t, "beam", 5) for i, t in enumerate(texts)}
+        order = finished_in_order(futures)
+        release.set()
+        holder.join()
+        answers = [futures[f"press{i}"].result(120) for i in range(len(texts))]
+        assert order == ["press0", "press1", "press2"]  # as they came, not cheapest first
+        assert batcher.stats.paused == 0
+        assert answers[0].text == tr.translate(LONG, "beam", 5).text
+    finally:
+        batcher.close()

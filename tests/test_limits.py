@@ -186,6 +186,51 @@ def test_a_session_gets_at_most_two_model_requests_in_flight_on_the_page_and_the
     pool.shutdown(wait=False)
 
 
+def test_a_page_loads_model_events_do_not_queue_behind_another_sessions_model_work(app, served, model_busy):
+    url, index = served
+    other, pool = str(uuid.uuid4()), ThreadPoolExecutor(2)
+    compare = pool.submit(queue_call, url, index["on_compare"], [LONG, LONG[::-1], "beam", 10, None, None, "{}"],
+                          other)  # another session's model event, waiting on the busy model
+    wait_until(lambda: app.EXPLORER.slots.running(other) == 1)
+    # the learning tab every page load sets (a model event): answered while the other session's compare still waits
+    answer = queue_call(url, index["on_restore_yours"], ["", None, 0.6, None, ""], str(uuid.uuid4()),
+                        timeout_s=WAIT_S)
+    assert answer["success"] and not compare.done(), answer
+    model_busy.set()
+    assert compare.result(10 * WAIT_S)["success"]
+    pool.shutdown()
+
+
+@pytest.fixture(scope="module")
+def long_results(app):
+    """Two translations of the long input, made before a test holds the model busy."""
+    return [app.EXPLORER.translate(LONG, "beam", 5, app.DEFAULT_MODEL, 0.6)[0] for _ in range(2)]
+
+
+def test_a_short_translation_goes_before_long_model_work_that_waited_first(app, long_results, model_busy,
+                                                                           monkeypatch):
+    xp, ran = app.EXPLORER, []
+
+    def spied(name, real):  # the real model work, noting when the worker starts it
+        def run(*args, **kwargs):
+            ran.append(name)
+            return real(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(callbacks, "ablate", spied("heads off", callbacks.ablate))
+    monkeypatch.setattr(callbacks, "record_search", spied("tree", callbacks.record_search))
+    pool = ThreadPoolExecutor(2)
+    heads_off = pool.submit(xp.rerun, long_results[0], Event({"off": [["cross", 0, 0]], "measure": "norm"}))
+    tree = pool.submit(xp.on_tree_open, long_results[1], "{}")
+    wait_until(lambda: xp.batcher.waiting == 2)
+    short = xp.batcher.submit(xp.translator(app.DEFAULT_MODEL), "h e l l o", "greedy", 1)  # came last
+    short.add_done_callback(lambda _: ran.append("short"))
+    model_busy.set()
+    assert short.result(WAIT_S).text and heads_off.result(WAIT_S).off and tree.result(WAIT_S)[0]
+    assert ran[0] == "short" and sorted(ran[1:]) == ["heads off", "tree"]
+    pool.shutdown()
+
+
 def test_one_export_is_one_file_on_disk_served_from_where_it_was_written(app, served):
     url, index = served
     session, cache = str(uuid.uuid4()), Path(gradio_utils.get_upload_folder())

@@ -1,9 +1,10 @@
-"""Dynamic batching: translations asked for at about the same time, from any threads, decoded together.
+"""Dynamic batching: translations asked for at about the same time, from any threads, decoded together,
+everyday ones in the order they came, expensive ones after them, the cheapest first.
 
     batcher = Batcher()                                   # one worker thread: all model work of the process
     r = batcher.translate(tr, "A dog runs.", "beam", 5, 0.6)      # blocks; a `Translation` with attention
     f = batcher.submit(tr, "A cat sleeps.", "greedy", 1, 0.6)     # a Future of one
-    batcher.call(tr.attention_for, r, 2)                  # any other model work, between batches
+    batcher.call(tr.attention_for, r, 2, work=search_work(len(r.src_ids)))  # other model work, and its work
 
 A class of 30 pressing Translate within a few seconds: decoded one by one, the last waits for all
 30; as one padded batch, the 30 take little more than a few alone (`Translator.translate_sources`).
@@ -12,21 +13,39 @@ This is what model servers call a dynamic batcher (Triton's dynamic batcher, Tor
 `batch=True` mode would hand every item of a batch the first user's session state.
 
 How a batch forms. One worker thread runs all the model work, so two passes never compete for the
-cores. It takes the oldest waiting request; if that request is a translation, it waits for company
-until `window_s` after its arrival, then takes every waiting request, up to `max_batch`. While it
-decodes, new requests queue and form the next batch, so under load batches grow by themselves; a lone
-request waits `window_s` (10 ms) at most. During a burst (the last batch, less than `burst_gap_s` ago,
-held at least `burst_min` translations) its users are about to come back: the next batch waits for as
-many, as long as they keep arriving (no gap over `settle_s`, 100 ms) and at most `burst_window_s` (0.5 s)
-after its first request, rather than decoding the first few alone while the others arrive (on 2 cores,
-their arrival and the last batch's answers slow such a small batch to about the time of a full one).
+cores. When a translation is the oldest waiting request, the worker waits for company until `window_s`
+after its arrival; then it takes a round of waiting requests (below). While it decodes, new requests
+queue and form the next round, so under load batches grow by themselves; a lone request waits
+`window_s` (10 ms) at most. During a burst (the last round, less than `burst_gap_s` ago, held at least
+`burst_min` translations) its users are about to come back: the next round waits for as many, as long as
+they keep arriving (no gap over `settle_s`, 100 ms) and at most `burst_window_s` (0.5 s) after its oldest
+request arrived or the last round ended, whichever is later (a round answers its searches one by one, so
+its first users may be back before it ends), rather than decoding the first few alone while the others arrive (on 2 cores, their arrival and
+the last batch's answers slow such a small batch to about the time of a full one).
 
-Grouping. Translations with the same translator, method, beam width, length penalty and top-k are one
-group; each group is decoded in length-sorted chunks of at most `max_batch` sentences and
-`max_batch_tokens` padded source tokens. Every request has its own future and gets its own
-`Translation` (n-best and attention cut out of the batch for its sentence alone): nothing of a batch is
-shared between callers. If a chunk fails, its requests are decoded one by one, so a bad request fails
-alone.
+Everyday requests first, then the cheapest. Every request has a work estimate, `search_work`: its
+source's padded length (its `SOURCE_BUCKETS` bucket) times its beam width; other model work (`call`)
+says its own, in the same units. A round takes the waiting everyday requests (work up to `light_work`:
+a typed sentence at beam 5) in the order they came, then the others cheapest first (oldest first among
+equals), up to `max_batch` requests and `max_work` work, so a short translation that arrives while long
+ones wait goes before them at the next round, and a class's presses keep their order. No request starves: one passed over by `max_skips` rounds that took a request which
+arrived after it goes first, oldest first, whatever its cost.
+
+Never long away from the queue. An expensive search (over `light_work`) does not hold the worker to its end: at its pause
+points (`decoding.pause_points`: after every search step, between the sentences' encoder and attention
+passes) the worker takes a round of waiting requests cheaper than it and serves them there, nested on
+the same thread, then goes back to the search, which has its tensors as it left them. It does so only
+once the search has run `pause_s` (50 ms), and after each such round the search runs at least as long
+as that round took, so cheap work never takes more than half the worker from an expensive search, and a
+short translation waits about one pause slice and one step, not a whole long search.
+
+Grouping. A round's translations with the same translator, method, beam width, length penalty, top-k
+and source bucket are one search (`Translator.translate_sources`: a bucket is what it batches anyway),
+at most `max_batch` sentences and `max_work` work; the round runs its searches and calls cheapest first.
+Every request has its own future and gets its own `Translation` (n-best and attention cut out of the
+batch for its sentence alone), bit for bit what it gets alone (`tests/test_batch_invariance.py`), so how
+requests are grouped, ordered or paused never changes an answer. If a search fails, its requests are
+decoded one by one, so a bad request fails alone.
 
 Back-pressure. At most `max_waiting` requests wait; one more raises `BatcherBusy` at once, with a
 message for the user, instead of a hang. `translate(..., timeout_s=...)` gives up the same way.
@@ -34,15 +53,17 @@ message for the user, instead of a hang. `translate(..., timeout_s=...)` gives u
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Union
 
+import torch
+
+from .decoding import pause_points, source_bucket
 from .translator import Source, Translation, Translator, check_options
 
 log = logging.getLogger(__name__)
@@ -56,7 +77,22 @@ SETTLE_S = 0.1  # ... as long as they keep coming: a gap this long between two a
 BURST_MIN = 4  # a batch this big starts (or continues) a burst
 BURST_GAP_S = 1.0  # a burst is over when no batch was decoded for this long
 MAX_WAITING = 64  # requests queued beyond this get BatcherBusy (the app's Gradio queue holds 64 too)
-MAX_BATCH_TOKENS = 4096  # padded source tokens per chunk (32 sentences of 128 tokens)
+# Work (`search_work`) one round may take: a class of 32 sentences of up to 32 tokens at beam 5, or about
+# eight of the most expensive requests the app lets through (its work cap: 640 tokens × beam, unpadded).
+MAX_WORK = 5120
+PAUSE_S = 0.05  # how long an expensive search runs before cheaper waiting work may run at its pause points
+MAX_SKIPS = 4  # rounds that may pass a request over for later, cheaper ones before it goes first
+# Work up to which a request is an everyday one: a typed sentence of up to 64 tokens at beam 5. These go first,
+# in the order they came, and a search of them never pauses: in a class's burst every press is one, and
+# reordering or pausing them only delayed the longer sentences (p95 5.6 s against 2.5 s in arrival order).
+LIGHT_WORK = 320
+
+
+def search_work(source_tokens: int, beam_size: int = 1) -> int:
+    """The batcher's work estimate, the unit requests are ordered and rounds bounded by: the source's padded
+    length (`decoding.source_bucket` of its tokens, <eos> included) times the beam width. A pass that is not a
+    search (a candidate's attention, norm maps, a forced translation, one head's row) counts as beam 1."""
+    return source_bucket(max(1, int(source_tokens))) * max(1, int(beam_size))
 
 
 class BatcherBusy(RuntimeError):
@@ -69,53 +105,74 @@ class _Translation:
     source: Source
     options: tuple[str, int, float, int, bool]  # method, beam width, length penalty, top-k, attention
     future: Future
+    work: int
     arrived: float = field(default_factory=time.monotonic)
+    skipped: int = 0  # rounds that took a later request and left this one waiting
 
     @property
     def key(self) -> tuple:
-        return (id(self.translator),) + self.options
+        """What a search shares: the translator, the options and the source bucket."""
+        return (id(self.translator),) + self.options + (source_bucket(len(self.source.ids)),)
 
 
 @dataclass
 class _Call:
     fn: Callable[[], Any]
     future: Future
+    work: int
+    arrived: float = field(default_factory=time.monotonic)
+    skipped: int = 0
+
+
+_Request = Union[_Translation, _Call]
 
 
 @dataclass
 class BatchStats:
-    """What the worker has done: batches run, translations decoded, the largest batch (all groups of a round)."""
+    """What the worker has done: rounds run, translations decoded, the largest round (all groups of a round),
+    and the rounds served at a pause point of more expensive work."""
 
     batches: int = 0
     translations: int = 0
     largest: int = 0
     sizes: list[int] = field(default_factory=list)  # of the last 100 rounds
-
-
-_STOP = object()
+    paused: int = 0
 
 
 class Batcher:
-    """A queue of translation requests and one worker thread that decodes them in batches (module doc)."""
+    """A queue of model work and one worker thread that decodes translations in batches, everyday ones first
+    (module doc)."""
 
     def __init__(self, max_batch: int = MAX_BATCH, window_s: float = WINDOW_S, max_waiting: int = MAX_WAITING,
-                 max_batch_tokens: int = MAX_BATCH_TOKENS, burst_window_s: float = BURST_WINDOW_S,
-                 burst_min: int = BURST_MIN, burst_gap_s: float = BURST_GAP_S, settle_s: float = SETTLE_S,
-                 name: str = "translation-batcher"):
-        if max_batch < 1 or max_waiting < 1 or window_s < 0 or max_batch_tokens < 1 or burst_window_s < 0:
-            raise ValueError("max_batch, max_waiting and max_batch_tokens must be positive, the windows >= 0")
-        self.max_batch, self.window_s, self.max_batch_tokens = max_batch, window_s, max_batch_tokens
-        self.max_waiting = max_waiting
+                 max_work: int = MAX_WORK, burst_window_s: float = BURST_WINDOW_S, burst_min: int = BURST_MIN,
+                 burst_gap_s: float = BURST_GAP_S, settle_s: float = SETTLE_S, pause_s: float = PAUSE_S,
+                 max_skips: int = MAX_SKIPS, light_work: int = LIGHT_WORK, name: str = "translation-batcher"):
+        if max_batch < 1 or max_waiting < 1 or max_work < 1 or max_skips < 1 or min(window_s, burst_window_s,
+                                                                                    pause_s) < 0:
+            raise ValueError("max_batch, max_waiting, max_work and max_skips must be positive, the times >= 0")
+        self.max_batch, self.window_s, self.max_work = max_batch, window_s, max_work
+        self.max_waiting, self.pause_s, self.max_skips = max_waiting, pause_s, max_skips
+        self.light_work = light_work
         self.burst_window_s, self.burst_min, self.burst_gap_s = burst_window_s, burst_min, burst_gap_s
         self.settle_s = settle_s
         self._last_batch = (float("-inf"), 0)  # (when it ended, its translations)
         self.stats = BatchStats()
-        self._queue: queue.Queue = queue.Queue(maxsize=max_waiting)
+        self._waiting: list[_Request] = []
+        self._cond = threading.Condition()
         self._stopped = False
+        self._running_work = 0  # the work of the search or call running now (what a pause may run beside)
+        self._resume_until = 0.0  # no pause before this (monotonic time)
+        self._in_pause = False
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
 
     # ------------------------------------------------------------------------- callers (any thread)
+
+    @property
+    def waiting(self) -> int:
+        """How many requests are waiting for the worker."""
+        with self._cond:
+            return len(self._waiting)
 
     def submit(self, translator: Translator, text: str, method: str = "beam", beam_size: int | None = None,
                length_penalty: float | None = None, top_k: int = 5, return_attention: bool = True) -> Future:
@@ -126,7 +183,7 @@ class Batcher:
         source = translator.source(text)  # tokenised on the caller's thread
         beam_size = 1 if method == "greedy" else beam_size
         options = (method, beam_size, float(length_penalty), int(top_k), bool(return_attention))
-        return self._put(_Translation(translator, source, options, Future()))
+        return self._put(_Translation(translator, source, options, Future(), search_work(len(source.ids), beam_size)))
 
     def translate(self, translator: Translator, text: str, method: str = "beam", beam_size: int | None = None,
                   length_penalty: float | None = None, top_k: int = 5, return_attention: bool = True,
@@ -137,28 +194,34 @@ class Batcher:
         future = self.submit(translator, text, method, beam_size, length_penalty, top_k, return_attention)
         return self._wait(future, timeout_s)
 
-    def call(self, fn: Callable[..., T], *args: Any, timeout_s: float | None = None, **kwargs: Any) -> T:
-        """Run `fn(*args, **kwargs)` on the worker thread, between batches (other model work: no two passes
-        at once); its result, or its exception raised here."""
+    def call(self, fn: Callable[..., T], *args: Any, timeout_s: float | None = None, work: int | None = None,
+             **kwargs: Any) -> T:
+        """Run `fn(*args, **kwargs)` on the worker thread (other model work: no two passes at once); its result,
+        or its exception raised here. `work` (`search_work` units) orders it among the waiting requests like a
+        translation's; left out, it counts as a full round (`max_work`), after any cheaper request."""
         if threading.current_thread() is self._thread:  # already on the worker: run it now (no deadlock)
             return fn(*args, **kwargs)
-        return self._wait(self._put(_Call(lambda: fn(*args, **kwargs), Future())), timeout_s)
+        work = self.max_work if work is None else max(1, int(work))
+        return self._wait(self._put(_Call(lambda: fn(*args, **kwargs), Future(), work)), timeout_s)
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Finish what is queued, then stop the worker."""
-        if not self._stopped:
+        with self._cond:
+            if self._stopped:
+                return
             self._stopped = True
-            self._queue.put(_STOP)
-            self._thread.join(timeout_s)
+            self._cond.notify_all()
+        self._thread.join(timeout_s)
 
-    def _put(self, item: _Translation | _Call) -> Future:
-        if self._stopped or not self._thread.is_alive():
-            raise RuntimeError("the translation batcher has stopped")
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            raise BatcherBusy(f"The translator is busy: {self.max_waiting} requests are already waiting. "
-                              "Please try again in a few seconds.") from None
+    def _put(self, item: _Request) -> Future:
+        with self._cond:
+            if self._stopped or not self._thread.is_alive():
+                raise RuntimeError("the translation batcher has stopped")
+            if len(self._waiting) >= self.max_waiting:
+                raise BatcherBusy(f"The translator is busy: {self.max_waiting} requests are already waiting. "
+                                  "Please try again in a few seconds.")
+            self._waiting.append(item)
+            self._cond.notify_all()
         return item.future
 
     @staticmethod
@@ -173,83 +236,149 @@ class Batcher:
     # ------------------------------------------------------------------------- the worker thread
 
     def _work(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is _STOP:
-                return
-            items, stop = self._gather(first)
-            try:
-                self._run(items)
-            except BaseException as err:  # never leave a caller waiting
-                log.exception("batch failed")
-                for item in items:
-                    if not item.future.done():
-                        item.future.set_exception(err)
-            if stop:
-                return
+        with pause_points(self._pause):  # every search on this thread offers its steps to cheaper work
+            while self._ready():
+                self._serve(self._take(), paused=False)
 
-    def _company(self, first: _Translation | _Call) -> tuple[int, float, float]:
-        """(how many translations to wait for, until when at most, the longest gap between arrivals): none
-        for a call; in a burst, as many as the last batch held, until `burst_window_s` after `first` arrived
-        while they keep coming; otherwise until `window_s` after."""
+    def _ready(self) -> bool:
+        """Wait for a request, then for its company (`_company`); False once stopped with nothing waiting."""
+        with self._cond:
+            while not self._waiting:
+                if self._stopped:
+                    return False
+                self._cond.wait()
+            expected, deadline, gap = self._company(min(self._waiting, key=lambda r: r.arrived))
+            seen, last = len(self._waiting), time.monotonic()
+            while seen < expected and not self._stopped:
+                remaining = min(deadline, last + gap) - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+                if len(self._waiting) > seen:
+                    seen, last = len(self._waiting), time.monotonic()
+        return True
+
+    def _company(self, first: _Request) -> tuple[int, float, float]:
+        """(how many requests to wait for, until when at most, the longest gap between arrivals), for the
+        oldest waiting request `first`: none for a call; in a burst, as many as the last round held, until
+        `burst_window_s` after the later of `first`'s arrival and the last round's end, while they keep coming
+        (a round answers its searches one by one, so its first users may be back before it ends: counted from
+        their arrival, the wait was over before the last users got their answers); otherwise until `window_s`
+        after `first` arrived."""
         if not isinstance(first, _Translation):
             return 1, 0.0, 0.0
         ended, size = self._last_batch
         if size >= self.burst_min and time.monotonic() - ended < self.burst_gap_s:
-            return min(size, self.max_batch), first.arrived + self.burst_window_s, self.settle_s
+            return min(size, self.max_batch), max(first.arrived, ended) + self.burst_window_s, self.settle_s
         return self.max_batch, first.arrived + self.window_s, float("inf")
 
-    def _gather(self, first: _Translation | _Call) -> tuple[list, bool]:
-        """`first` and whatever else is waiting (up to `max_batch`), after waiting for company (`_company`).
-        Also whether the stop mark came."""
-        items = [first]
-        expected, deadline, gap = self._company(first)
-        last = time.monotonic()
-        while len(items) < self.max_batch:
-            remaining = min(deadline, last + gap) - time.monotonic() if len(items) < expected else 0.0
-            try:
-                item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is _STOP:
-                return items, True
-            items.append(item)
-            last = time.monotonic()
-        return items, False
+    def _priority(self, item: _Request) -> tuple:
+        """The order a round takes requests in: those passed over `max_skips` times first, oldest first;
+        then everyday ones (work up to `light_work`), oldest first; then the rest, cheapest first."""
+        if item.skipped >= self.max_skips:
+            return (0, item.arrived, 0)
+        if item.work <= self.light_work:
+            return (1, 0, item.arrived)
+        return (2, item.work, item.arrived)
 
-    def _run(self, items: list[_Translation | _Call]) -> None:
-        """One round: calls and translation groups in order of first arrival; each group in chunks."""
-        rounds: dict[Any, list] = {}
-        for item in items:
-            if item.future.set_running_or_notify_cancel():  # a cancelled request (its caller gave up) is dropped
-                rounds.setdefault(item.key if isinstance(item, _Translation) else id(item), []).append(item)
-        arrivals = [i.arrived for group in rounds.values() for i in group if isinstance(i, _Translation)]
-        n, begun = len(arrivals), time.monotonic()
-        for group in rounds.values():
-            if isinstance(group[0], _Call):
-                self._run_call(group[0])
+    def _take(self, cheaper_than: int | None = None) -> list[_Request]:
+        """The next round, out of the waiting requests: in `_priority` order, up to `max_batch` requests and
+        `max_work` work (one request at least), only requests of less work than `cheaper_than` when given.
+        Every request left waiting that arrived before one the round took counts one more skip."""
+        with self._cond:
+            self._waiting = [r for r in self._waiting if not r.future.cancelled()]  # their callers gave up
+            taken: list[_Request] = []
+            work = 0
+            for item in sorted(self._waiting, key=self._priority):
+                if cheaper_than is not None and item.work >= cheaper_than:
+                    continue
+                if taken and (len(taken) >= self.max_batch or work + item.work > self.max_work):
+                    break
+                taken.append(item)
+                work += item.work
+            if taken:
+                latest, chosen = max(r.arrived for r in taken), set(map(id, taken))
+                self._waiting = [r for r in self._waiting if id(r) not in chosen]
+                for item in self._waiting:
+                    item.skipped += item.arrived < latest
+        return taken
+
+    def _serve(self, items: list[_Request], paused: bool) -> None:
+        """Run one round; never leave a caller waiting, whatever fails."""
+        try:
+            self._run(items, paused)
+        except BaseException as err:
+            log.exception("batch failed")
+            for item in items:
+                if not item.future.done():
+                    item.future.set_exception(err)
+
+    def _pause(self) -> None:
+        """A pause point of the running search (`decoding.pause_points`): once it has run its slice, serve a
+        round of the waiting requests cheaper than it, here, then let it run at least as long again."""
+        if self._in_pause or not self._waiting or self._running_work <= self.light_work or \
+                time.monotonic() < self._resume_until:
+            return
+        items = self._take(cheaper_than=self._running_work)
+        if not items:
+            return
+        running, begun = self._running_work, time.monotonic()
+        self._in_pause = True
+        try:
+            with torch.inference_mode(False), torch.enable_grad():  # as it runs between rounds, not as the search
+                self._serve(items, paused=True)
+        finally:
+            self._in_pause, self._running_work = False, running
+            now = time.monotonic()
+            self._resume_until = now + max(self.pause_s, now - begun)
+
+    def _run(self, items: list[_Request], paused: bool) -> None:
+        """One round: its calls and searches, cheapest first."""
+        live = [item for item in items if item.future.set_running_or_notify_cancel()]  # cancelled: dropped
+        parts: list[list[Any]] = [[item] for item in live if isinstance(item, _Call)]
+        parts += self._chunks([item for item in live if isinstance(item, _Translation)])
+        parts.sort(key=lambda part: (max(r.work for r in part), min(r.arrived for r in part)))
+        arrivals = [item.arrived for item in live if isinstance(item, _Translation)]
+        begun = time.monotonic()
+        for part in parts:
+            self._running_work, self._resume_until = max(r.work for r in part), time.monotonic() + self.pause_s
+            if isinstance(part[0], _Call):
+                self._run_call(part[0])
             else:
-                for chunk in self._chunks(group):
-                    self._decode(chunk)
-        if n:
+                self._decode(part)
+        self._count(arrivals, len(parts), begun, paused)
+
+    def _count(self, arrivals: list[float], parts: int, begun: float, paused: bool) -> None:
+        """The round's statistics; a round of translations not run at a pause point may start a burst."""
+        n = len(arrivals)
+        if not n:
+            return
+        if not paused:
             self._last_batch = (time.monotonic(), n)
-            s = self.stats
-            s.batches, s.translations, s.largest = s.batches + 1, s.translations + n, max(s.largest, n)
-            s.sizes = (s.sizes + [n])[-100:]
-            log.debug("decoded %d translations in %d group(s) in %.0f ms; they arrived over %.0f ms, the first "
-                      "waited %.0f ms", n, len(rounds), 1000 * (time.monotonic() - begun),
-                      1000 * (max(arrivals) - min(arrivals)), 1000 * (begun - min(arrivals)))
+        s = self.stats
+        s.batches, s.translations, s.largest = s.batches + 1, s.translations + n, max(s.largest, n)
+        s.sizes = (s.sizes + [n])[-100:]
+        s.paused += paused
+        log.debug("decoded %d translations in %d part(s) in %.0f ms%s; they arrived over %.0f ms, the first "
+                  "waited %.0f ms", n, parts, 1000 * (time.monotonic() - begun), " at a pause" if paused else "",
+                  1000 * (max(arrivals) - min(arrivals)), 1000 * (begun - min(arrivals)))
 
-    def _chunks(self, group: list[_Translation]) -> list[list[_Translation]]:
-        """Length-sorted chunks of at most `max_batch` sentences and `max_batch_tokens` padded tokens."""
+    def _chunks(self, translations: list[_Translation]) -> list[list[_Translation]]:
+        """The searches a round's translations run as: one per `key` (translator, options, source bucket:
+        what `translate_sources` searches together anyway), each of at most `max_batch` sentences and
+        `max_work` work (a request over it alone)."""
+        groups: dict[tuple, list[_Translation]] = {}
+        for item in sorted(translations, key=lambda r: (r.work, len(r.source.ids))):
+            groups.setdefault(item.key, []).append(item)
         chunks: list[list[_Translation]] = []
-        for item in sorted(group, key=lambda r: len(r.source.ids)):
-            chunk = chunks[-1] if chunks else None
-            if chunk is None or len(chunk) >= self.max_batch or \
-                    (len(chunk) + 1) * len(item.source.ids) > self.max_batch_tokens:
-                chunks.append([item])
-            else:
+        for group in groups.values():
+            chunk: list[_Translation] = []
+            for item in group:
+                if chunk and (len(chunk) >= self.max_batch or sum(r.work for r in chunk) + item.work > self.max_work):
+                    chunks.append(chunk)
+                    chunk = []
                 chunk.append(item)
+            chunks.append(chunk)
         return chunks
 
     @staticmethod

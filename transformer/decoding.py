@@ -4,11 +4,17 @@ Both run the encoder once, then feed the decoder one new position per step;
 the decoder's self-attention keys/values grow in a `KVCache` and the
 cross-attention keys/values are computed on the first step only. Both take
 an optional `HeadMask` (heads switched off), honoured on every step.
+
+Every step ends at a `pause_point`: a scheduler that set a hook with `pause_points` may run other work
+there, on the same thread (the app's `batching.Batcher` serves cheaper requests between the steps of an
+expensive search). The search's own tensors are left as they are, so its result does not change.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, Union, overload
 
 import torch
@@ -19,6 +25,27 @@ from .model import HeadMask, Transformer, pad_sequences, padding_mask
 from .search_trace import SearchOutput, SearchRecorder
 
 MAX_BEAM_SIZE = 16  # the widest beam the API and the command-line tools accept
+
+_PAUSE_HOOK: ContextVar[Callable[[], None] | None] = ContextVar("decoding_pause_hook", default=None)
+
+
+@contextmanager
+def pause_points(hook: Callable[[], None]) -> Iterator[None]:
+    """Call `hook` at every `pause_point` the body reaches on this thread (a context variable: other threads'
+    model work is not paused). The hook may run other model work; it must not raise."""
+    token = _PAUSE_HOOK.set(hook)
+    try:
+        yield
+    finally:
+        _PAUSE_HOOK.reset(token)
+
+
+def pause_point() -> None:
+    """Where model work may pause for other work: after each search step, between the sentences of
+    `Translator.translate_sources`. Does nothing unless a `pause_points` hook is set."""
+    hook = _PAUSE_HOOK.get()
+    if hook is not None:
+        hook()
 
 
 @dataclass
@@ -220,6 +247,7 @@ def greedy_decode(
         if done.all():
             break
         next_input = token[:, None]
+        pause_point()
     hyps = []
     for b in range(B):
         ids = out[b].tolist()
@@ -364,6 +392,7 @@ def beam_search(
         scores = live_scores
         if sentences.update(t, scores):
             break
+        pause_point()
     nbest = sentences.nbest(None if rule is not None else n_best)
     if rule is not None:  # the K finished, covering ones first, then cut to n_best
         nbest = [hyps[: n_best or K] for hyps in rule.covering_first(nbest)]

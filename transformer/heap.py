@@ -52,10 +52,10 @@ def _mallopt(settings: dict[int, int], what: str) -> bool:
     """Apply glibc mallopt `settings` ({parameter: value}); whether all were taken. Logs `what` was done."""
     libc = _glibc()
     if libc is None:
-        log.info("heap: not glibc, left as it is")
+        log.debug("heap: not glibc, left as it is")
         return False
     done = all(libc.mallopt(param, value) == 1 for param, value in settings.items())
-    log.info("heap: %s: %s", what, "set" if done else "mallopt refused")
+    log.debug("heap: %s: %s", what, "set" if done else "mallopt refused")
     return done
 
 

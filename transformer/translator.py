@@ -41,6 +41,7 @@ from .decoding import (
     beam_search,
     encode_source,
     greedy_decode,
+    pause_point,
     source_bucket,
     stack_encoded,
     strip_specials,
@@ -309,7 +310,10 @@ class Translator:
             return []
         if max_len is not None:
             max_len = min(max_len, self.model.config.max_len)
-        encoded = [self._encode(s.ids, return_attention, mask) for s in sources]
+        encoded = []
+        for s in sources:
+            pause_point()  # between sentences: other work may run here (`decoding.pause_points`)
+            encoded.append(self._encode(s.ids, return_attention, mask))
         nbests, traces = self._search([s.ids for s in sources], encoded, method, beam_size, length_penalty,
                                       max_len, record_search, mask)
         results = []
@@ -325,6 +329,7 @@ class Translator:
             ))
         if return_attention:
             for result, enc in zip(results, encoded):  # alone: the float32 model's maps of this output
+                pause_point()  # between sentences: other work may run here (`decoding.pause_points`)
                 result.attention = self._capture([result.src_ids], [result.candidates[0].ids], top_k, enc, mask)[0]
         return results
 

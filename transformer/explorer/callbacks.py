@@ -37,7 +37,7 @@ from transformer import heap
 from .checks import SessionSlots, user_error
 from .exports import EXPORT_DIR_PREFIX, export_npz, remove_stale_export_dirs
 from .registry import ENV_CHECKPOINT, ModelRegistry, examples_for, is_toy
-from .results import Result, ResultStore, ablate, run_translation, select_candidate, with_norms
+from .results import Result, ResultStore, ablate, run_translation, select_candidate, with_norms, work_on
 from .share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, UI_MAX_BEAM, ViewState
 from .views import ablation_notice, nbest_table, result_payload, training_view
 from .head_views import head_figures, head_info
@@ -229,7 +229,8 @@ class Explorer:
     def select(self, result: Result, index: Any) -> Result:
         """Another n-best candidate of `result` (its attention: one teacher-forced pass, cached)."""
         self.use(result)
-        return self.keep(self.batcher.call(select_candidate, self.translator(result.model), result, index))
+        return self.keep(self.batcher.call(select_candidate, self.translator(result.model), result, index,
+                                           work=work_on(result)))
 
     def heads(self, label: str | None) -> dict[str, Any] | None:
         """The head analysis of a model's checkpoint (`head_views.head_info`), read once."""
@@ -263,7 +264,8 @@ class Explorer:
             return with_norms(tr, out) if data.get("measure") == "norm" else out
 
         try:
-            out = self.batcher.call(model_work, timeout_s=REQUEST_TIMEOUT_S)
+            out = self.batcher.call(model_work, timeout_s=REQUEST_TIMEOUT_S,
+                                    work=work_on(result, result.root.translation.beam_size))
         except ValueError as err:
             raise user_error(str(err), "Cannot switch those heads off") from None
         return self.keep(out)
@@ -316,10 +318,10 @@ class Explorer:
                 t = result.own.translation
             try:
                 result.search = self.batcher.call(record_search, tr, result.source, t.method, t.beam_size,
-                                                  result.length_penalty, t.head_mask)
+                                                  result.length_penalty, t.head_mask, work=work_on(result, t.beam_size))
             except ValueError as err:
                 raise user_error(str(err), "Cannot draw the search") from None
-        value = self.batcher.call(tree_value, tr, result.search, None, view_data(view_json))
+        value = self.batcher.call(tree_value, tr, result.search, None, view_data(view_json), work=work_on(result))
         return value, self.keep(result)
 
     def on_tree_refresh(self, result: Result | None, tab: str, view_json: str):
@@ -334,7 +336,7 @@ class Explorer:
             return None
         with_tree = data.get("tree_rev") != result.search.rev  # else the page has the tree already
         value = self.batcher.call(tree_value, self.translator(result.model), result.search, data.get("node"), data,
-                                  with_tree)
+                                  with_tree, work=work_on(result))
         self.keep(result)  # the node's cross-attention is cached on the search
         return value
 

@@ -13,12 +13,14 @@ import logging
 import math
 from typing import Any
 
+from transformer.batching import search_work
+
 from .callbacks import Explorer, event_data
 from .inside_views import check_yours, inside_value, read_cell, yours_value
 from .learning import LearningSnapshots, metric_of, snapshot_records
 from .checks import user_error
 from .registry import examples_for
-from .results import Result
+from .results import Result, work_on
 from .share import MAX_INPUT_CHARS, ROWS_INPUT, ROWS_PREDICTED
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,7 @@ class Inside:
         try:
             kind, layer, head, query, key = read_cell(data, limits, cfg.n_heads)
             row = self.xp.batcher.call(tr.inside_head, result.translation, kind, layer, head, query,
-                                       result.candidate)
+                                       result.candidate, work=work_on(result))
             rows = ROWS_INPUT if data.get("rows") == ROWS_INPUT else ROWS_PREDICTED
             value = inside_value(row, result.attention, key, rows, result.translation.entities)
         except ValueError as err:
@@ -80,7 +82,8 @@ class Inside:
         own = model_result(result, text, model)
         same = next((c for c in own.translation.candidates if c.text == yours), None) if own else None
         try:
-            forced = self.xp.batcher.call(tr.force, text, yours, ids=same.ids if same else None)
+            forced = self.xp.batcher.call(tr.force, text, yours, ids=same.ids if same else None,
+                                          work=search_work(len(tr.source(text).ids)))
         except ValueError as err:
             raise user_error(_plain(str(err)), "Cannot score this translation") from None
         length_penalty = own.length_penalty if own is not None else float(length_penalty)
@@ -130,7 +133,7 @@ class Inside:
             return {**index, "message": f"The sentence is longer than {MAX_INPUT_CHARS} characters."}
         try:
             value = self.xp.batcher.call(self.snapshots.value, label, tr, self.xp.registry.directory(label),
-                                         step, text)
+                                         step, text, work=search_work(len(tr.source(text).ids)))
         except ValueError as err:
             return {**index, "message": str(err)}
         return {**index, **value}

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from transformer.batching import BatcherBusy
+from transformer.batching import BatcherBusy, search_work
 from transformer.placeholders import placeholder_text
 from transformer.translator import Attention, Translation, Translator
 
@@ -71,6 +71,13 @@ class Result:
         self.attentions, self.norms, self.ablated, self.search = {}, {}, {}, None
         self.translation = dataclasses.replace(self.translation, attention=None)
         self.released = True
+
+
+def work_on(result: Result, beam_size: int = 1) -> int:
+    """What model work on `result`'s source costs the batcher (`batching.search_work`, which orders the work
+    waiting for the model): a search at `beam_size`, or, at 1, one teacher-forced pass (a candidate's
+    attention, norm maps, one head's row, a node of the tree)."""
+    return search_work(len(result.translation.src_ids), beam_size)
 
 
 MAX_ABLATIONS = 16  # ablated translations a result keeps (a click back to an earlier mask needs no model pass)
