@@ -38,8 +38,9 @@ class _LinearCrossEntropy(torch.autograd.Function):
         grad_weight = torch.zeros(vocab, weight.size(1), dtype=acc, device=weight.device) if need_grad else None
         for start in range(0, n_rows, chunk):
             n = min(chunk, n_rows - start)  # real rows; the chunk is padded to `padded_rows(n)` with zero rows
-            h = F.pad(hidden[start:start + n].to(dtype), (0, 0, 0, padded_rows(n) - n))  # (n_pad, d_model)
-            t = F.pad(target[start:start + n, None], (0, 0, 0, padded_rows(n) - n))  # (n_pad, 1)
+            pad = (0, 0, 0, padded_rows(n) - n)
+            h = F.pad(hidden[start:start + n].to(dtype), pad)  # (n_pad, d_model)
+            t = F.pad(target[start:start + n, None], pad)  # (n_pad, 1)
             z = torch.mm(h, w.t()).to(acc)  # (n_pad, V) logits, float32 from here on
             z_mean, z_target = z.mean(dim=-1), z.gather(1, t).squeeze(1)  # (n_pad,)
             z_max = z.amax(dim=-1, keepdim=True)  # (n_pad, 1); amax, not max: no indices to find
