@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))  # run from anywhere without installing
 # our own sentences: 13 words (17 pieces on en-de), and one of exactly 60 source pieces with <eos> on en-de
 SENTENCES = {
     "13_words": "Yesterday my younger sister finally baked a huge chocolate cake for our neighbours.",
-    "60_tokens": ("When the museum opened its new wing last spring, hundreds of curious visitors waited patiently in "
+    "48_words": ("When the museum opened its new wing last spring, hundreds of curious visitors waited patiently in "
                   "the cold rain, because everyone wanted to see the enormous painting of a stormy harbour that an "
                   "unknown artist had once left behind in an old wooden barn near the quiet river."),
 }

@@ -46,7 +46,7 @@ COMMANDS = {
     "int8_accuracy": "python bench/int8_accuracy.py",
     "load": "python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de",
     "train_throughput": "python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096 "
-                        "--preset en-de-scratch",
+                        "--preset en-de",
 }
 
 HEADER = """# Benchmarks

@@ -10,16 +10,17 @@ on the machine hits all alike. Paths:
   float32 and under bf16 autocast; `chosen` names the one the trainer picks on this machine (`hardware.py`),
   and the ratios are that path's.
 
-Every step also clips the gradient norm, as the trainer does. Cases: `en-de` is today's shipped en-de
-architecture (16k vocabulary, 6+4 layers); `--preset NAME` adds the architecture of a training preset, with
-its dropout sites on the `now` path (the reference commit's model has dropout at every site).
+Every step also clips the gradient norm, as the trainer does. Cases: `en-de-16k` is the architecture en-de
+had before its from-scratch recipe (16k vocabulary, 6+4 layers, dropout at every site); `--preset NAME` adds
+the architecture of a training preset, with its dropout sites on the `now` path (the reference commit's model
+has dropout at every site).
 
 Utilisation (MFU, as nanoGPT reports it): the matmul FLOPs of a step, counted by `torch.utils.flop_counter`
 on the step itself (forward and backward), times steps per second, divided by this machine's GEMM peak in
 the step's dtype: the fastest (4096x512 by 512x2048) matrix multiplication seen in the same run, timed before
 every round. Prints one JSON object.
 
-    python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096 --preset en-de-v2
+    python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096 --preset en-de
 
 `--vs-torch` times our model against `torch.nn.Transformer` with the same embeddings and batches instead.
 """
@@ -55,7 +56,7 @@ from transformer.training.data import collate  # noqa: E402
 from transformer.training.trainer import batch_loss, make_optimizer  # noqa: E402
 
 REFERENCE_COMMIT = "b000f29"  # the trainer before the fast path
-EN_DE = dict(d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1, vocab=16000)
+EN_DE_16K = dict(d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1, vocab=16000)
 
 
 def reference_model_class(commit: str) -> type[nn.Module]:
@@ -291,7 +292,7 @@ def main() -> None:
         result["bf16_gemm_speedup"] = None if hw.bf16_speedup is None else round(hw.bf16_speedup, 2)
         peaks = {"fp32": gemm_peak(torch.float32), "bf16": gemm_peak(torch.bfloat16)}
         reference_cls = reference_model_class(args.commit)
-        cases = {"en-de": dict(EN_DE)}
+        cases = {"en-de-16k": dict(EN_DE_16K)}
         for name in args.preset:
             pr = PRESETS[name]
             keys = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout",

@@ -12,7 +12,7 @@ from transformer.training.entities import entity_rates, read_entity_set
 from transformer.translator import load_pretrained
 
 ROOT = Path(__file__).resolve().parents[1]
-FLOOR = 92.0
+FLOOR = 92.0  # greedy, en-de: 93.7 % in every form (98.4 % at beam 5)
 
 
 def test_names_and_numbers_survive_at_least_as_often_as_measured():
@@ -25,9 +25,10 @@ def test_names_and_numbers_survive_at_least_as_often_as_measured():
 
 
 # The second set (tests/data/names_numbers_forms.tsv): separators, dates, scores, currency, accents, apostrophes,
-# other scripts, brackets, many names, acronyms. The shipped en-de measures 83.5 / 83.5 / 81.6 / 83.5 % greedy
-# (as written, lower case, UPPER CASE, NFD); what it loses is sentences of 5-6 names (it never learned ⟨4⟩..⟨8⟩).
-FORMS_FLOOR = 78.0
+# other scripts, brackets, many names, acronyms. The shipped en-de measures 96.1 / 95.1 / 93.2 / 96.1 % greedy
+# (as written, lower case, UPPER CASE, NFD; 99.0 / 99.0 / 97.1 / 99.0 % at beam 5); the floor leaves two of the
+# 103 entities' room for another CPU's float32 rounding.
+FORMS_FLOOR = 91.0
 
 
 def test_every_input_form_keeps_the_harder_names_and_numbers_at_least_as_often_as_measured():

@@ -1,4 +1,4 @@
-"""The from-scratch recipe (`--preset en-de-scratch`) trains a tiny model end to end: names and numbers as
+"""The from-scratch recipe (`--preset en-de`) trains a tiny model end to end: names and numbers as
 placeholders, the rare split held out of training from the start, and the learning snapshots written."""
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_the_recipe_trains_end_to_end_with_placeholders_rare_split_and_snapshots
     corpus = write_corpus(tmp_path / "own")
     out = tmp_path / "export"
     trainer = train.main([
-        "--preset", "en-de-scratch", "--corpus", f"own={corpus}", "--rare-holdout", "own",
+        "--preset", "en-de", "--corpus", f"own={corpus}", "--rare-holdout", "own",
         "--vocab-size", "150", "--d-model", "32", "--n-heads", "2", "--n-encoder-layers", "1", "--n-decoder-layers",
         "1", "--d-ff", "64", "--max-tokens", "256", "--accum-steps", "1", "--warmup-steps", "5", "--max-steps", "12",
         "--val-every", "6", "--max-minutes", "0", "--learning-snapshots", "2,6,12", "--threads", "1", "--no-progress",
@@ -71,7 +71,7 @@ def tiny_recipe(tmp_path: Path, run: str, *extra: str) -> train.Trainer:
     if not corpus.exists():
         write_corpus(corpus)
     return train.main([
-        "--preset", "en-de-scratch", "--corpus", f"own={corpus}", "--rare-holdout", "own", "--bpe-dropout", "0.3",
+        "--preset", "en-de", "--corpus", f"own={corpus}", "--rare-holdout", "own", "--bpe-dropout", "0.3",
         "--vocab-size", "150", "--d-model", "32", "--n-heads", "2", "--n-encoder-layers", "1", "--n-decoder-layers",
         "1", "--d-ff", "64", "--max-tokens", "128", "--accum-steps", "1", "--warmup-steps", "5", "--val-every", "100",
         "--max-minutes", "0", "--learning-snapshots", "", "--threads", "1", "--no-progress", "--no-export",

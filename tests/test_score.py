@@ -10,7 +10,9 @@ from transformer.translator import load_pretrained
 
 EN_DE = Path(__file__).resolve().parents[1] / "checkpoints" / "en-de"
 OURS = ["We drink tea at five.", "My friend Oluwaseun moved to Plovdiv in 1983.", "The children play in the garden.",
-        "She reads a book on the train.", "Tomorrow Ayo will meet Tom at 7:30."]
+        "She reads a book on the train.", "Tomorrow Ayo will meet Tom at 7:30.", "My grandmother bakes bread on Sundays.",
+        "The train to Leipzig leaves at 8:15.", "Our teacher is very friendly.", "I have two brothers and one sister.",
+        "The dog is sleeping under the table."]
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +25,12 @@ def test_the_models_own_output_scores_its_search_log_probability(translator):
     for text in OURS:
         result = translator.translate(text, beam_size=4)
         (score,) = translator.score([text], [result.text])
-        if score.ids == result.candidates[0].ids:  # the output text tokenises back into the output tokens
+        # the output text tokenises back into the output tokens, unless the search wrote a word in smaller pieces
+        # than the tokenizer cuts it (BPE-dropout taught the model those too: "Tee" as "T", "e", "e")
+        if score.ids == result.candidates[0].ids:
             matched += 1
             assert score.log_prob == pytest.approx(result.log_prob, abs=1e-4)
-    assert matched >= 4
+    assert matched >= 7
 
 
 def test_per_token_log_probabilities_add_up_to_the_total(translator):

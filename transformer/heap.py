@@ -13,7 +13,7 @@ size from its heaps, which give memory back only from their top, and only past a
 - **A trainer on a CPU** (`keep`) allocates and frees the same few hundred MB of activations every step. Every
   block that goes back to the system comes back as fresh pages, each one a page fault, zeroed by the kernel:
   `keep()` serves every block from the heaps and never trims them, so a step reuses the last step's pages
-  (7 % of a bf16 step of en-de-scratch on 2 AMX cores; `bench/train_throughput.py`).
+  (7 % of a bf16 step of en-de on 2 AMX cores; `bench/train_throughput.py`).
 
 Where the C library is not glibc, all three do nothing.
 """

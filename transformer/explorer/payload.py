@@ -48,7 +48,7 @@ QUANT_SCALE = 65535  # weights in [0, 1] as uint16: steps of 1.5e-5, so a hover'
 # uint8 for every input past a short sentence: along running sums 1/255 keeps every view within 0.004 of
 # float32, and its bytes compress to a third of uint16's (whose low byte is noise to the compressor)
 SMALL_QUANT_SCALE = 255
-MAX_WEIGHT_BYTES = 80_000  # uint16 only while its raw bytes (all kinds) stay within this: ~13 words on en-de
+MAX_WEIGHT_BYTES = 96_000  # uint16 only while its raw bytes (all kinds) stay within this: ~13 words on en-de
 MASS_SCALE = 65535  # a row's kept mass as uint16
 KINDS = ATTENTION_KINDS
 # light to dark, white = no attention; the canvas model view and the Plotly heatmaps share it

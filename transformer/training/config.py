@@ -92,17 +92,7 @@ class TrainConfig:
 
 
 PRESETS: dict[str, dict] = {
-    "en-de": dict(  # the app's default: everyday sentences and image captions
-        task="translation", corpora=("tatoeba-en-de", "multi30k:2"), vocab_size=16000,
-        src_lowercase_prob=0.2, src_no_punct_prob=0.2,
-        d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
-        # 2400 steps (about 6.3 epochs) is what fits the 6-hour budget on 2 cores at ~7.7 s a step; the
-        # shipped run began with max_steps=3000 and was shortened at step 874 (the model card says so).
-        max_tokens=4096, accum_steps=2, lr=1.5e-3, warmup_steps=500, schedule="cosine", max_steps=2400,
-        max_epochs=100, max_minutes=330, val_every=250, patience=0, precision="fp32",
-        run_dir="runs/en-de", output="checkpoints/en-de", keep_last=5, average_last=4,
-    ),
-    "en-de-scratch": dict(  # the next en-de: one recipe from step 0 (README, Training), on 2 CPU cores or a GPU
+    "en-de": dict(  # the app's default: one recipe from step 0 (docs/model.md), on 2 CPU cores or a GPU
         task="translation", corpora=("tatoeba-en-de", "multi30k:2"), vocab_size=8000,
         rare_holdout="tatoeba-en-de",  # held out from the start: a clean measure of words the model never saw
         placeholders=8, placeholder_copies=2, placeholder_numbering="random", name_swap_copies=2, number_swap_copies=4, bpe_dropout=0.1,
@@ -112,37 +102,7 @@ PRESETS: dict[str, dict] = {
         max_tokens=4096, accum_steps=2, lr=1e-3, warmup_steps=800, schedule="cosine", max_steps=10000,  # fits 690 min at 2,000 tokens/s
         max_epochs=1000, max_minutes=690, val_every=1000, patience=0, precision="auto", threads=2,
         learning_snapshots="100,300,1000,2500,5000,7500,10000",  # log-spaced: watching it learn (hub.SNAPSHOTS_DIR)
-        run_dir="runs/en-de-scratch", output="checkpoints/en-de-scratch", keep_last=4, average_last=4,
-    ),
-    "en-de-names": dict(  # en-de fine-tuned on one GPU to copy names and numbers (issue 18)
-        task="translation", corpora=("tatoeba-en-de", "multi30k:2"), vocab_size=16000, init_from="checkpoints/en-de",
-        rare_holdout="tatoeba-en-de",  # out of the fine-tuning data (en-de itself saw these pairs)
-        src_lowercase_prob=0.2, src_no_punct_prob=0.2, name_swap_copies=2, number_swap_copies=16, bpe_dropout=0.1,
-        d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
-        max_tokens=16384, accum_steps=1, lr=5e-4, warmup_steps=200, schedule="cosine", max_steps=1500,
-        max_epochs=100, max_minutes=0, val_every=500, patience=0, precision="auto",  # bf16 autocast on the GPU it ran on
-        run_dir="runs/en-de-names", output="checkpoints/en-de-names", keep_last=3, average_last=3,
-    ),
-    "en-de-names-cpu": dict(  # the shipped en-de: en-de-names fine-tuned once more, on 2 CPU cores (issue 18)
-        # init_from: the en-de-names model (checkpoints/en-de at commit 4cf933f); names weigh more, Multi30k too
-        task="translation", corpora=("tatoeba-en-de", "multi30k:3"), vocab_size=16000, init_from="checkpoints/en-de",
-        rare_holdout="tatoeba-en-de",
-        src_lowercase_prob=0.2, src_no_punct_prob=0.2, name_swap_copies=4, number_swap_copies=8, bpe_dropout=0.1,
-        d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
-        max_tokens=4096, accum_steps=1, lr=2e-4, warmup_steps=100, schedule="cosine", max_steps=2000,
-        max_epochs=100, max_minutes=80, val_every=500, patience=0, precision="bf16",  # AVX-512 BF16: 1.9x (README)
-        threads=2, run_dir="runs/en-de-names-cpu", output="checkpoints/en-de-names-cpu", keep_last=3, average_last=3,
-    ),
-    "en-de-placeholders-cpu": dict(  # en-de-names-cpu fine-tuned to read and write names as placeholders (issue 18)
-        # init_from: the en-de-names-cpu model (checkpoints/en-de at commit c66dc83); 8 placeholder ids added
-        task="translation", corpora=("tatoeba-en-de", "multi30k:3"), vocab_size=16000, init_from="checkpoints/en-de",
-        rare_holdout="tatoeba-en-de", placeholders=8, placeholder_copies=2,
-        src_lowercase_prob=0.2, src_no_punct_prob=0.2, name_swap_copies=4, number_swap_copies=8, bpe_dropout=0.1,
-        d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
-        max_tokens=4096, accum_steps=1, lr=2e-4, warmup_steps=100, schedule="cosine", max_steps=2000,
-        max_epochs=100, max_minutes=72, val_every=500, patience=0, precision="bf16",
-        threads=2, run_dir="runs/en-de-placeholders-cpu", output="checkpoints/en-de-placeholders-cpu", keep_last=3,
-        average_last=3,
+        run_dir="runs/en-de", output="checkpoints/en-de", keep_last=4, average_last=4,
     ),
     "multi30k-en-de": dict(
         task="multi30k", vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4, n_decoder_layers=4, d_ff=1024,
