@@ -59,14 +59,16 @@ REFERENCE_COMMIT = "b000f29"  # the trainer before the fast path
 EN_DE_16K = dict(d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1, vocab=16000)
 
 
-def reference_model_class(commit: str) -> type[nn.Module]:
-    """`Transformer` as `transformer/model.py` was at `commit` (with its config.py and kv_cache.py)."""
+def reference_model_class(commit: str, source: Path | None = None) -> type[nn.Module]:
+    """`Transformer` as `transformer/model.py` was at `commit` (with its config.py and kv_cache.py), read with
+    `git show`, or from the directory `source` that holds those three files (a copy of the working tree without
+    its git history, as on a GPU machine)."""
     pkg = Path(tempfile.mkdtemp()) / f"transformer_at_{commit}"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     for name in ("config.py", "kv_cache.py", "model.py"):
-        text = subprocess.run(["git", "show", f"{commit}:transformer/{name}"], cwd=REPO, check=True,
-                              capture_output=True, text=True).stdout
+        text = (source / name).read_text() if source else subprocess.run(
+            ["git", "show", f"{commit}:transformer/{name}"], cwd=REPO, check=True, capture_output=True, text=True).stdout
         (pkg / name).write_text(text)
     sys.path.insert(0, str(pkg.parent))
     return importlib.import_module(f"{pkg.name}.model").Transformer
@@ -114,7 +116,7 @@ def batch_lengths(n: int, data_dir: Path, seed: int) -> tuple[list[tuple[int, in
         return [(max(2, int(rng.gauss(15, 4))), max(2, int(rng.gauss(16, 4)))) for _ in range(n)], "synthetic lengths"
 
 
-def make_batches(lengths, vocab: int, max_tokens: int, seed: int) -> list:
+def make_batches(lengths, vocab: int, max_tokens: int, seed: int, device: torch.device = torch.device("cpu")) -> list:
     rng = random.Random(seed)
     lengths = sorted(lengths, key=lambda x: x[1])
     batches, current = [], []
@@ -128,20 +130,30 @@ def make_batches(lengths, vocab: int, max_tokens: int, seed: int) -> list:
     out = []
     for group in batches:
         pairs = [([rng.randrange(4, vocab) for _ in range(s)], [rng.randrange(4, vocab) for _ in range(t)]) for s, t in group]
-        out.append(collate(pairs, 0, 2, 3))
+        out.append(collate(pairs, 0, 2, 3).to(device))
     return out
 
 
-def gemm_peak(dtype: torch.dtype, repeats: int = 5) -> float:
-    """FLOP/s of one (4096 x 512) @ (512 x 2048) matrix multiplication in `dtype`, best of `repeats`."""
-    a, b = torch.randn(4096, 512).to(dtype), torch.randn(512, 2048).to(dtype)
+def sync(device: torch.device) -> None:
+    """Wait for the device's queued work (a GPU runs behind the host; a CPU does not)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def gemm_peak(dtype: torch.dtype, repeats: int = 5, device: torch.device = torch.device("cpu")) -> float:
+    """FLOP/s of one (4096 x 512) @ (512 x 2048) matrix multiplication in `dtype` on a CPU, (8192 x 8192) @
+    (8192 x 8192) on a GPU (the small one is far from a GPU's peak), best of `repeats`."""
+    m, k, n = (8192, 8192, 8192) if device.type == "cuda" else (4096, 512, 2048)
+    a, b = torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
     a @ b
     best = math.inf
     for _ in range(repeats):
+        sync(device)
         start = time.perf_counter()
         a @ b
+        sync(device)
         best = min(best, time.perf_counter() - start)
-    return 2 * 4096 * 512 * 2048 / best
+    return 2 * m * k * n / best
 
 
 class Path_:
@@ -153,13 +165,14 @@ class Path_:
         self.rates: list[float] = []
         self.flops_per_token = 0.0
 
-    def step(self, batch) -> float:
+    def step(self, batch) -> torch.Tensor:
+        """One optimizer step; the mean loss per target token, left on the device (read after the timing)."""
         self.optimizer.zero_grad(set_to_none=True)
         loss = self.loss(self.model, batch)
         (loss / batch.n_tokens).backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.optimizer.step()
-        return loss.item() / batch.n_tokens
+        return loss.detach() / batch.n_tokens
 
     def count_flops(self, batches) -> None:
         """Matmul FLOPs per target token over a few batches (forward + backward + optimizer)."""
@@ -172,24 +185,24 @@ class Path_:
 
 def reference_loss(bf16: bool):
     def loss(model, b):
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(b.src.device.type, dtype=torch.bfloat16, enabled=bf16):
             logits = model(b.src, b.tgt_in)
         return F.cross_entropy(logits.float().flatten(0, 1), b.tgt_out.flatten(), ignore_index=0,
                                label_smoothing=0.1, reduction="sum")
     return loss
 
 
-def build_paths(cfg: ModelConfig, reference_cls, bf16_now: bool, commit: str) -> list[Path_]:
-    now = Transformer(cfg)
+def build_paths(cfg: ModelConfig, reference_cls, bf16_now: bool, commit: str, device: torch.device) -> list[Path_]:
+    now = Transformer(cfg).to(device)
     train_cfg = TrainConfig(lr=1e-4, weight_decay=0.0)
     paths = []
     for precision in ("fp32", "bf16"):
-        ref = reference_cls(replace_config(cfg, reference_cls))
+        ref = reference_cls(replace_config(cfg, reference_cls)).to(device)
         ref.load_state_dict(now.state_dict())
         opt = make_optimizer(ref, replace(train_cfg, fused=False))
         paths.append(Path_(f"{commit} {precision}", ref, opt, reference_loss(precision == "bf16"), precision == "bf16"))
     for bf16 in (False, True):
-        model = Transformer(cfg)
+        model = Transformer(cfg).to(device)
         model.load_state_dict(now.state_dict())
         paths.append(Path_(f"now ({'bf16' if bf16 else 'fp32'})", model, make_optimizer(model, train_cfg),
                            lambda m, b, bf16=bf16: batch_loss(m, b, 0.1, bf16, True), bf16))
@@ -207,7 +220,8 @@ def replace_config(cfg: ModelConfig, reference_cls):
 
 def run_case(name: str, cfg: ModelConfig, batches: list, args, reference_cls, bf16_now: bool, peaks: dict) -> dict:
     torch.manual_seed(0)
-    paths = build_paths(cfg, reference_cls, bf16_now, args.commit)
+    device = batches[0].src.device
+    paths = build_paths(cfg, reference_cls, bf16_now, args.commit, device)
     for p in paths:
         p.model.train()
         for b in batches[:2]:  # warm-up
@@ -215,12 +229,15 @@ def run_case(name: str, cfg: ModelConfig, batches: list, args, reference_cls, bf
         p.count_flops(batches[2:4])
     for r in range(args.rounds):
         for dtype, name in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):  # the peak: best seen in the run
-            peaks[name] = max(peaks[name], gemm_peak(dtype, repeats=3))
+            peaks[name] = max(peaks[name], gemm_peak(dtype, repeats=3, device=device))
         chunk = [batches[(4 + r * args.steps + i) % len(batches)] for i in range(args.steps)]
         for p in paths:
+            sync(device)
             tokens, start = sum(b.n_tokens for b in chunk), time.perf_counter()
-            p.losses += [p.step(b) for b in chunk]
+            losses = [p.step(b) for b in chunk]
+            sync(device)
             p.rates.append(tokens / (time.perf_counter() - start))
+            p.losses += torch.stack(losses).tolist()
     first = paths[0]
     out = {"parameters": sum(t.numel() for t in paths[-1].model.parameters()), "vocab": cfg.src_vocab_size,
            "layers": [cfg.n_encoder_layers, cfg.n_decoder_layers], "d_model": cfg.d_model, "d_ff": cfg.d_ff}
@@ -267,31 +284,37 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=4, help="optimizer steps per round")
     p.add_argument("--max-tokens", type=int, default=4096)
     p.add_argument("--commit", default=REFERENCE_COMMIT, help="the reference trainer's commit")
+    p.add_argument("--reference-source", type=Path,
+                   help="a directory with the reference commit's config.py, kv_cache.py and model.py (no git history)")
     p.add_argument("--preset", action="append", default=[], help="also time this training preset's architecture")
     p.add_argument("--data-dir", type=Path, default=REPO.parent / "shared/data/multi30k")
     p.add_argument("--vs-torch", action="store_true", help="ours against torch.nn.Transformer instead")
     p.add_argument("--json", type=Path, help="also write the result here")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda: every path on the GPU (--threads and --heap then "
+                                                   "only touch the host)")
     p.add_argument("--heap", choices=("keep", "default"), default="keep",
                    help="glibc's heap as the trainer sets it on a CPU (transformer/heap.py; the reference paths get it too, "
                         "which can only favour them) or as glibc starts")
     args = p.parse_args()
+    device = torch.device(args.device)
     torch.set_num_threads(args.threads)
-    if args.heap == "keep":
+    if args.heap == "keep" and device.type == "cpu":
         heap.keep()
     torch.manual_seed(0)
     lengths, source = batch_lengths(4000, args.data_dir, seed=0)
-    result = {"cpu": cpu_model(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "threads": args.threads,
+    result = {"cpu": cpu_model(), "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "threads": args.threads,
               "lengths": source, "max_tokens": args.max_tokens, "rounds": args.rounds, "steps_per_round": args.steps,
               "heap": args.heap}
     if args.vs_torch:
         result["vs_torch"] = vs_torch(args, make_batches(lengths, 8000, args.max_tokens, seed=0))
     else:
-        hw = hardware.detect(torch.device("cpu"))
+        hw = hardware.detect(device)
         bf16_now = hardware.use_bf16("auto", hw)
         result["hardware"] = hw.kind
         result["bf16_gemm_speedup"] = None if hw.bf16_speedup is None else round(hw.bf16_speedup, 2)
-        peaks = {"fp32": gemm_peak(torch.float32), "bf16": gemm_peak(torch.bfloat16)}
-        reference_cls = reference_model_class(args.commit)
+        peaks = {"fp32": gemm_peak(torch.float32, device=device), "bf16": gemm_peak(torch.bfloat16, device=device)}
+        reference_cls = reference_model_class(args.commit, args.reference_source)
         cases = {"en-de-16k": dict(EN_DE_16K)}
         for name in args.preset:
             pr = PRESETS[name]
@@ -301,7 +324,7 @@ def main() -> None:
         for name, c in cases.items():
             vocab = c.pop("vocab")
             cfg = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **c)
-            batches = make_batches(lengths, vocab, args.max_tokens, seed=0)
+            batches = make_batches(lengths, vocab, args.max_tokens, seed=0, device=device)
             result[name] = run_case(name, cfg, batches, args, reference_cls, bf16_now, peaks)
         result["gemm_peak_tflops"] = {k: round(v / 1e12, 3) for k, v in peaks.items()}
         for name in cases:  # MFU against the best peak of the whole run

@@ -152,6 +152,23 @@ def test_precision_flag_overrides_the_hardware(caplog):
     assert hardware.detect(torch.device("cuda"), set()).kind == "cuda"
 
 
+def test_training_on_a_gpu_leaves_out_cudnn_attention_and_a_cpu_keeps_every_backend():
+    """cuDNN's attention builds a graph per new shape; token-bucketed batches bring one almost every step.
+    (The flags are the process's; setting them needs no GPU.)"""
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(True)
+    try:
+        with hardware.training_attention(torch.device("cuda")):
+            assert not torch.backends.cuda.cudnn_sdp_enabled()
+            assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+            assert torch.backends.cuda.math_sdp_enabled()
+        assert torch.backends.cuda.cudnn_sdp_enabled()
+        with hardware.training_attention(torch.device("cpu")):
+            assert torch.backends.cuda.cudnn_sdp_enabled()
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(before)
+
+
 def test_trainer_logs_its_choice_and_rejects_a_bad_precision(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="transformer.training.hardware"):
         trainer = train.main([*TINY, "--run-dir", str(tmp_path / "a"), "--precision", "fp32"])

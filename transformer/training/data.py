@@ -116,7 +116,12 @@ class Batch:
     n_tokens: int  # non-pad target tokens
 
     def to(self, device: torch.device | str) -> "Batch":
-        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.n_tokens)
+        """The batch on `device`; to a GPU from pinned memory without waiting (a copy from pageable memory
+        would make the host wait for every kernel queued before it)."""
+        if torch.device(device).type != "cuda":
+            return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.n_tokens)
+        return Batch(*(t.pin_memory().to(device, non_blocking=True) for t in (self.src, self.tgt_in, self.tgt_out)),
+                     self.n_tokens)
 
 
 def add_specials(src: list[int], tgt: list[int], bos_id: int, eos_id: int) -> tuple[list[int], list[int], list[int]]:

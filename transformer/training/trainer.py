@@ -100,7 +100,7 @@ def batch_loss(model: torch.nn.Module, batch: Batch, label_smoothing: float, bf1
     reference path (`fused=False`) is the loss as it was: float32 logits of every position, then `F.cross_entropy`."""
     core = getattr(model, "module", model)
     pad, device_type = core.config.pad_id, batch.src.device.type
-    with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
+    with hardware.training_attention(batch.src.device), torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
         out = model(batch.src, batch.tgt_in, return_hidden=fused)  # (B, T, d_model) hidden, or (B, T, V) logits
     if fused:
         return linear_cross_entropy(out, core.generator.weight, batch.tgt_out, pad, label_smoothing,
@@ -135,6 +135,8 @@ class Trainer:
             weights = read_weights(Path(cfg.init_from), str(self.device))
             load_weights_into(self.model, grown_vocabulary(weights, self.model.config), Path(cfg.init_from))
         self.progress = Progress(autocast=self.autocast)  # restored by --resume
+        self.pending_losses: list[torch.Tensor] = []  # batch losses not yet added to progress.epoch_loss
+        self.clock = (0, 0.0)  # target tokens and seconds of this process's training steps: the logged tokens/s
         self.steps_per_epoch = len(self.data.epoch_batches(0)) // cfg.accum_steps
         self.optimizer, self.scheduler = self._optimizer()
         self.stop_requested = False  # set by SIGTERM/SIGINT: stop after this step as if the budget ran out
@@ -170,6 +172,7 @@ class Trainer:
     # -- resume (resume.py) ----------------------------------------------------
 
     def save_state(self) -> None:
+        self.fold_losses()
         resume.save_state(self.run, self.parts(), asdict(self.cfg), self.world, self.is_main)
 
     def load_state(self) -> bool:
@@ -217,7 +220,7 @@ class Trainer:
             batch = batch.to(self.device)
             loss = self.loss_on(batch)
             (loss / (batch.n_tokens * self.cfg.accum_steps)).backward()
-            p.epoch_loss += loss.item()
+            self.pending_losses.append(loss.detach())  # read later, in one transfer: no wait for the GPU here
             p.epoch_tokens += batch.n_tokens
             tokens += batch.n_tokens
             p.batch_in_epoch += 1
@@ -227,7 +230,16 @@ class Trainer:
         p.step += 1
         return tokens
 
+    def fold_losses(self) -> None:
+        """Add the batch losses not yet read into `progress.epoch_loss`, one by one in batch order (the sum a
+        per-batch `.item()` gave), with a single device-to-host copy: on a GPU the host never waits per batch."""
+        if self.pending_losses:
+            for value in torch.stack(self.pending_losses).tolist():
+                self.progress.epoch_loss += value
+            self.pending_losses.clear()
+
     def _status(self, tokens: int, seconds: float) -> dict[str, str]:
+        self.fold_losses()
         mean = self.progress.epoch_loss / max(self.progress.epoch_tokens, 1)
         return dict(loss=f"{mean:.3f}", ppl=f"{math.exp(min(mean, 50)):.1f}",
                     tok_s=f"{tokens * self.world / seconds:.0f}", lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
@@ -246,8 +258,10 @@ class Trainer:
                 bar.close()
                 return False
             t0 = time.time()
-            tokens_since += self.optimizer_step(batches)
+            tokens = self.optimizer_step(batches)
+            tokens_since += tokens
             p.train_seconds += time.time() - t0
+            self.clock = (self.clock[0] + tokens, self.clock[1] + time.time() - t0)
             bar.update(cfg.accum_steps)
             if time.time() - t_last > (2.0 if bar.disable is False else 120.0):
                 status = self._status(tokens_since, time.time() - t_last)
@@ -271,6 +285,7 @@ class Trainer:
         """Validate, log, save the weights as RUN_DIR/<snapshot>.safetensors (keeping the newest
         few); True if validation has not improved for `patience` checkpoints."""
         p, stop = self.progress, False
+        self.fold_losses()
         if self.is_main:
             metrics = self.validate(self.model)
             mean = p.epoch_loss / max(p.epoch_tokens, 1)
@@ -278,6 +293,7 @@ class Trainer:
             record = {"epoch": round(epoch, 3) if epoch % 1 else int(epoch), "step": p.step,
                       "train_loss": round(mean, 4), "train_ppl": round(math.exp(min(mean, 50)), 3),
                       "lr": self.scheduler.get_last_lr()[0], "train_minutes": round(p.train_seconds / 60, 2),
+                      "tokens_per_s": round(self.clock[0] / max(self.clock[1], 1e-9)),
                       **metrics}
             self.run.append_log(record)
             log.info("%s: %s", snapshot, json.dumps(record))

@@ -18,6 +18,7 @@ from .evaluate import (
     teacher_forced_loss,
     translate_ids,
 )
+from .hardware import training_attention
 
 
 class Validator:
@@ -29,8 +30,9 @@ class Validator:
     def __call__(self, model: Transformer) -> dict:
         """Every metric of `model` on the validation sets; "score" is the one selection uses."""
         model.eval()
-        metrics = self._loss(model)
-        metrics.update(self._bleu(model) if self.val_refs else self._accuracy(model))
+        with training_attention(self.device):
+            metrics = self._loss(model)
+            metrics.update(self._bleu(model) if self.val_refs else self._accuracy(model))
         model.train()
         return metrics
 
