@@ -290,8 +290,8 @@ def main() -> None:
     p.add_argument("--data-dir", type=Path, default=REPO.parent / "shared/data/multi30k")
     p.add_argument("--vs-torch", action="store_true", help="ours against torch.nn.Transformer instead")
     p.add_argument("--json", type=Path, help="also write the result here")
-    p.add_argument("--device", default="cpu", help="cpu, or cuda: every path on the GPU (--threads and --heap then "
-                                                   "only touch the host)")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda: every path on the GPU (--heap keep, a CPU trainer's "
+                                                   "setting, is then skipped)")
     p.add_argument("--heap", choices=("keep", "default"), default="keep",
                    help="glibc's heap as the trainer sets it on a CPU (transformer/heap.py; the reference paths get it too, "
                         "which can only favour them) or as glibc starts")

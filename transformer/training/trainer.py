@@ -259,9 +259,10 @@ class Trainer:
                 return False
             t0 = time.time()
             tokens = self.optimizer_step(batches)
+            seconds = time.time() - t0
             tokens_since += tokens
-            p.train_seconds += time.time() - t0
-            self.clock = (self.clock[0] + tokens, self.clock[1] + time.time() - t0)
+            p.train_seconds += seconds
+            self.clock = (self.clock[0] + tokens, self.clock[1] + seconds)
             bar.update(cfg.accum_steps)
             if time.time() - t_last > (2.0 if bar.disable is False else 120.0):
                 status = self._status(tokens_since, time.time() - t_last)
