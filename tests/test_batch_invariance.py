@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from transformer import quantize
 from transformer.batching import Batcher
 from transformer.quantize import ROW_BLOCK, RowBlockLinear, RowInt8Linear, int8_available, row_block_linear
 from transformer.translator import Translation, load_pretrained
@@ -170,7 +171,7 @@ def seeded_linear(shape: tuple[int, int]) -> tuple[int, torch.nn.Linear]:
     return k, torch.nn.Linear(k, n).eval()
 
 
-@pytest.mark.parametrize("shape", [(256, 256), (1024, 256), (256, 4000)])
+@pytest.mark.parametrize("shape", [(256, 256), (1024, 256), (256, 4000), (256, 8008)])
 def test_row_int8_linear_is_row_invariant_and_close_to_float32(shape):
     k, linear = seeded_linear(shape)
     q = RowInt8Linear(linear)
@@ -183,6 +184,22 @@ def test_row_int8_linear_is_row_invariant_and_close_to_float32(shape):
         ref = linear(x)
     rel = ((whole - ref).norm(dim=1) / ref.norm(dim=1)).max()
     assert rel < 0.03  # 7-bit rows, 8-bit weights
+
+
+@pytest.mark.parametrize("shape", [(256, 768), (1024, 256), (256, 8008)])
+def test_row_int8_linear_kernels_give_the_same_bits(shape, monkeypatch):
+    """`_int_mm` (narrow layers) and the dynamic quantised linear (wide ones) are one computation: a layer
+    built for either kernel gives identical outputs, so the choice by width changes no translation."""
+    k, linear = seeded_linear(shape)
+    monkeypatch.setattr(quantize, "INT_MM_MAX_OUT", 10**9)
+    by_int_mm = RowInt8Linear(linear)
+    monkeypatch.setattr(quantize, "INT_MM_MAX_OUT", 0)
+    by_dynamic = RowInt8Linear(linear)
+    assert by_int_mm.int_mm and not by_dynamic.int_mm
+    x = torch.randn(40, k) * torch.logspace(-2, 2, 40)[:, None]
+    with torch.inference_mode():
+        for rows in (1, 5, 40):
+            assert torch.equal(by_int_mm(x[:rows]), by_dynamic(x[:rows]))
 
 
 @pytest.mark.parametrize("shape", [(256, 256), (1024, 256), (256, 4000)])

@@ -44,6 +44,7 @@ PRECISIONS = ("fp32", "int8")
 ENGINES = ("x86", "fbgemm", "onednn", "qnnpack")  # torch's quantised CPU kernels, one of them is enough
 ROW_BLOCK = 16  # rows per float32 matrix product in the search: one call shape, whatever the batch
 _ACTIVATION_LEVELS = 63  # a row is quantised to [-63, 63]: 7 bits, as fbgemm's reduce_range expects
+INT_MM_MAX_OUT = 4096  # RowInt8Linear: `_int_mm` up to this many outputs, the dynamic linear above (its class doc)
 
 
 def int8_available() -> bool:
@@ -78,7 +79,12 @@ def serving_precision(flags: set[str] | None = None, int8: bool | None = None) -
 
 class RowInt8Linear(nn.Module):
     """`nn.Linear` with int8 weights (one scale per output channel) and int8 activations (one scale per
-    row), int32 accumulation: each output row depends on its input row alone, bit for bit (module doc)."""
+    row), int32 accumulation: each output row depends on its input row alone, bit for bit (module doc).
+
+    Two kernels give the same bits: torch's `_int_mm` (int8 x int8 -> exact int32, then the two scales) for
+    layers of at most `INT_MM_MAX_OUT` outputs, and fbgemm/oneDNN's dynamic linear for wider ones (the output
+    projection). Both dequantise as float32(int32 sum) * weight scale, then * row scale + bias. On 2 EPYC
+    cores at 5 rows, `_int_mm` took 17 us against 29 for a 256 -> 768 layer and 61 against 55 for 256 -> 8008."""
 
     def __init__(self, linear: nn.Linear):
         super().__init__()
@@ -89,22 +95,31 @@ class RowInt8Linear(nn.Module):
         with warnings.catch_warnings():  # quantized tensors announce their deprecation on every call
             warnings.simplefilter("ignore")
             qweight = torch.quantize_per_channel(weight, scales.double(), zero, 0, torch.qint8)
-            self._packed = torch.ops.quantized.linear_prepack(qweight, None)
+            self.int_mm = self.out_features <= INT_MM_MAX_OUT
+            if self.int_mm:
+                self.register_buffer("_weight_t", qweight.int_repr().t().contiguous())  # (K, N) int8
+                self.register_buffer("_weight_scale", qweight.q_per_channel_scales().float())  # (N,)
+            else:
+                self._packed = torch.ops.quantized.linear_prepack(qweight, None)
         bias = linear.bias.detach().float().clone() if linear.bias is not None else None
         self.register_buffer("bias", bias)
         scale_row = torch.zeros(1, self.in_features)
         scale_row[0, :2] = torch.tensor([-1.0 - _ACTIVATION_LEVELS, float(_ACTIVATION_LEVELS)])
-        self.register_buffer("_scale_row", scale_row)  # fixes the kernel's activation scale at exactly 1
+        self.register_buffer("_scale_row", scale_row)  # fixes the dynamic kernel's activation scale at exactly 1
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., K) float32 -> (..., N) float32."""
         rows = x.reshape(-1, self.in_features)  # (M, K)
         m = rows.size(0)
         scale = rows.abs().amax(1, keepdim=True).clamp_min_(1e-30).div_(_ACTIVATION_LEVELS)  # (M, 1)
-        q = torch.empty(m + 1, self.in_features)
-        torch.div(rows, scale, out=q[:m]).round_()  # integers in [-63, 63]
-        q[m:] = self._scale_row
-        out = torch.ops.quantized.linear_dynamic(q, self._packed, True)[:m]  # (M, N): w_scale * exact int sum
+        if self.int_mm:
+            q = torch.div(rows, scale).round_().to(torch.int8)  # integers in [-63, 63]
+            out = torch._int_mm(q, self._weight_t) * self._weight_scale  # (M, N): w_scale * exact int sum
+        else:
+            q = torch.empty(m + 1, self.in_features)
+            torch.div(rows, scale, out=q[:m]).round_()
+            q[m:] = self._scale_row
+            out = torch.ops.quantized.linear_dynamic(q, self._packed, True)[:m]  # (M, N): w_scale * exact int sum
         out = out.mul_(scale) if self.bias is None else torch.addcmul(self.bias, out, scale)
         return out.view(*x.shape[:-1], self.out_features)
 
