@@ -16,7 +16,7 @@ from transformer.hub import load_int8_weights, save_int8_weights
 from transformer.model import Transformer, dropout
 from transformer.training import hardware, train
 from transformer.training.data import collate, toy_pairs
-from transformer.training.loss import linear_cross_entropy
+from transformer.training.loss import chunk_rows, linear_cross_entropy
 
 TINY = ["--task", "reverse", "--toy-symbols", "12", "--toy-train-size", "64", "--toy-val-size", "8",
         "--d-model", "32", "--n-heads", "2", "--n-encoder-layers", "1", "--n-decoder-layers", "1", "--d-ff", "64",
@@ -27,7 +27,7 @@ TINY = ["--task", "reverse", "--toy-symbols", "12", "--toy-train-size", "64", "-
 # ---------------------------------------------------------------------------- the fused loss
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
-@pytest.mark.parametrize("chunk", [1, 5, 512])
+@pytest.mark.parametrize("chunk", [1, 5, chunk_rows(torch.device("cpu")), chunk_rows(torch.device("cuda"))])
 def test_fused_loss_equals_cross_entropy_on_logits(smoothing, chunk):
     """float64, so the comparison is exact up to rounding: value and both gradients, padding ignored."""
     g = torch.Generator().manual_seed(0)
@@ -44,6 +44,12 @@ def test_fused_loss_equals_cross_entropy_on_logits(smoothing, chunk):
     torch.testing.assert_close(fused, reference, rtol=1e-12, atol=1e-12)
     for got, want in zip(grads, ref_grads):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_a_gpu_forms_a_batch_of_logits_at_once_and_a_cpu_a_cache_sized_chunk():
+    """On a GPU each chunk costs its kernel launches (the host bounds a step there); on a CPU a chunk of
+    logits stays in cache. A 16,384-token batch has fewer real target rows than the GPU's chunk."""
+    assert chunk_rows(torch.device("cuda")) >= 16384 > chunk_rows(torch.device("cpu"))
 
 
 def test_fused_loss_without_grad_gives_the_value_only():

@@ -18,6 +18,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 CHUNK_ROWS = 512  # rows of logits formed at once: 512 x 16k float32 = 32 MB, about one L3 cache
+# On a GPU a batch's rows go in one chunk (16k x 8k float32 logits = 0.5 GB): each chunk is some 25 kernel
+# launches, and there the host launching kernels, not the GPU, bounds a training step.
+GPU_CHUNK_ROWS = 16384
 ROW_MULTIPLE = 64  # the last chunk is padded to a multiple of this many rows (why: `linear_cross_entropy`)
 
 
@@ -80,6 +83,11 @@ def linear_cross_entropy(hidden: Tensor, weight: Tensor, target: Tensor, ignore_
     hidden, target = hidden.reshape(-1, hidden.size(-1)), target.reshape(-1)
     keep = target != ignore_index
     return _LinearCrossEntropy.apply(hidden[keep], weight, target[keep], float(label_smoothing), dtype, chunk)
+
+
+def chunk_rows(device: torch.device) -> int:
+    """Rows of logits `linear_cross_entropy` forms at once on `device`."""
+    return GPU_CHUNK_ROWS if device.type == "cuda" else CHUNK_ROWS
 
 
 def padded_rows(n: int) -> int:

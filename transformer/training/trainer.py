@@ -29,7 +29,7 @@ from . import hardware, resume
 from .config import TrainConfig
 from .data import Batch
 from .export import export_run
-from .loss import linear_cross_entropy
+from .loss import chunk_rows, linear_cross_entropy
 from .run_data import RunData
 from .state import Progress, RunDirectory
 from .validation import Validator
@@ -104,7 +104,7 @@ def batch_loss(model: torch.nn.Module, batch: Batch, label_smoothing: float, bf1
         out = model(batch.src, batch.tgt_in, return_hidden=fused)  # (B, T, d_model) hidden, or (B, T, V) logits
     if fused:
         return linear_cross_entropy(out, core.generator.weight, batch.tgt_out, pad, label_smoothing,
-                                    torch.bfloat16 if bf16 else torch.float32)
+                                    torch.bfloat16 if bf16 else torch.float32, chunk_rows(batch.src.device))
     return F.cross_entropy(out.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad,
                            label_smoothing=label_smoothing, reduction="sum")
 
