@@ -97,15 +97,15 @@ class RowInt8Linear(nn.Module):
             qweight = torch.quantize_per_channel(weight, scales.double(), zero, 0, torch.qint8)
             self.int_mm = self.out_features <= INT_MM_MAX_OUT
             if self.int_mm:
-                self.register_buffer("_weight_t", qweight.int_repr().t().contiguous())  # (K, N) int8
-                self.register_buffer("_weight_scale", qweight.q_per_channel_scales().float())  # (N,)
+                self._weight_t = qweight.int_repr().t().contiguous()  # (K, N) int8
+                self._weight_scale = qweight.q_per_channel_scales().float()  # (N,)
             else:
                 self._packed = torch.ops.quantized.linear_prepack(qweight, None)
-        bias = linear.bias.detach().float().clone() if linear.bias is not None else None
-        self.register_buffer("bias", bias)
-        scale_row = torch.zeros(1, self.in_features)
-        scale_row[0, :2] = torch.tensor([-1.0 - _ACTIVATION_LEVELS, float(_ACTIVATION_LEVELS)])
-        self.register_buffer("_scale_row", scale_row)  # fixes the dynamic kernel's activation scale at exactly 1
+        # Plain attributes, not buffers: a search step reads them some 25 times, and a module's buffers are found
+        # through its slow `__getattr__`. The search model stays on the CPU, and nobody saves its state dict.
+        self.bias = linear.bias.detach().float().clone() if linear.bias is not None else None
+        self._scale_row = torch.zeros(1, self.in_features)  # fixes the dynamic kernel's activation scale at 1
+        self._scale_row[0, :2] = torch.tensor([-1.0 - _ACTIVATION_LEVELS, float(_ACTIVATION_LEVELS)])
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., K) float32 -> (..., N) float32."""
