@@ -258,6 +258,30 @@ def test_browser_watch_it_learn(server, toy_run):
         assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
 
 
+def test_browser_a_step_that_comes_before_plotly_js_is_drawn_once_it_loads(server):
+    """plotly.js (3.5 MB) comes in a script gradio adds with the attention component; on a slow network (or a
+    busy machine) the learning panel's first step arrived before it had loaded, and drawing it threw "Cannot
+    read properties of undefined (reading 'react')". Held back here until the step is on the page: no script
+    error, and the map is drawn once plotly.js loads."""
+    with chromium() as browser:
+        page, (dialogs, external, errors) = open_page(browser)
+        held = []
+        page.route("**/plotly.min.js", lambda route: held.append(route))  # unanswered until the step is in
+        page.goto(server.url)
+        page.wait_for_function("window.__attention && window.__attention.share.ready")
+        page.locator("#source textarea, #source input").first.fill(SOURCE)
+        page.get_by_role("tab", name="Watch it learn").click()
+        page.wait_for_function(f"({READY})('#learn-panel').startsWith('step-')")
+        assert held and page.evaluate("typeof window.Plotly") == "undefined"
+        assert page.locator("#learn-translation").text_content()
+        assert page.locator("#learn-map .js-plotly-plot").count() == 0
+        for route in held:
+            route.continue_()
+        page.wait_for_selector("#learn-map g.hm")
+        page.wait_for_function("(document.querySelector('#learn-curve').data || []).length > 0")
+        assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
+
+
 def test_browser_a_checkpoint_without_snapshots_hides_the_slider():
     env, _ = app_env()
     server = shared_app(env)

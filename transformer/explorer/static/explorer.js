@@ -398,7 +398,7 @@ function initExplorer(root, props, watch) {
       height: mapHeight(plot, n),
     });
     layout.margin = big ? {l: 50, r: 10, t: 125, b: 10} : {l: 60, r: 30, t: 150, b: 30};
-    window.Plotly.react(plot, [trace], layout, PLOT_CONFIG);
+    withPlotly((plotly) => plotly.react(plot, [trace], layout, PLOT_CONFIG));
     plot.setAttribute("role", "img");  // the map's text alternative: what it is and its strongest link
     plot.setAttribute("aria-label", describe(view));
     plot.__view = view;  // for tests: what is drawn, before Plotly touches it
@@ -624,7 +624,7 @@ function initExplorer(root, props, watch) {
       height: present() ? 480 : 380,
     });
     layout.margin = {l: 70, r: 30, t: 90, b: 90};
-    window.Plotly.react(plot, [bars, attention], layout, PLOT_CONFIG);
+    withPlotly((plotly) => plotly.react(plot, [bars, attention], layout, PLOT_CONFIG));
     plot.__view = view;
   }
 

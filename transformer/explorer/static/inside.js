@@ -23,7 +23,7 @@ function insideTools(root) {
   const fmt = (x, d = 3) => (x === null || x === undefined ? "\u2013" : Number(x).toFixed(d));
   const pct = (p) => `${(100 * p).toFixed(p < 0.001 ? 3 : 1)}%`;
   function react(div, traces, lay) {
-    window.Plotly.react(div, traces, lay, INSIDE_CONFIG);
+    withPlotly((plotly) => plotly.react(div, traces, lay, INSIDE_CONFIG));
   }
   function message(text) {
     const note = $(".message");

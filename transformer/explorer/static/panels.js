@@ -24,7 +24,7 @@ function panelTools(root) {
     fill(headSel, [["mean over heads", -1], ...Array.from({length: nHeads}, (_, h) => [`Head ${h + 1}`, h])], head);
   }
   function draw(div, fig) {
-    window.Plotly.react(div, fig.data, fig.layout, PANEL_CONFIG);
+    withPlotly((plotly) => plotly.react(div, fig.data, fig.layout, PANEL_CONFIG));
   }
   function message(text) {
     const note = $(".message");
@@ -56,7 +56,7 @@ function initTreePanel(root, props, watch, trigger) {
     value = props.value && props.value.choices ? props.value : null;
     if (!value) {
       t.message("Translate a sentence, then open this tab: it shows the search that found the translation.");
-      if (treeRev !== null) { window.Plotly.purge(tree); window.Plotly.purge(node); treeRev = null; }
+      if (treeRev !== null) { withPlotly((plotly) => { plotly.purge(tree); plotly.purge(node); }); treeRev = null; }
       panel.dataset.ready = "empty";
       return;
     }

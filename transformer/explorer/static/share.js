@@ -120,3 +120,19 @@ function repointSvgReferences(before, after) {
     if (clip && clip.includes(before)) el.setAttribute("clip-path", clip.split(before).join(after));
   });
 }
+
+// plotly.js comes in a <script> that gradio adds to the page when it mounts the attention component, so a value
+// to draw (a translation, a learning step) can arrive before it has loaded: on a slow network, or a busy
+// machine. Every figure is drawn through here; draws that come early wait for plotly.js, in the order they came.
+function withPlotly(draw) {
+  "use strict";
+  if (window.Plotly) { draw(window.Plotly); return; }
+  const queue = (window.__plotlyQueue = window.__plotlyQueue || []);
+  queue.push(draw);
+  if (queue.length > 1) return;  // the first early draw's timer drains them all
+  const wait = setInterval(() => {
+    if (!window.Plotly) return;
+    clearInterval(wait);
+    for (const early of queue.splice(0)) early(window.Plotly);
+  }, 50);
+}
