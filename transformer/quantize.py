@@ -44,7 +44,7 @@ PRECISIONS = ("fp32", "int8")
 ENGINES = ("x86", "fbgemm", "onednn", "qnnpack")  # torch's quantised CPU kernels, one of them is enough
 ROW_BLOCK = 16  # rows per float32 matrix product in the search: one call shape, whatever the batch
 _ACTIVATION_LEVELS = 63  # a row is quantised to [-63, 63]: 7 bits, as fbgemm's reduce_range expects
-INT_MM_MAX_OUT = 4096  # RowInt8Linear: `_int_mm` up to this many outputs, the dynamic linear above (its class doc)
+INT_MM_MAX_OUT = 4096  # RowInt8Linear: `_int_mm` up to this many outputs, wider ones the dynamic linear (class doc)
 
 
 def int8_available() -> bool:
@@ -101,25 +101,21 @@ class RowInt8Linear(nn.Module):
                 self._weight_scale = qweight.q_per_channel_scales().float()  # (N,)
             else:
                 self._packed = torch.ops.quantized.linear_prepack(qweight, None)
+                self._scale_row = torch.zeros(1, self.in_features)  # fixes the dynamic kernel's activation scale at 1
+                self._scale_row[0, :2] = torch.tensor([-1.0 - _ACTIVATION_LEVELS, float(_ACTIVATION_LEVELS)])
         # Plain attributes, not buffers: a search step reads them some 25 times, and a module's buffers are found
         # through its slow `__getattr__`. The search model stays on the CPU, and nobody saves its state dict.
         self.bias = linear.bias.detach().float().clone() if linear.bias is not None else None
-        self._scale_row = torch.zeros(1, self.in_features)  # fixes the dynamic kernel's activation scale at 1
-        self._scale_row[0, :2] = torch.tensor([-1.0 - _ACTIVATION_LEVELS, float(_ACTIVATION_LEVELS)])
 
     def forward(self, x: Tensor) -> Tensor:
         """x (..., K) float32 -> (..., N) float32."""
         rows = x.reshape(-1, self.in_features)  # (M, K)
-        m = rows.size(0)
         scale = rows.abs().amax(1, keepdim=True).clamp_min_(1e-30).div_(_ACTIVATION_LEVELS)  # (M, 1)
+        q = torch.div(rows, scale).round_()  # (M, K) integers in [-63, 63]
         if self.int_mm:
-            q = torch.div(rows, scale).round_().to(torch.int8)  # integers in [-63, 63]
-            out = torch._int_mm(q, self._weight_t) * self._weight_scale  # (M, N): w_scale * exact int sum
-        else:
-            q = torch.empty(m + 1, self.in_features)
-            torch.div(rows, scale, out=q[:m]).round_()
-            q[m:] = self._scale_row
-            out = torch.ops.quantized.linear_dynamic(q, self._packed, True)[:m]  # (M, N): w_scale * exact int sum
+            out = torch._int_mm(q.to(torch.int8), self._weight_t) * self._weight_scale  # (M, N): w_scale * int sum
+        else:  # the extra row pins the kernel's activation scale; its output row is dropped
+            out = torch.ops.quantized.linear_dynamic(torch.cat([q, self._scale_row]), self._packed, True)[: q.size(0)]
         out = out.mul_(scale) if self.bias is None else torch.addcmul(self.bias, out, scale)
         return out.view(*x.shape[:-1], self.out_features)
 
