@@ -6,6 +6,7 @@ API's `/translate` instead.
 Phase 1: --clients concurrent clients x --requests each -> errors, p50/p95 latency, throughput, and
 `differ_from_lone`: how many answers (translation, n-best table and attention payload, compared whole) differ
 from the answer the same sentence got when it was the only request, just before the burst.
+`cpu_s`: the CPU seconds the burst cost the server (by thread) and this load generator, which shares its cores.
 Phase 2, after a 2 s pause: --sequential requests from one client (one press alone: its p50) -> server
 VmRSS (from /proc/<pid>/status) before/after.
 
@@ -23,6 +24,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import resource
 import ssl
 import statistics
 import sys
@@ -65,6 +68,33 @@ def rss_kb(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return -1
+
+
+def thread_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) each thread of `pid` has used so far, by "name:thread id" (/proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            comm = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rpartition(")")[2].split()
+        except OSError:  # the thread ended between the listing and the read
+            continue
+        out[f"{comm}:{task.name}"] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def own_cpu_s() -> float:
+    """CPU seconds (user + system) this process has used, its ended threads included."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds per thread between two `thread_cpu_s` snapshots, largest first (threads that ended in
+    between are missed)."""
+    spent = {k: round(v - before.get(k, 0.0), 2) for k, v in after.items()}
+    return dict(sorted(((k, v) for k, v in spent.items() if v > 0), key=lambda kv: -kv[1]))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -196,7 +226,13 @@ def main() -> None:
         clients = [Client(server.url, verbose=False, **tls) for _ in range(max(args.clients, 1))]
         one_request(clients[0], sentences[0], args.api_only)  # warm-up
         lone = lone_answers(clients[0], sentences, args.api_only)
+        server_cpu, own_cpu = thread_cpu_s(server.pid), own_cpu_s()
         report["concurrent"] = concurrent_phase(clients[: args.clients], sentences, args.requests, args.api_only, lone)
+        # where the burst's CPU went: the server's threads, and this load generator's (the same 2 cores)
+        server_spent = cpu_spent(server_cpu, thread_cpu_s(server.pid))
+        report["concurrent"]["cpu_s"] = {"server": round(sum(server_spent.values()), 2),
+                                         "load_generator": round(own_cpu_s() - own_cpu, 2),
+                                         "server_threads": server_spent}
         report["rss_after_concurrent_mb"] = round(rss_kb(server.pid) / 1024, 1)
         time.sleep(PAUSE_S)  # a press alone, not the tail of the burst (the batcher's burst mode ends after 1 s)
         report["sequential"] = sequential_phase(clients[0], sentences, args.sequential, args.api_only, server.pid)

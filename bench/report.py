@@ -45,6 +45,7 @@ COMMANDS = {
     "hostile_load": "python bench/hostile_load.py --checkpoint checkpoints/en-de --hostile 8 --victims 20 --sessions 200",
     "int8_accuracy": "python bench/int8_accuracy.py",
     "load": "python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de",
+    "thread_pools": "python bench/thread_pools.py --checkpoint checkpoints/en-de --threads 2 --repeats 10",
     "train_throughput": "python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096 "
                         "--preset en-de",
 }

@@ -6,8 +6,10 @@ stand-in toy model, and the tests that need a trained model skip with that reaso
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
@@ -93,6 +95,35 @@ def test_page_and_links_start_at_the_default_models_length_penalty(app, tmp_path
     finally:
         explorer.batcher.close()
     assert app.EXPLORER.default_length_penalty == share.DEFAULT_LENGTH_PENALTY  # the toy has no generation config
+
+
+def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, make_model, caplog):
+    """Loading, like all model work, runs on the batcher's thread: torch's OpenMP keeps a thread pool per thread
+    that runs parallel work, and a second pool (a model loaded on the main thread) made every search of the app
+    2.7x slower on 2 cores (bench/thread_pools.py). The default model at start-up, and another one loaded later
+    from a request's thread."""
+    from transformer.explorer.callbacks import Explorer
+    from transformer.hub import save_checkpoint
+    from transformer.tokenizer import TextTokenizer, toy_tokenizer
+
+    for name in ("en-de", "toy-other"):
+        save_checkpoint(make_model(), TextTokenizer(toy_tokenizer(12)), tmp_path / name)
+    caplog.set_level(logging.INFO, logger="transformer.explorer.registry")
+    explorer = Explorer(registry.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
+    try:
+        request = threading.Thread(target=explorer.translator, args=("toy-other",), name="a-request")
+        request.start()
+        request.join()
+        loads = [r for r in caplog.records if r.getMessage().startswith("loaded ")]
+        assert [r.getMessage().split()[1] for r in loads] == ["en-de", "toy-other"]
+        assert {r.threadName for r in loads} == {explorer.batcher._thread.name}
+        assert explorer.registry.is_loaded("toy-other")
+    finally:
+        explorer.batcher.close()
+    direct = registry.ModelRegistry(tmp_path)  # without the app's runner, on the caller's thread
+    caplog.clear()
+    direct.get("toy-other")
+    assert [r.threadName for r in caplog.records if r.getMessage().startswith("loaded ")] == ["MainThread"]
 
 
 def test_registry_lists_default_models_first_then_sorted_and_override_first(app, tmp_path):

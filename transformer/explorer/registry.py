@@ -7,7 +7,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,12 +34,16 @@ class ModelRegistry:
 
     `override` (a Hub repo id or a path, from $TRANSFORMER_CHECKPOINT) becomes the first entry.
     `precision` ("fp32" or "int8", `load_pretrained`'s `quantize`) is how every model is loaded.
+    `runner(fn, *args)` runs each load (default: on the calling thread); the app passes its batcher's
+    `call`, so that loading, like all model work, runs on the batcher's thread (`Explorer`).
     """
 
-    def __init__(self, checkpoint_dir: Path, override: str | None = None, precision: str = "fp32"):
+    def __init__(self, checkpoint_dir: Path, override: str | None = None, precision: str = "fp32",
+                 runner: Callable[..., Translator] | None = None):
         self.checkpoint_dir = Path(checkpoint_dir)
         self.override = override or None
         self.precision = precision
+        self.runner = runner or (lambda fn, *args: fn(*args))
         self._models: dict[str, Translator] = {}
         self._dirs: dict[str, Path] = {}
         self._lock = threading.Lock()
@@ -95,6 +99,9 @@ class ModelRegistry:
                 f"{self.checkpoint_dir.name}/ holds a checkpoint, or set {ENV_CHECKPOINT}.")
         if label in self._models:
             return self._models[label]
+        return self.runner(self._load, label)
+
+    def _load(self, label: str) -> Translator:
         with self._lock:
             lock = self._load_locks.setdefault(label, threading.Lock())
         with lock:
