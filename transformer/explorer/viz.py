@@ -23,6 +23,7 @@ domains; `make_subplots` + `add_trace` is several times slower for a 6x8 grid
 """
 from __future__ import annotations
 
+import functools
 import html
 import logging
 import math
@@ -60,6 +61,10 @@ CORPUS_BLEU = "val_bleu_"  # train_log.jsonl key prefix of one validation corpus
 # ----------------------------------------------------------------------------- labels
 
 
+LABEL_CACHE = 1 << 14  # labels remembered: a payload labels the same few hundred pieces over and over
+
+
+@functools.lru_cache(maxsize=LABEL_CACHE)
 def escape_label(token: str) -> str:
     """Make a token safe to show literally in Plotly text, ticks and hover.
 
@@ -77,6 +82,7 @@ CONTINUES = "\u00b7"  # "·": the piece continues the word before it
 SPACE = "\u2423"  # "␣": a lone word-start mark (the next piece starts a new word)
 
 
+@functools.lru_cache(maxsize=LABEL_CACHE)
 def display_token(token: str) -> str:
     """A piece as the page shows it: no "▁"; "·" before a piece that continues a word; "␣" for a lone "▁";
     special tokens, punctuation and placeholders as they are."""
