@@ -14,7 +14,7 @@ expected title text.
 Works against this checkout's app and an older one (`--app-dir /path/to/other/checkout`, e.g. main before
 the browser-side views) or any running app (`--url`); an action the app does not offer is reported as null.
 
-Usage: python bench/browser_latency.py [--reps 10] [--app-dir DIR | --url URL] [--checkpoint PATH] [--threads 2]
+Usage: python bench/browser_latency.py [--reps 10] [--app-dir DIR | --url URL] [--checkpoint PATH] [--threads N]
 Prints one JSON object. Run it on an otherwise idle machine for numbers worth reporting.
 """
 from __future__ import annotations
@@ -359,13 +359,16 @@ def main() -> None:
     parser.add_argument("--url", default=None, help="measure an app that is already running")
     parser.add_argument("--app-dir", default=str(ROOT), help="a checkout whose app.py to start (default: this one)")
     parser.add_argument("--checkpoint", default=None, help="TRANSFORMER_CHECKPOINT for the started app")
-    parser.add_argument("--threads", type=int, default=2, help="TRANSFORMER_THREADS for the started app")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="TRANSFORMER_THREADS for the started app (default: the app's own, every core but one)")
     parser.add_argument("--toy", action="store_true", help="use toy letter sentences (a toy checkpoint)")
     parser.add_argument("--json", help="also write the result to this file (see bench/report.py)")
     args = parser.parse_args()
     if args.reps < 2 or args.reps % 2:
         parser.error("--reps must be even and at least 2 (actions alternate between two states)")
-    env = {"TRANSFORMER_THREADS": str(args.threads), "PYTHONDONTWRITEBYTECODE": "1"}  # leave --app-dir as it was
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}  # leave --app-dir as it was
+    if args.threads:
+        env["TRANSFORMER_THREADS"] = str(args.threads)
     if args.checkpoint:
         env["TRANSFORMER_CHECKPOINT"] = str(Path(args.checkpoint).resolve())
     toy = args.toy or bool(args.checkpoint and "toy" in Path(args.checkpoint).name)

@@ -126,6 +126,29 @@ def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, ma
     assert [r.threadName for r in caplog.records if r.getMessage().startswith("loaded ")] == ["MainThread"]
 
 
+def test_the_model_gets_every_core_but_one_unless_told(monkeypatch):
+    from transformer.explorer.callbacks import torch_threads
+
+    monkeypatch.delenv("TRANSFORMER_THREADS", raising=False)
+    assert [torch_threads(cores) for cores in (1, 2, 4, 16)] == [1, 1, 3, 15]
+    assert torch_threads() == max(1, (os.cpu_count() or 1) - 1)
+    monkeypatch.setenv("TRANSFORMER_THREADS", "2")
+    assert torch_threads(2) == 2
+    for bad in ("0", "-1", "two", ""):
+        monkeypatch.setenv("TRANSFORMER_THREADS", bad)
+        assert torch_threads(4) == 3
+
+
+def test_the_app_sets_openmps_spin_before_anything_imports_torch():
+    """libgomp reads GOMP_SPINCOUNT once, when torch loads: the app's setting must come before its first import
+    that loads torch (any of the project's modules), or it silently does nothing (docs/deploy.md)."""
+    source = (Path(__file__).resolve().parents[1] / "app.py").read_text()
+    setting = source.index('os.environ.setdefault("GOMP_SPINCOUNT"')
+    first_import = min(source.index(line) for line in source.splitlines()
+                       if line.startswith(("import torch", "from transformer", "import transformer")))
+    assert setting < first_import
+
+
 def test_registry_lists_default_models_first_then_sorted_and_override_first(app, tmp_path):
     for name in ("toy-b", "multi30k-en-de", "toy-a", "incomplete", ".hidden"):
         (tmp_path / name).mkdir()

@@ -46,10 +46,20 @@ from .search_views import CompareSession, compare_value, record_search, tree_val
 log = logging.getLogger(__name__)
 
 
-def torch_threads() -> int:
-    """All cores (the brief: `torch.set_num_threads(os.cpu_count())`); `TRANSFORMER_THREADS` overrides."""
+def torch_threads(cores: int | None = None) -> int:
+    """torch threads for the model: every core but one, at least one; `TRANSFORMER_THREADS` overrides.
+
+    The core left over runs Gradio's threads and, where the app runs on the machine the page is seen on (a laptop,
+    a classroom's computer), the browser. On 2 EPYC cores with Chromium beside the app, one torch thread drew a
+    translation in 300-391 ms (p50) against 385-418 ms with two, and a head switched off in 298-335 against 355-391
+    ms (bench/browser_latency.py); alone on the machine (a Space: its users' browsers are elsewhere), two threads
+    served a class's burst about 8 % faster (bench/load.py: 21.0-21.2 against 19.4-19.8 requests/s), so a Space
+    may set TRANSFORMER_THREADS=2 (docs/deploy.md)."""
     value = os.environ.get("TRANSFORMER_THREADS", "")
-    return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    cores = (os.cpu_count() or 1) if cores is None else cores
+    return max(1, cores - 1)
 
 
 ENV_PRECISION = "TRANSFORMER_PRECISION"  # int8 (the default where torch can) or fp32: the weights the search uses
@@ -171,7 +181,7 @@ class Explorer:
     def start(cls, checkpoint_dir: Path) -> Explorer:
         """The app's explorer: the checkpoints under `checkpoint_dir` (and $TRANSFORMER_CHECKPOINT first, if
         set), loaded in `precision_from_env()`, exports in a temporary directory of this process, torch on
-        every core (`torch_threads`)."""
+        every core but one (`torch_threads`)."""
         torch.set_num_threads(torch_threads())
         heap.give_back()  # results' arrays freed are given back to the system (heap.py)
         override = os.environ.get(ENV_CHECKPOINT)
