@@ -16,12 +16,7 @@ from collections import namedtuple
 from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no network at run time (telemetry, version check)
-# torch's OpenMP threads (libgomp) spin 300,000 times for the next parallel region before they sleep. On 2 cores
-# with the browser beside the app, that spinning held the core the browser draws on (a translation drawn in 512-573
-# ms against 388-391 ms with 1,000; bench/browser_latency.py); 1,000 spins still bridge the gaps between a
-# search's operations (31 ms a translation against 29; 300 spins: 61 ms; bench/thread_pools.py). libgomp reads
-# it once, when torch loads: so here, before any import of torch.
-os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+os.environ.setdefault("GOMP_SPINCOUNT", "1000")  # torch's OpenMP reads it as torch loads: spin briefly (docs/deploy.md)
 
 import gradio as gr  # noqa: E402
 
