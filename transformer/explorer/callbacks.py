@@ -183,6 +183,8 @@ class Explorer:
         set), loaded in `precision_from_env()`, exports in a temporary directory of this process, torch on
         every core but one (`torch_threads`)."""
         torch.set_num_threads(torch_threads())
+        log.info("torch threads: %d of %d cores (TRANSFORMER_THREADS overrides); OpenMP spin count %s",
+                 torch.get_num_threads(), os.cpu_count() or 1, os.environ.get("GOMP_SPINCOUNT", "libgomp's default"))
         heap.give_back()  # results' arrays freed are given back to the system (heap.py)
         override = os.environ.get(ENV_CHECKPOINT)
         export_dir = Path(tempfile.gettempdir()) / f"{EXPORT_DIR_PREFIX}{os.getpid()}"
