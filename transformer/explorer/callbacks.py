@@ -163,8 +163,8 @@ class Explorer:
         self._head_figures: dict[str | None, tuple[go.Figure, pd.DataFrame]] = {}
         # Loading runs on the batcher's thread too: torch's OpenMP (libgomp) keeps a thread pool for every thread
         # that runs parallel work, and once the pools hold more threads than there are cores, each parallel
-        # region wakes its threads by futex instead of spinning. Loaded on the main thread, the model then searched
-        # at 82 ms instead of 31 (2 EPYC cores, 2 threads: bench/thread_pools.py).
+        # region wakes its threads by futex instead of spinning. Loaded on the main thread, the model then translated
+        # in 75.8 ms instead of 28.5 (2 EPYC cores, 2 threads: bench/thread_pools.py).
         registry.runner = self.batcher.call
         self.default_model = registry.default()
         self.default_translator: Translator | None = None
