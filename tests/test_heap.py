@@ -66,7 +66,7 @@ def run(mode: str) -> dict:
 def test_a_bounded_heap_holds_little_more_than_the_arrays_kept():
     default, bounded = run("default"), run("bound")
     # unbounded, the freed blocks stay in the heaps: the process holds far more than the store keeps (how much more
-    # depends on how the 8 threads interleave: 111-220 MB for about 60 kept, over 12 runs on 2 EPYC cores)
+    # depends on how the 8 threads interleave: 111-220 MB for about 60 kept, over 7 runs on 2 EPYC cores)
     assert default["growth_mb"] > default["kept_mb"] + 30, default
     assert bounded["growth_mb"] < bounded["kept_mb"] + 40, bounded
     assert bounded["growth_mb"] < 0.7 * default["growth_mb"], (default, bounded)
