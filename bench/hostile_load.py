@@ -190,7 +190,8 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=200, help="memory phase: sessions of the longest input")
     parser.add_argument("--parallel", type=int, default=4, help="memory phase: sessions at a time")
     parser.add_argument("--checkpoint", default=None, help="default: en-de if present, else toy-reverse")
-    parser.add_argument("--threads", default=None, help="TRANSFORMER_THREADS for the server (default: the app's own, every core but one)")
+    parser.add_argument("--threads", default=None,
+                        help="TRANSFORMER_THREADS for the server (default: the app's own, every core but one)")
     parser.add_argument("--max-minutes", type=float, default=30.0, help="each phase stops here, reporting so far")
     parser.add_argument("--json", help="also write the result to this file (see bench/report.py)")
     args = parser.parse_args()

@@ -190,7 +190,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=25, help="per client")
     parser.add_argument("--sequential", type=int, default=1000)
     parser.add_argument("--checkpoint", default=None, help="default: multi30k-en-de if present, else toy-reverse")
-    parser.add_argument("--threads", default=None, help="TRANSFORMER_THREADS for the server (default: the app's own, every core but one)")
+    parser.add_argument("--threads", default=None,
+                        help="TRANSFORMER_THREADS for the server (default: the app's own, every core but one)")
     parser.add_argument("--precision", choices=["int8", "fp32"], help="TRANSFORMER_PRECISION for the server "
                                                                      "(default: the app's own, int8)")
     parser.add_argument("--app-dir", default=str(ROOT), help="the checkout whose app.py serves (before/after runs)")

@@ -48,10 +48,8 @@ def measure(layout: str, checkpoint: str, threads: int, repeats: int) -> dict[st
     torch.set_num_threads(threads)
     times: list[float] = []
 
-    def load():
-        return load_pretrained(checkpoint, quantize="int8")
-
-    def run(tr) -> None:
+    def run(tr=None) -> None:
+        tr = tr or load_pretrained(checkpoint, quantize="int8")
         for sentence in SENTENCES:  # warm-up
             tr.translate(sentence, method="beam", beam_size=5, return_attention=True)
         for _ in range(repeats):
@@ -61,14 +59,10 @@ def measure(layout: str, checkpoint: str, threads: int, repeats: int) -> dict[st
                 times.append(time.perf_counter() - start)
 
     if layout == "main_thread":
-        run(load())
-    elif layout == "two_pools":
-        tr = load()
-        worker = threading.Thread(target=run, args=(tr,))
-        worker.start()
-        worker.join()
-    else:
-        worker = threading.Thread(target=lambda: run(load()))
+        run()
+    else:  # two_pools: loaded here, on the main thread; one_pool: loaded on the worker that translates
+        worker = threading.Thread(target=run, args=(load_pretrained(checkpoint, quantize="int8"),)
+                                  if layout == "two_pools" else ())
         worker.start()
         worker.join()
     ordered = sorted(times)
