@@ -6,7 +6,8 @@ API's `/translate` instead.
 Phase 1: --clients concurrent clients x --requests each -> errors, p50/p95 latency, throughput, and
 `differ_from_lone`: how many answers (translation, n-best table and attention payload, compared whole) differ
 from the answer the same sentence got when it was the only request, just before the burst.
-`cpu_s`: the CPU seconds the burst cost the server (by thread) and this load generator, which shares its cores.
+`cpu_s`: the CPU seconds the burst cost the server (by thread, its search process's threads included) and this
+load generator, which shares its cores; `rss_children_mb`: the search process's memory.
 Phase 2, after a 2 s pause: --sequential requests from one client (one press alone: its p50) -> server
 VmRSS (from /proc/<pid>/status) before/after.
 
@@ -14,8 +15,9 @@ Usage: python bench/load.py [--clients 16] [--requests 25] [--sequential 1000] [
                             [--precision int8|fp32] [--app-dir OTHER_CHECKOUT] [--tls-context-per-call]
 The clients share the server's cores, so what they cost is taken from the server: they share one TLS
 context (`shared_tls_context`); `--tls-context-per-call` measures the way runs before 2026-11-23 did.
-The burst of issue 19 (a class of 30 pressing Translate; before/after from the same session, idle machine):
+The burst of a class (30 pressing Translate; before/after from the same session, idle machine):
     python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de
+    python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de --no-search-process
     python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de --app-dir ../before
 Prints one JSON object.
 """
@@ -70,17 +72,32 @@ def rss_kb(pid: int) -> int:
     return -1
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes `pid` started (the app's search process), from /proc."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rpartition(")")[2].split()[1]) == pid:
+                children.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):  # ended meanwhile
+            continue
+    return children
+
+
 def thread_cpu_s(pid: int) -> dict[str, float]:
-    """CPU seconds (user + system) each thread of `pid` has used so far, by "name:thread id" (/proc)."""
+    """CPU seconds (user + system) each thread of `pid` and of its child processes has used so far, by
+    "name:thread id" ("child <pid> name:thread id" for a child's threads) (/proc)."""
     tick = os.sysconf("SC_CLK_TCK")
     out: dict[str, float] = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            comm = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rpartition(")")[2].split()
-        except OSError:  # the thread ended between the listing and the read
-            continue
-        out[f"{comm}:{task.name}"] = (int(fields[11]) + int(fields[12])) / tick
+    for process in [pid] + child_pids(pid):
+        prefix = "" if process == pid else f"child {process} "
+        for task in Path(f"/proc/{process}/task").iterdir():
+            try:
+                comm = (task / "comm").read_text().strip()
+                fields = (task / "stat").read_text().rpartition(")")[2].split()
+            except OSError:  # the thread ended between the listing and the read
+                continue
+            out[f"{prefix}{comm}:{task.name}"] = (int(fields[11]) + int(fields[12])) / tick
     return out
 
 
@@ -196,6 +213,8 @@ def main() -> None:
                                                                      "(default: the app's own, int8)")
     parser.add_argument("--app-dir", default=str(ROOT), help="the checkout whose app.py serves (before/after runs)")
     parser.add_argument("--api-only", action="store_true")
+    parser.add_argument("--no-search-process", action="store_true",
+                        help="TRANSFORMER_SEARCH_PROCESS=0: the app's searches stay in its own process")
     parser.add_argument("--json", help="also write the result to this file (see bench/report.py)")
     parser.add_argument("--tls-context-per-call", action="store_true",
                         help="let gradio_client build a TLS context for every HTTP call, as it does by default "
@@ -214,10 +233,13 @@ def main() -> None:
         env["TRANSFORMER_THREADS"] = str(args.threads)
     if args.precision:
         env["TRANSFORMER_PRECISION"] = args.precision
+    if args.no_search_process:
+        env["TRANSFORMER_SEARCH_PROCESS"] = "0"
     sentences = SENTENCES_TOY if checkpoint.name.startswith("toy") else SENTENCES_EN
     report: dict = {"checkpoint": str(checkpoint), "app_dir": str(Path(args.app_dir).resolve()),
                     "api_only": args.api_only, "server_threads": args.threads or "app default",
-                    "precision": args.precision or "app default", "cpu": cpu_model()}
+                    "precision": args.precision or "app default", "cpu": cpu_model(),
+                    "search_process": not args.no_search_process}
 
     with running_app(env, timeout_s=300, app_dir=Path(args.app_dir)) as server:
         report["tls_context"] = "per call" if args.tls_context_per_call else "shared"
@@ -235,6 +257,8 @@ def main() -> None:
                                          "load_generator": round(own_cpu_s() - own_cpu, 2),
                                          "server_threads": server_spent}
         report["rss_after_concurrent_mb"] = round(rss_kb(server.pid) / 1024, 1)
+        # the app's search process (transformer/search_process.py), where it runs one: its own memory
+        report["rss_children_mb"] = [round(rss_kb(child) / 1024, 1) for child in child_pids(server.pid)]
         time.sleep(PAUSE_S)  # a press alone, not the tail of the burst (the batcher's burst mode ends after 1 s)
         report["sequential"] = sequential_phase(clients[0], sentences, args.sequential, args.api_only, server.pid)
     print(json.dumps(report))

@@ -51,6 +51,14 @@ def client():
     return Client(server.url, verbose=False)
 
 
+def test_the_app_serves_its_everyday_searches_from_a_search_process(app):
+    """The app's batcher has a search process, a live child of this process, with the default model loaded."""
+    searcher = app.EXPLORER.batcher.searcher
+    assert searcher is not None and searcher.pid is not None
+    assert searcher.serves(app.DEFAULT_TRANSLATOR)
+    assert app.EXPLORER.translate("h e l l o", "greedy", 1, app.DEFAULT_MODEL, 1.0)[0].translation.text
+
+
 def values(app, out: dict, *paths: str) -> list:
     """A handler's `{component: value}` answer, read by the components' names in `app.PAGE` ("states.result")."""
     return [out[attrgetter(path)(app.PAGE)] for path in paths]
@@ -527,6 +535,9 @@ def test_main_path_records_no_search(app, monkeypatch):
         return original(sources, method, beam_size, length_penalty, max_len, return_attention, top_k, record_search)
 
     monkeypatch.setattr(tr, "translate_sources", spy)
+    searcher = app.EXPLORER.batcher.searcher  # the search process searches without a trace: it has no such option
+    original_search = searcher.search
+    monkeypatch.setattr(searcher, "search", lambda *a, **k: calls.append({}) or original_search(*a, **k))
     result = app.PAGE.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
     assert [k.get("record_search", False) for k in calls] == [False]
     assert result.translation.search is None and result.search is None

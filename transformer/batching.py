@@ -47,6 +47,12 @@ batch for its sentence alone), bit for bit what it gets alone (`tests/test_batch
 requests are grouped, ordered or paused never changes an answer. If a search fails, its requests are
 decoded one by one, so a bad request fails alone.
 
+A search process. Given a `searcher` (`search_process.SearchProcess`, as the app does), the worker sends
+its everyday searches (all of a class's burst) to a child process and waits for them holding no GIL, so
+that they run beside Gradio's event loop and the threads that build the answers' payloads instead of
+taking turns with them; the worker stays the one scheduler, and calls and expensive searches (with their
+pause points) still run here. A lost child costs nothing but time: the search runs here instead.
+
 Back-pressure. At most `max_waiting` requests wait; one more raises `BatcherBusy` at once, with a
 message for the user, instead of a hang. `translate(..., timeout_s=...)` gives up the same way.
 """
@@ -64,6 +70,7 @@ from typing import Any, TypeVar, Union
 import torch
 
 from .decoding import pause_points, source_bucket
+from .search_process import SearchProcess, SearchProcessLost
 from .translator import Source, Translation, Translator, check_options
 
 log = logging.getLogger(__name__)
@@ -146,7 +153,8 @@ class Batcher:
     def __init__(self, max_batch: int = MAX_BATCH, window_s: float = WINDOW_S, max_waiting: int = MAX_WAITING,
                  max_work: int = MAX_WORK, burst_window_s: float = BURST_WINDOW_S, burst_min: int = BURST_MIN,
                  burst_gap_s: float = BURST_GAP_S, settle_s: float = SETTLE_S, pause_s: float = PAUSE_S,
-                 max_skips: int = MAX_SKIPS, light_work: int = LIGHT_WORK, name: str = "translation-batcher"):
+                 max_skips: int = MAX_SKIPS, light_work: int = LIGHT_WORK, name: str = "translation-batcher",
+                 searcher: SearchProcess | None = None):
         if max_batch < 1 or max_waiting < 1 or max_work < 1 or max_skips < 1 or min(window_s, burst_window_s,
                                                                                     pause_s) < 0:
             raise ValueError("max_batch, max_waiting, max_work and max_skips must be positive, the times >= 0")
@@ -155,6 +163,7 @@ class Batcher:
         self.light_work = light_work
         self.burst_window_s, self.burst_min, self.burst_gap_s = burst_window_s, burst_min, burst_gap_s
         self.settle_s = settle_s
+        self.searcher = searcher  # where everyday searches run, when given (module doc, "A search process")
         self._last_batch = (float("-inf"), 0)  # (when it ended, its translations)
         self.stats = BatchStats()
         self._waiting: list[_Request] = []
@@ -345,7 +354,7 @@ class Batcher:
             if isinstance(part[0], _Call):
                 self._run_call(part[0])
             else:
-                self._decode(part)
+                self._decode(part, remote=self._remote(part))
         self._count(arrivals, len(parts), begun, paused)
 
     def _count(self, arrivals: list[float], parts: int, begun: float, paused: bool) -> None:
@@ -381,20 +390,33 @@ class Batcher:
             chunks.append(chunk)
         return chunks
 
-    @staticmethod
-    def _decode(chunk: list[_Translation]) -> None:
+    def _remote(self, chunk: list[_Translation]) -> bool:
+        """Whether `chunk` is searched in the search process: everyday work (a search over `light_work` stays
+        here, where cheaper work can run at its pause points) of a translator the searcher can load."""
+        return (self.searcher is not None and max(r.work for r in chunk) <= self.light_work
+                and self.searcher.serves(chunk[0].translator))
+
+    def _decode(self, chunk: list[_Translation], remote: bool = False) -> None:
         method, beam_size, length_penalty, top_k, attention = chunk[0].options
         translator = chunk[0].translator
+        sources = [r.source for r in chunk]
         try:
-            results = translator.translate_sources([r.source for r in chunk], method, beam_size, length_penalty,
+            if remote:
+                try:
+                    results = self.searcher.search(translator, sources, method, beam_size, length_penalty,
                                                    return_attention=attention, top_k=top_k)
+                except SearchProcessLost:  # logged by the searcher; this chunk is searched here instead
+                    remote = False
+            if not remote:
+                results = translator.translate_sources(sources, method, beam_size, length_penalty,
+                                                       return_attention=attention, top_k=top_k)
         except Exception as err:
             if len(chunk) == 1:
                 chunk[0].future.set_exception(err)
                 return
             log.exception("a batch of %d failed; decoding its translations one by one", len(chunk))
             for request in chunk:
-                Batcher._decode([request])
+                self._decode([request], remote)
             return
         for request, result in zip(chunk, results):
             request.future.set_result(result)

@@ -211,6 +211,9 @@ class Translator:
         # int8 rows, or float32 in fixed row blocks); the encoder pass and the attention capture use `model`
         self.search_model = (search_model if search_model is not None else build_search_model(self.model)).eval()
         self.precision = precision  # "fp32" or "int8": which weights the search uses
+        # (checkpoint directory, quantize) when `load_pretrained` made it: how another process loads the same
+        # model (`search_process`); None otherwise
+        self.origin: tuple[str, str | None] | None = None
         # beam width and length penalty when a call gives none: the checkpoint's generation_config.json
         self.generation: GenerationConfig = getattr(model, "generation", None) or GenerationConfig()
 
@@ -572,6 +575,9 @@ def load_pretrained(name_or_path: str | os.PathLike, device: str = "cpu", quanti
     directory = resolve_checkpoint(name_or_path, **download_kwargs)
     model = load_checkpoint(directory, device=device)
     if quantize == "int8":
-        return Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser,
-                          search_model=build_search_model(model, "int8"), precision="int8")
-    return Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser)
+        translator = Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser,
+                                search_model=build_search_model(model, "int8"), precision="int8")
+    else:
+        translator = Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser)
+    translator.origin = (os.path.abspath(directory), "int8" if quantize == "int8" else None)
+    return translator

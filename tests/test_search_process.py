@@ -1,0 +1,188 @@
+"""The app's search process (`transformer.search_process`): a search there gives, bit for bit, what it gives in
+the app's own process, alone or through the `Batcher` with concurrent clients; its errors come back as
+themselves; a lost child costs only time; the child never outlives its parent."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from test_batch_invariance import SENTENCES, assert_identical
+from transformer import search_process
+from transformer.batching import Batcher
+from transformer.quantize import int8_available
+from transformer.search_process import SearchProcess, SearchProcessLost
+from transformer.translator import Translation, load_pretrained
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVED = ROOT / "checkpoints" / "en-de"  # the app's default model, in the precision it serves
+PRECISION = "int8" if int8_available() else None
+
+
+@pytest.fixture(scope="module")
+def served():
+    """(translator, a started search process on this process's torch threads)."""
+    tr = load_pretrained(SERVED, quantize=PRECISION)
+    searcher = SearchProcess(threads=torch.get_num_threads())
+    searcher.preload(tr)
+    yield tr, searcher
+    searcher.close()
+
+
+def gone(pid: int, within_s: float = 20.0) -> bool:
+    """Whether process `pid` has ended (or is a zombie) within `within_s`."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("options", [("beam", 5, None), ("beam", 3, 1.0), ("greedy", 1, None)])
+def test_a_search_in_the_child_gives_the_bits_of_the_same_search_here(served, options):
+    """Every candidate, score, step and attention map: mixed lengths, names and numbers, in one batch."""
+    tr, searcher = served
+    method, beam, penalty = options
+    beam, penalty = tr.generation.resolve(beam, penalty)
+    sources = [tr.source(s) for s in SENTENCES[::2]]
+    theirs = searcher.search(tr, sources, method, beam, penalty, return_attention=True, top_k=5)
+    ours = tr.translate_sources(sources, method, beam, penalty, return_attention=True, top_k=5)
+    assert len(theirs) == len(ours) == len(sources)
+    for got, expected in zip(theirs, ours):
+        assert_identical(got, expected)
+
+
+def test_the_batcher_serves_concurrent_clients_their_lone_answers_through_the_child(served):
+    """Eight client threads at once, mixed options: each answer is the sentence's alone, searched in this
+    process; the everyday searches ran in the child."""
+    tr, searcher = served
+    options = [("beam", 5, None), ("beam", 3, 1.0), ("greedy", 1, None)]
+    jobs = [(i, options[i % len(options)]) for i in range(0, len(SENTENCES), 2)]
+    expected = {i: tr.translate(SENTENCES[i], *opt) for i, opt in jobs}
+    before = searcher.searches
+    batcher = Batcher(window_s=0.05, searcher=searcher)
+    start = threading.Barrier(8)
+    results: dict[int, Translation] = {}
+
+    def client(mine: list) -> None:
+        start.wait()
+        futures = [(i, batcher.submit(tr, SENTENCES[i], *opt)) for i, opt in mine]
+        for i, future in futures:
+            results[i] = future.result(300)
+
+    threads = [threading.Thread(target=client, args=(jobs[k::8],)) for k in range(8)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+    finally:
+        batcher.close()
+    assert batcher.stats.largest > 1  # requests were decoded together
+    assert searcher.searches > before  # ... in the child
+    for i, _ in jobs:
+        assert_identical(results[i], expected[i])
+
+
+def test_a_search_error_comes_back_as_itself_and_the_child_goes_on(served):
+    tr, searcher = served
+    pid = searcher.pid
+    with pytest.raises(ValueError, match="method"):
+        searcher.search(tr, [tr.source("It rains.")], "sideways", 5, 1.0)
+    assert searcher.pid == pid
+    assert searcher.search(tr, [tr.source("It rains.")], "greedy", 1, 1.0)[0].text == tr.translate(
+        "It rains.", "greedy").text
+
+
+def test_a_lost_child_costs_only_time(served):
+    """A child found dead is replaced before the search; one that stops answering mid-search is killed after the
+    timeout, and the batcher searches here; either way the answer is the lone one."""
+    tr, searcher = served
+    alone = tr.translate("The kettle is boiling.", "beam", 5)
+    batcher = Batcher(searcher=searcher)
+    try:
+        old = searcher.pid
+        os.kill(old, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while searcher.pid is not None and time.monotonic() < deadline:  # reaped (all its threads ended)
+            time.sleep(0.05)
+        assert searcher.pid is None
+        searches = searcher.searches
+        assert_identical(batcher.translate(tr, "The kettle is boiling.", "beam", 5, timeout_s=300), alone)
+        new = searcher.pid
+        assert new not in (None, old) and searcher.searches == searches + 1  # a new child answered
+        os.kill(new, signal.SIGSTOP)  # alive, never answering
+        searcher.timeout_s = 3
+        try:
+            assert_identical(batcher.translate(tr, "The kettle is boiling.", "beam", 5, timeout_s=300), alone)
+        finally:
+            searcher.timeout_s = search_process.SEARCH_TIMEOUT_S
+        assert gone(new) and searcher.pid is None and searcher.searches == searches + 1 and searcher.available
+    finally:
+        batcher.close()
+
+
+def test_a_child_that_never_answers_is_given_up_after_a_few_tries():
+    """A child that exits at once (here: /bin/true instead of python) is lost every time; after MAX_FAILURES
+    the searcher serves nothing, and the batcher searches here."""
+    tr = load_pretrained(ROOT / "checkpoints" / "toy-reverse")
+    searcher = SearchProcess(threads=1, timeout_s=10, python="/bin/true")
+    for _ in range(search_process.MAX_FAILURES):
+        assert searcher.serves(tr)
+        with pytest.raises(SearchProcessLost):
+            searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
+    assert not searcher.available and not searcher.serves(tr)
+    batcher = Batcher(searcher=searcher)
+    try:
+        assert batcher.translate(tr, "h e l l o", "greedy", 1).text == tr.translate("h e l l o", "greedy").text
+    finally:
+        batcher.close()
+
+
+def test_a_translator_not_from_load_pretrained_is_searched_here(served):
+    tr, searcher = served
+    from transformer.translator import Translator
+
+    own = Translator(tr.model, tr.tokenizer, search_model=tr.search_model, precision=tr.precision)
+    assert own.origin is None and not searcher.serves(own)
+    assert tr.origin == (str(SERVED.resolve()), PRECISION)
+
+
+def test_the_child_ends_with_its_parent():
+    """A parent killed without closing it: the child's pipe closes and it exits, so no search process is orphaned."""
+    script = ("import os, sys, torch; from transformer.search_process import SearchProcess; "
+              "s = SearchProcess(threads=1); s.start(); print(s.pid, flush=True); os.kill(os.getpid(), 9)")
+    parent = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert parent.returncode == -signal.SIGKILL, parent.stderr
+    assert gone(int(parent.stdout.split()[0]), within_s=60)
+
+
+def test_the_app_searches_in_a_child_unless_told_not_to(monkeypatch, caplog):
+    """`Explorer.start`'s searcher: a live child of this process, on torch's threads; TRANSFORMER_SEARCH_PROCESS=0
+    keeps the searches in the app's process, and says so in the log."""
+    from transformer.explorer import callbacks
+
+    monkeypatch.delenv(callbacks.ENV_SEARCH_PROCESS, raising=False)
+    searcher = callbacks.search_process_from_env()
+    try:
+        assert searcher is not None and searcher.threads == torch.get_num_threads()
+        stat = Path(f"/proc/{searcher.pid}/stat").read_text().rpartition(")")[2].split()
+        assert int(stat[1]) == os.getpid()  # its parent is this process
+    finally:
+        searcher.close()
+    monkeypatch.setenv(callbacks.ENV_SEARCH_PROCESS, "0")
+    with caplog.at_level("INFO", logger="transformer.explorer.callbacks"):
+        assert callbacks.search_process_from_env() is None
+    assert "TRANSFORMER_SEARCH_PROCESS=0" in caplog.text
