@@ -71,8 +71,9 @@ REQUEST_TIMEOUT_S = 60.0  # a Translate press that waits longer for the batcher 
 
 def search_process_from_env() -> SearchProcess | None:
     """The app's search process (`transformer.search_process`), started now on torch's threads, unless
-    `TRANSFORMER_SEARCH_PROCESS` is 0. A class's burst of 90 presses ran at 25.8 to 28.0 requests/s with it
-    against 19.7 to 21.4 without (2 EPYC cores, bench/load.py): its searches no longer wait for the GIL."""
+    `TRANSFORMER_SEARCH_PROCESS` is 0. A class's burst of 90 beam-5 presses ran at 26.1 and 26.9 requests/s
+    with it (p95 1.41 and 1.43 s) against 21.9 and 22.9 (p95 1.74 and 1.68 s) without (2 EPYC cores,
+    bench/load.py, alternated): its searches no longer wait for the GIL. It costs about 350 MB of memory."""
     if os.environ.get(ENV_SEARCH_PROCESS, "").strip() == "0":
         log.info("searches run in the app's process (%s=0)", ENV_SEARCH_PROCESS)
         return None
