@@ -34,7 +34,7 @@ from typing import Any
 
 from .translator import Source, Translation, Translator, load_pretrained
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("transformer.search_process")  # the same name in the child, run as __main__
 
 START_TIMEOUT_S = 120.0  # importing torch and loading a checkpoint, on a busy 2-core machine
 SEARCH_TIMEOUT_S = 300.0  # one search: far past the app's work cap (a round takes about 1 s)

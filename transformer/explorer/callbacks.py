@@ -77,10 +77,13 @@ def search_process_from_env() -> SearchProcess | None:
     if os.environ.get(ENV_SEARCH_PROCESS, "").strip() == "0":
         log.info("searches run in the app's process (%s=0)", ENV_SEARCH_PROCESS)
         return None
+    if os.name != "posix":  # the child's pipes are inherited file descriptors
+        log.info("searches run in the app's process (no search process on %s)", os.name)
+        return None
     searcher = SearchProcess(threads=torch.get_num_threads())
     try:
         searcher.start()  # it imports torch while this process loads the model
-    except OSError as err:
+    except (OSError, ValueError) as err:
         log.error("could not start the search process (%s): searches run in the app's process", err)
         return None
     atexit.register(searcher.close)
