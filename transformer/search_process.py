@@ -203,7 +203,10 @@ def main(argv: list[str]) -> None:
     from . import heap
 
     torch.set_num_threads(threads)  # the parent's: float32 sums round by how they are split over threads
-    heap.give_back()  # as the app: result arrays freed are given back to the system
+    # A search's blocks are the same few MB every step of every round, freed once its answer is sent: served from
+    # the heaps and kept there, not mmap'ed afresh (a page fault for every page) as the app's are (`heap.give_back`).
+    # Beam 5, 30 sentences, one EPYC thread: the search took 246-269 ms so, against 543-623 ms given back.
+    heap.keep()
     serve(Connection(receive_fd, writable=False), Connection(send_fd, readable=False))
 
 
