@@ -8,7 +8,8 @@
 Why. A search is thousands of small torch operations, each a little Python. In the app's process that Python
 shares one GIL with Gradio's event loop and the threads that build the page's payloads: during a class's burst
 a round of 29 beam-5 translations took 1.0 to 1.2 s there, against 0.5 s alone (2 EPYC cores, one torch
-thread; `bench/load.py`). The child has a GIL of its own; the worker thread that waits for it holds none.
+thread; `bench/load.py`). The child has a GIL of its own; the worker thread that waits for it holds none. Its
+heap keeps freed blocks for the next step (`heap.keep`), where the app's gives them back (`main`).
 
 Same bits. The child loads the checkpoint the way the parent did (`Translator.origin`: the directory and the
 `quantize` of `load_pretrained`) and runs torch on the parent's number of threads (float32 sums round by how

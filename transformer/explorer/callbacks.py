@@ -53,9 +53,9 @@ def torch_threads(cores: int | None = None) -> int:
     The core left over runs Gradio's threads and, where the app runs on the machine the page is seen on (a laptop,
     a classroom's computer), the browser. On 2 EPYC cores with Chromium beside the app, one torch thread drew a
     translation in 300-391 ms (p50) against 385-418 ms with two, and a head switched off in 298-335 against 355-391
-    ms (bench/browser_latency.py); alone on the machine (a Space: its users' browsers are elsewhere), two threads
-    served a class's burst about 8 % faster (bench/load.py: 21.0-21.2 against 19.4-19.8 requests/s), so a Space
-    may set TRANSFORMER_THREADS=2 (docs/deploy.md)."""
+    ms (bench/browser_latency.py). Alone on the machine (a Space: its users' browsers are elsewhere), one thread
+    served a class's burst as fast or faster with the search process (bench/load.py: 31.9 and 33.6 requests/s
+    against 30.4 and 29.8 with two; docs/deploy.md)."""
     value = os.environ.get("TRANSFORMER_THREADS", "")
     if value.isdigit() and int(value) > 0:
         return int(value)
@@ -71,9 +71,10 @@ REQUEST_TIMEOUT_S = 60.0  # a Translate press that waits longer for the batcher 
 
 def search_process_from_env() -> SearchProcess | None:
     """The app's search process (`transformer.search_process`), started now on torch's threads, unless
-    `TRANSFORMER_SEARCH_PROCESS` is 0. A class's burst of 90 beam-5 presses ran at 26.1 and 26.9 requests/s
-    with it (p95 1.41 and 1.43 s) against 21.9 and 22.9 (p95 1.74 and 1.68 s) without (2 EPYC cores,
-    bench/load.py, alternated): its searches no longer wait for the GIL. It costs about 350 MB of memory."""
+    `TRANSFORMER_SEARCH_PROCESS` is 0. A class's burst of 90 beam-5 presses ran at 30.1 to 35.1 requests/s
+    with it (p95 1.10 to 1.45 s) against 19.3 to 20.5 (p95 1.88 to 1.97 s) without (2 EPYC cores,
+    bench/load.py, alternated): its searches no longer wait for the GIL, nor for the app's heap. It costs about
+    390 MB of memory."""
     if os.environ.get(ENV_SEARCH_PROCESS, "").strip() == "0":
         log.info("searches run in the app's process (%s=0)", ENV_SEARCH_PROCESS)
         return None
