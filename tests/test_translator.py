@@ -184,3 +184,21 @@ def test_int8_searches_with_int8_decoder_weights_and_draws_float32_attention(tr,
 def test_unknown_precision_is_a_clear_error():
     with pytest.raises(ValueError, match="quantize"):
         load_pretrained(FLAGSHIP, quantize="int4")
+
+
+def test_the_search_copy_is_called_directly_and_the_float32_model_keeps_its_hooks(tr8):
+    """The search's own modules run `forward` without nn.Module's call machinery, and find their submodules as plain
+    attributes; the modules it shares with the float32 model keep theirs, so a hook there (as `inside_head` sets)
+    still fires."""
+    own = [m for m in tr8.search_model.decoder.modules() if type(m).forward is not torch.nn.Module.forward]
+    assert own and all(getattr(type(m), "_called_directly", False) for m in own)
+    assert all(m.__dict__.get(name) is child for m in own for name, child in m.named_children())
+    assert not any(getattr(type(m), "_called_directly", False) for m in tr8.model.modules())
+    assert tr8.search_model.encoder is tr8.model.encoder and tr8.search_model.embed_dropout is not tr8.model.embed_dropout
+    fired = []
+    hook = tr8.model.decoder.layers[0].self_attn.q_proj.register_forward_hook(lambda *args: fired.append(True))
+    try:
+        tr8.translate(SENTENCES[0])  # the attention capture runs the float32 decoder
+    finally:
+        hook.remove()
+    assert fired
