@@ -186,3 +186,27 @@ def test_the_app_searches_in_a_child_unless_told_not_to(monkeypatch, caplog):
     with caplog.at_level("INFO", logger="transformer.explorer.callbacks"):
         assert callbacks.search_process_from_env() is None
     assert "TRANSFORMER_SEARCH_PROCESS=0" in caplog.text
+
+
+def test_a_checkpoint_the_child_cannot_load_is_searched_here(tmp_path):
+    """The app loaded a checkpoint that is corrupt by the time the child loads it: the search is done in the app
+    and answers as alone; the child goes on serving."""
+    import shutil
+
+    copy = tmp_path / "toy-reverse"
+    shutil.copytree(ROOT / "checkpoints" / "toy-reverse", copy)
+    tr = load_pretrained(copy)
+    (copy / "model.safetensors").write_bytes(b"not a checkpoint")
+    alone = tr.translate("h e l l o", "greedy")
+    searcher = SearchProcess(threads=1)
+    batcher = Batcher(searcher=searcher)
+    try:
+        with pytest.raises(SearchProcessLost, match="could not load"):
+            searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
+        pid = searcher.pid
+        assert pid is not None
+        assert_identical(batcher.translate(tr, "h e l l o", "greedy", timeout_s=120), alone)
+        assert searcher.pid == pid and searcher.searches == 0
+    finally:
+        batcher.close()
+        searcher.close()

@@ -17,7 +17,8 @@ they are split over threads), so a search gives there exactly what it gives in t
 (`tests/test_search_process.py`).
 
 Failures. A child that dies or stops answering is killed and `SearchProcessLost` raised (the batcher then
-searches in its own process); the next search starts a new child. After `MAX_FAILURES` failures in a row the
+searches in its own process); the next search starts a new child. A checkpoint the child cannot load (changed
+on disk since the app loaded it) raises `SearchProcessLost` too. After `MAX_FAILURES` failures in a row the
 searcher gives up and says so (`available`). An error of the search itself (a ValueError) comes back as itself.
 The child ends when its parent does: its pipe closes.
 """
@@ -140,6 +141,10 @@ class SearchProcess:
             self._stop(0)
             log.error("search process lost (%s; exit code %s); %d failure(s) in a row", err, code, self._failures)
             raise SearchProcessLost(str(err)) from err
+        if status == "unavailable":  # the child runs but cannot load the model: the search is done in the app
+            self._failures += 1
+            log.error("search process: %s; %d failure(s) in a row", value, self._failures)
+            raise SearchProcessLost(value)
         self._failures = 0
         if status == "error":
             raise value
@@ -181,13 +186,18 @@ def serve(receive: Connection, send: Connection) -> None:
         except EOFError:  # the parent closed the pipe or ended
             return
         try:
+            model = translator(request[1])
+        except Exception as err:  # the checkpoint changed or went since the app loaded it: not the request's fault
+            log.exception("search process could not load %s", request[1][0])
+            send.send(("unavailable", f"could not load {request[1][0]}: {type(err).__name__}: {err}"))
+            continue
+        try:
             if request[0] == "load":
-                translator(request[1])
                 answer: tuple = ("ok", None)
             else:
-                _, origin, sources, method, beam_size, length_penalty, attention, top_k = request
-                answer = ("ok", translator(origin).translate_sources(sources, method, beam_size, length_penalty,
-                                                                     return_attention=attention, top_k=top_k))
+                _, _, sources, method, beam_size, length_penalty, attention, top_k = request
+                answer = ("ok", model.translate_sources(sources, method, beam_size, length_penalty,
+                                                        return_attention=attention, top_k=top_k))
         except Exception as err:  # the search's own error goes back to the caller
             answer = ("error", err)
         try:
