@@ -129,6 +129,27 @@ def test_greedy_is_batch_invariant_too(served):
         assert_identical(got, alone[i])
 
 
+def concurrent_answers(batcher: Batcher, tr, jobs: list[tuple[int, tuple]], clients: int = 8,
+                       timeout_s: float = 300.0) -> dict[int, Translation]:
+    """`jobs` ((sentence index, (method, beam, length penalty)), ...) submitted to `batcher` by `clients` client
+    threads, all starting at once, each waiting for its own answers: {sentence index: Translation}."""
+    start = threading.Barrier(clients)
+    results: dict[int, Translation] = {}
+
+    def client(mine: list) -> None:
+        start.wait()
+        futures = [(i, batcher.submit(tr, SENTENCES[i], *opt)) for i, opt in mine]
+        for i, future in futures:
+            results[i] = future.result(timeout_s)
+
+    threads = [threading.Thread(target=client, args=(jobs[k::clients],)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(2 * timeout_s)
+    return results
+
+
 def test_the_batcher_gives_concurrent_clients_their_lone_answers(served):
     """Eight client threads submit at once, with different beam widths and length penalties; each answer is
     the one its sentence gets alone with its options."""
@@ -138,23 +159,11 @@ def test_the_batcher_gives_concurrent_clients_their_lone_answers(served):
     expected = {i: alone[i] if opt == options[0] else tr.translate(SENTENCES[i], opt[0], opt[1], opt[2])
                 for i, opt in jobs}
     batcher = Batcher(window_s=0.05)
-    start, failures = threading.Barrier(8), []
-    results: dict[int, Translation] = {}
-
-    def client(mine: list) -> None:
-        start.wait()
-        futures = [(i, batcher.submit(tr, SENTENCES[i], *opt)) for i, opt in mine]
-        for i, future in futures:
-            results[i] = future.result(120)
-
-    threads = [threading.Thread(target=client, args=(jobs[k::8],)) for k in range(8)]
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(300)
+        results = concurrent_answers(batcher, tr, jobs)
     finally:
         batcher.close()
+    failures = []
     assert batcher.stats.largest > 1  # requests really were decoded together
     for i, _ in jobs:
         try:

@@ -7,19 +7,18 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from test_batch_invariance import SENTENCES, assert_identical
+from test_batch_invariance import SENTENCES, assert_identical, concurrent_answers
 from transformer import search_process
 from transformer.batching import Batcher
 from transformer.quantize import int8_available
 from transformer.search_process import SearchProcess, SearchProcessLost
-from transformer.translator import Translation, load_pretrained
+from transformer.translator import load_pretrained
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVED = ROOT / "checkpoints" / "en-de"  # the app's default model, in the precision it serves
@@ -73,21 +72,8 @@ def test_the_batcher_serves_concurrent_clients_their_lone_answers_through_the_ch
     expected = {i: tr.translate(SENTENCES[i], *opt) for i, opt in jobs}
     before = searcher.searches
     batcher = Batcher(window_s=0.05, searcher=searcher)
-    start = threading.Barrier(8)
-    results: dict[int, Translation] = {}
-
-    def client(mine: list) -> None:
-        start.wait()
-        futures = [(i, batcher.submit(tr, SENTENCES[i], *opt)) for i, opt in mine]
-        for i, future in futures:
-            results[i] = future.result(300)
-
-    threads = [threading.Thread(target=client, args=(jobs[k::8],)) for k in range(8)]
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(600)
+        results = concurrent_answers(batcher, tr, jobs)
     finally:
         batcher.close()
     assert batcher.stats.largest > 1  # requests were decoded together
