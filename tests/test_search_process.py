@@ -196,3 +196,17 @@ def test_a_checkpoint_the_child_cannot_load_is_searched_here(tmp_path):
     finally:
         batcher.close()
         searcher.close()
+
+
+def test_the_float32_serving_path_gives_the_same_bits_in_the_child_too():
+    """TRANSFORMER_PRECISION=fp32 (or a CPU without int8 kernels): the child loads the float32 search model."""
+    tr = load_pretrained(SERVED)
+    assert tr.origin == (str(SERVED.resolve()), None)
+    searcher = SearchProcess(threads=torch.get_num_threads())
+    try:
+        sources = [tr.source(s) for s in SENTENCES[1::6]]
+        theirs = searcher.search(tr, sources, "beam", 5, 1.0)
+        for got, expected in zip(theirs, tr.translate_sources(sources, "beam", 5, 1.0)):
+            assert_identical(got, expected)
+    finally:
+        searcher.close()
