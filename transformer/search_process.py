@@ -39,7 +39,7 @@ from .translator import Source, Translation, Translator, load_pretrained
 log = logging.getLogger("transformer.search_process")  # the same name in the child, run as __main__
 
 START_TIMEOUT_S = 120.0  # importing torch and loading a checkpoint, on a busy 2-core machine
-SEARCH_TIMEOUT_S = 300.0  # one search: far past the app's work cap (a round takes about 1 s)
+SEARCH_TIMEOUT_S = 60.0  # one everyday round takes about 1 s; a child silent this long holds up all model work
 MAX_FAILURES = 3  # lost children in a row before the searcher stops starting new ones
 
 
