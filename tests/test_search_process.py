@@ -174,9 +174,9 @@ def test_the_app_searches_in_a_child_unless_told_not_to(monkeypatch, caplog):
     assert "TRANSFORMER_SEARCH_PROCESS=0" in caplog.text
 
 
-def test_a_checkpoint_the_child_cannot_load_is_searched_here(tmp_path):
-    """The app loaded a checkpoint that is corrupt by the time the child loads it: the search is done in the app
-    and answers as alone; the child goes on serving."""
+def test_a_checkpoint_the_child_cannot_load_is_searched_here(tmp_path, caplog):
+    """The app loaded a checkpoint that is corrupt by the time the child loads it: a preload in the background
+    logs it, the search is done in the app and answers as alone; the child goes on serving."""
     import shutil
 
     copy = tmp_path / "toy-reverse"
@@ -187,6 +187,9 @@ def test_a_checkpoint_the_child_cannot_load_is_searched_here(tmp_path):
     searcher = SearchProcess(threads=1)
     batcher = Batcher(searcher=searcher)
     try:
+        with caplog.at_level("ERROR", logger="transformer.search_process"):
+            searcher.preload_in_background(tr).join(120)
+        assert "could not load" in caplog.text
         with pytest.raises(SearchProcessLost, match="could not load"):
             searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
         pid = searcher.pid

@@ -49,7 +49,7 @@ class SearchProcessLost(RuntimeError):
 
 class SearchProcess:
     """A child process that runs `Translator.translate_sources` for translators made by `load_pretrained`
-    (module doc). Not thread-safe by design: one caller at a time (a lock makes others wait)."""
+    (module doc). It answers one request at a time: a lock makes other callers wait."""
 
     def __init__(self, threads: int, timeout_s: float = SEARCH_TIMEOUT_S, python: str = sys.executable):
         self.threads, self.timeout_s, self.python = int(threads), timeout_s, python
@@ -87,6 +87,20 @@ class SearchProcess:
         with self._lock:
             self._ask(("load", translator.origin), START_TIMEOUT_S)
             self._loaded.add(translator.origin)
+
+    def preload_in_background(self, translator: Translator) -> threading.Thread:
+        """`preload` on a thread of its own (it only waits on the pipe), so that the caller goes on; a search
+        asked for meanwhile waits for it (the lock). A failure is logged: the search then loads, or runs in the
+        parent."""
+        def run() -> None:
+            try:
+                self.preload(translator)
+            except Exception as err:
+                log.error("the search process could not load %s: %s", translator.origin[0], err)
+
+        thread = threading.Thread(target=run, name="search-process-preload", daemon=True)
+        thread.start()
+        return thread
 
     def search(self, translator: Translator, sources: list[Source], method: str, beam_size: int,
                length_penalty: float, return_attention: bool = True, top_k: int = 5) -> list[Translation]:

@@ -222,10 +222,7 @@ class Explorer:
         explorer = cls(registry, export_dir, strict=bool(override), batcher=Batcher(searcher=searcher))
         explorer.serving_why = why
         if searcher is not None and explorer.default_translator is not None:
-            try:
-                explorer.batcher.call(searcher.preload, explorer.default_translator)
-            except Exception as err:  # the app still serves: its searches then run in this process
-                log.error("the search process could not load %s: %s", explorer.default_model, err)
+            searcher.preload_in_background(explorer.default_translator)  # start-up does not wait for it
         return explorer
 
     @property
