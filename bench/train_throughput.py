@@ -8,7 +8,12 @@ on the machine hits all alike. Paths:
   optimizer (AdamW, not fused), in float32 and under bf16 autocast;
 - `now (fp32)`, `now (bf16)`: `trainer.batch_loss` and `trainer.make_optimizer` as the trainer runs them, in
   float32 and under bf16 autocast; `chosen` names the one the trainer picks on this machine (`hardware.py`),
-  and the ratios are that path's.
+  and the ratios are that path's;
+- on a GPU also `now (bf16, CUDA graphs)`, the trainer's choice there (`cuda_graphs.py`): each step pads its
+  batch on the host, copies it in and replays the graph of its shape. Every shape the timed steps use is
+  recorded before the timing (`record_s`: what that took). `replay_only_tokens_per_s` times the same steps
+  with the host's part left out (no padding or copying, the graphs replayed on the inputs already there): the
+  GPU's own pace. Its MFU counts the model's FLOPs per real token, not the padding's.
 
 Every step also clips the gradient norm, as the trainer does. Cases: `en-de-16k` is the architecture en-de
 had before its from-scratch recipe (16k vocabulary, 6+4 layers, dropout at every site); `--preset NAME` adds
@@ -52,6 +57,7 @@ from transformer.config import ModelConfig  # noqa: E402
 from transformer.model import PositionalEncoding, Transformer  # noqa: E402
 from transformer.training import hardware  # noqa: E402
 from transformer.training.config import PRESETS, TrainConfig  # noqa: E402
+from transformer.training.cuda_graphs import GraphedSteps, padded_shape  # noqa: E402
 from transformer.training.data import collate  # noqa: E402
 from transformer.training.trainer import batch_loss, make_optimizer  # noqa: E402
 
@@ -116,7 +122,8 @@ def batch_lengths(n: int, data_dir: Path, seed: int) -> tuple[list[tuple[int, in
         return [(max(2, int(rng.gauss(15, 4))), max(2, int(rng.gauss(16, 4)))) for _ in range(n)], "synthetic lengths"
 
 
-def make_batches(lengths, vocab: int, max_tokens: int, seed: int, device: torch.device = torch.device("cpu")) -> list:
+def make_batches(lengths, vocab: int, max_tokens: int, seed: int) -> list:
+    """Host batches of random ids with the given lengths, cut as the trainer cuts them (token budget), shuffled."""
     rng = random.Random(seed)
     lengths = sorted(lengths, key=lambda x: x[1])
     batches, current = [], []
@@ -130,7 +137,7 @@ def make_batches(lengths, vocab: int, max_tokens: int, seed: int, device: torch.
     out = []
     for group in batches:
         pairs = [([rng.randrange(4, vocab) for _ in range(s)], [rng.randrange(4, vocab) for _ in range(t)]) for s, t in group]
-        out.append(collate(pairs, 0, 2, 3).to(device))
+        out.append(collate(pairs, 0, 2, 3))
     return out
 
 
@@ -159,6 +166,8 @@ def gemm_peak(dtype: torch.dtype, repeats: int = 5, device: torch.device = torch
 class Path_:
     """One training path: a model, its optimizer, and how a step computes the loss."""
 
+    host_batches = False  # steps take batches already on the device
+
     def __init__(self, name: str, model: nn.Module, optimizer: torch.optim.Optimizer, loss, bf16: bool):
         self.name, self.model, self.optimizer, self.loss, self.bf16 = name, model, optimizer, loss, bf16
         self.losses: list[float] = []
@@ -181,6 +190,36 @@ class Path_:
             for b in batches:
                 self.step(b)
         self.flops_per_token = counter.get_total_flops() / sum(b.n_tokens for b in batches)
+
+
+class GraphPath(Path_):
+    """The trainer's step on one GPU: host batches padded and replayed as CUDA graphs (`cuda_graphs.py`)."""
+
+    host_batches = True
+
+    def __init__(self, name: str, model: nn.Module, optimizer: torch.optim.Optimizer, bf16: bool):
+        super().__init__(name, model, optimizer, None, bf16)
+        self.steps = GraphedSteps(model, lambda m, b: batch_loss(m, b, 0.1, bf16, True, static_shape=True))
+        self.replay_rates: list[float] = []
+
+    def step(self, batch) -> torch.Tensor:
+        self.steps.zero_grad()
+        loss = self.steps.accumulate(batch)
+        return self._update(loss, batch.n_tokens)
+
+    def replay_only(self, batch) -> torch.Tensor:
+        """The same step without the host's part: the graph of the batch's shape on the inputs already copied."""
+        self.steps.zero_grad()
+        self.steps.shapes[padded_shape(batch, self.model.config.max_len)].graph.replay()
+        return self._update(self.steps.loss_out.clone(), batch.n_tokens)
+
+    def _update(self, loss: torch.Tensor, n_tokens: int) -> torch.Tensor:
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        return loss / n_tokens
+
+    def count_flops(self, batches) -> None:
+        """Recorded graphs replay outside the FLOP counter's sight: the count is taken from the eager path."""
 
 
 def reference_loss(bf16: bool):
@@ -208,6 +247,10 @@ def build_paths(cfg: ModelConfig, reference_cls, bf16_now: bool, commit: str, de
                            lambda m, b, bf16=bf16: batch_loss(m, b, 0.1, bf16, True), bf16))
     if not bf16_now:  # the trainer's choice last: the ratios are its
         paths[-2], paths[-1] = paths[-1], paths[-2]
+    if device.type == "cuda":  # there the trainer records its steps as CUDA graphs
+        model = Transformer(cfg).to(device)
+        model.load_state_dict(now.state_dict())
+        paths.append(GraphPath("now (bf16, CUDA graphs)", model, make_optimizer(model, train_cfg), True))
     return paths
 
 
@@ -218,36 +261,56 @@ def replace_config(cfg: ModelConfig, reference_cls):
     return module.ModelConfig(**{k: v for k, v in cfg.to_dict().items() if k in known})
 
 
-def run_case(name: str, cfg: ModelConfig, batches: list, args, reference_cls, bf16_now: bool, peaks: dict) -> dict:
+def run_case(name: str, cfg: ModelConfig, host: list, args, reference_cls, bf16_now: bool, peaks: dict) -> dict:
     torch.manual_seed(0)
-    device = batches[0].src.device
+    device = torch.device(args.device)
+    on_device = [b.to(device) for b in host]
     paths = build_paths(cfg, reference_cls, bf16_now, args.commit, device)
+    timed = [[(4 + r * args.steps + i) % len(host) for i in range(args.steps)] for r in range(args.rounds)]
     for p in paths:
+        batches = host if p.host_batches else on_device
         p.model.train()
         for b in batches[:2]:  # warm-up
             p.step(b)
         p.count_flops(batches[2:4])
+        if isinstance(p, GraphPath):  # record every shape the timed steps use, and say what that took
+            for i in sorted({i for chunk in timed for i in chunk}):
+                p.step(batches[i])
+            sync(device)
     for r in range(args.rounds):
         for dtype, name in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):  # the peak: best seen in the run
             peaks[name] = max(peaks[name], gemm_peak(dtype, repeats=3, device=device))
-        chunk = [batches[(4 + r * args.steps + i) % len(batches)] for i in range(args.steps)]
         for p in paths:
+            chunk = [(host if p.host_batches else on_device)[i] for i in timed[r]]
             sync(device)
             tokens, start = sum(b.n_tokens for b in chunk), time.perf_counter()
             losses = [p.step(b) for b in chunk]
             sync(device)
             p.rates.append(tokens / (time.perf_counter() - start))
             p.losses += torch.stack(losses).tolist()
+            if isinstance(p, GraphPath):
+                start = time.perf_counter()
+                for b in chunk:
+                    p.replay_only(b)
+                sync(device)
+                p.replay_rates.append(tokens / (time.perf_counter() - start))
+    eager = {p.name: p for p in paths}
     first = paths[0]
     out = {"parameters": sum(t.numel() for t in paths[-1].model.parameters()), "vocab": cfg.src_vocab_size,
            "layers": [cfg.n_encoder_layers, cfg.n_decoder_layers], "d_model": cfg.d_model, "d_ff": cfg.d_ff}
     for p in paths:
+        if isinstance(p, GraphPath):
+            p.flops_per_token = eager["now (bf16)"].flops_per_token  # the model's FLOPs per real target token
         rate = statistics.median(p.rates)
         out[p.name] = {
             "tokens_per_s": round(rate), "rounds": [round(x) for x in p.rates], "dtype": "bf16" if p.bf16 else "fp32",
             "matmul_gflop_per_token": round(p.flops_per_token / 1e9, 4),
             "mean_loss_timed_steps": round(statistics.mean(p.losses), 4),
         }
+        if isinstance(p, GraphPath):
+            out[p.name] |= {"replay_only_tokens_per_s": round(statistics.median(p.replay_rates)),
+                            "replay_only_rounds": [round(x) for x in p.replay_rates], "shapes": len(p.steps.shapes),
+                            "record_s": round(p.steps.record_seconds, 2)}
     out["chosen"] = paths[-1].name
     for p in paths[1:]:
         out[f"ratio {p.name} / {first.name}"] = round(out[p.name]["tokens_per_s"] / out[first.name]["tokens_per_s"], 3)
@@ -324,7 +387,7 @@ def main() -> None:
         for name, c in cases.items():
             vocab = c.pop("vocab")
             cfg = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **c)
-            batches = make_batches(lengths, vocab, args.max_tokens, seed=0, device=device)
+            batches = make_batches(lengths, vocab, args.max_tokens, seed=0)
             result[name] = run_case(name, cfg, batches, args, reference_cls, bf16_now, peaks)
         result["gemm_peak_tflops"] = {k: round(v / 1e12, 3) for k, v in peaks.items()}
         for name in cases:  # MFU against the best peak of the whole run

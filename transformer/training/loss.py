@@ -29,8 +29,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, hidden: Tensor, weight: Tensor, target: Tensor, label_smoothing: float, dtype: torch.dtype,
-                chunk: int) -> Tensor:
-        # hidden (N, d_model), weight (V, d_model), target (N,) with every row a real token
+                chunk: int, row_weight: Tensor | None = None) -> Tensor:
+        # hidden (N, d_model), weight (V, d_model), target (N,); row_weight (N,) of 0/1 or None (every row counts)
         n_rows, vocab = hidden.size(0), weight.size(0)
         eps = label_smoothing
         need_grad = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
@@ -51,13 +51,17 @@ class _LinearCrossEntropy(torch.autograd.Function):
             norm = e.sum(dim=-1, keepdim=True)  # (n_pad, 1)
             lse = (z_max + norm.log()).squeeze(1)
             # -(1 - eps) log p_t - eps mean_v log p_v  =  lse - (1 - eps) z_t - eps mean_v z_v
-            total += (lse - (1.0 - eps) * z_target - eps * z_mean)[:n].sum()
+            row_loss = (lse - (1.0 - eps) * z_target - eps * z_mean)[:n]  # (n,)
+            rows = None if row_weight is None else row_weight[start:start + n, None].to(acc)  # (n, 1)
+            total += (row_loss if rows is None else row_loss * rows[:, 0]).sum()
             if need_grad:  # d/dz = softmax - (1 - eps) onehot(t) - eps / V
                 g = e.mul_(norm.reciprocal_())
                 if eps:
                     g.sub_(eps / vocab)
                 g.scatter_add_(1, t, torch.full_like(t, -(1.0 - eps), dtype=g.dtype))
                 g[n:] = 0  # padding rows: no gradient
+                if rows is not None:
+                    g[:n].mul_(rows)
                 g = g.to(dtype)
                 grad_hidden[start:start + n] = torch.mm(g, w)[:n].to(hidden.dtype)
                 grad_weight.add_(torch.mm(g.t(), h))  # (V, d_model), summed in float32
@@ -68,20 +72,24 @@ class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_total: Tensor):
         grad_hidden, grad_weight = ctx.saved_tensors
-        return grad_hidden * grad_total, grad_weight * grad_total, None, None, None, None
+        return grad_hidden * grad_total, grad_weight * grad_total, None, None, None, None, None
 
 
 def linear_cross_entropy(hidden: Tensor, weight: Tensor, target: Tensor, ignore_index: int,
                          label_smoothing: float = 0.0, dtype: torch.dtype = torch.float32,
-                         chunk: int = CHUNK_ROWS) -> Tensor:
+                         chunk: int = CHUNK_ROWS, static_shape: bool = False) -> Tensor:
     """Summed label-smoothed cross-entropy of the logits `hidden @ weight.T` over the positions whose target
     is not `ignore_index`: the value of `F.cross_entropy(..., reduction="sum")` without its logits.
 
     hidden (B, T, d_model) or (N, d_model), weight (V, d_model), target (B, T) or (N,) -> scalar float32.
     `dtype` is the matrix multiplications' (bfloat16 or float32); softmax and sums are float32.
+    The non-pad rows are selected, a count the host must wait for; `static_shape=True` (in a CUDA graph,
+    `cuda_graphs.py`) instead computes every row and weighs the padding's loss and gradients by 0.
     """
     hidden, target = hidden.reshape(-1, hidden.size(-1)), target.reshape(-1)
     keep = target != ignore_index
+    if static_shape:
+        return _LinearCrossEntropy.apply(hidden, weight, target, float(label_smoothing), dtype, chunk, keep)
     return _LinearCrossEntropy.apply(hidden[keep], weight, target[keep], float(label_smoothing), dtype, chunk)
 
 

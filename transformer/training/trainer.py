@@ -6,6 +6,7 @@ every checkpoint validates, logs and snapshots. The data is `run_data.RunData`, 
 """
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import math
@@ -27,6 +28,7 @@ from transformer.model import Transformer
 
 from . import hardware, resume
 from .config import TrainConfig
+from .cuda_graphs import GraphedSteps
 from .data import Batch
 from .export import export_run
 from .loss import chunk_rows, linear_cross_entropy
@@ -36,6 +38,7 @@ from .validation import Validator
 
 log = logging.getLogger(__name__)
 
+QUEUED_STEPS = 2  # optimizer steps the host may queue ahead of the GPU (`Trainer.bound_queue`)
 
 
 def lr_factor(step: int, cfg: TrainConfig, total_steps: int) -> float:
@@ -92,19 +95,24 @@ def make_optimizer(model: Transformer, cfg: TrainConfig) -> torch.optim.AdamW:
     )
 
 
-def batch_loss(model: torch.nn.Module, batch: Batch, label_smoothing: float, bf16: bool, fused: bool) -> torch.Tensor:
+def batch_loss(model: torch.nn.Module, batch: Batch, label_smoothing: float, bf16: bool, fused: bool,
+               static_shape: bool = False) -> torch.Tensor:
     """Summed label-smoothed cross-entropy of one batch: `model` (a Transformer, or DDP around one) on
     src (B, S), tgt_in (B, T) against tgt_out (B, T), padding ignored.
 
     The fused path never forms the (B, T, V) logits (`loss.linear_cross_entropy`, only non-pad rows); the
-    reference path (`fused=False`) is the loss as it was: float32 logits of every position, then `F.cross_entropy`."""
+    reference path (`fused=False`) is the loss as it was: float32 logits of every position, then `F.cross_entropy`.
+    `static_shape=True` is the loss a CUDA graph records (`cuda_graphs.py`): nothing whose shape depends on the
+    batch's values, and no autocast cache of cast weights (it would outlive the recording)."""
     core = getattr(model, "module", model)
     pad, device_type = core.config.pad_id, batch.src.device.type
-    with hardware.training_attention(batch.src.device), torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
+    with hardware.training_attention(batch.src.device), torch.autocast(
+            device_type, dtype=torch.bfloat16, enabled=bf16, cache_enabled=False if static_shape else None):
         out = model(batch.src, batch.tgt_in, return_hidden=fused)  # (B, T, d_model) hidden, or (B, T, V) logits
     if fused:
         return linear_cross_entropy(out, core.generator.weight, batch.tgt_out, pad, label_smoothing,
-                                    torch.bfloat16 if bf16 else torch.float32, chunk_rows(batch.src.device))
+                                    torch.bfloat16 if bf16 else torch.float32, chunk_rows(batch.src.device),
+                                    static_shape=static_shape)
     return F.cross_entropy(out.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad,
                            label_smoothing=label_smoothing, reduction="sum")
 
@@ -139,6 +147,8 @@ class Trainer:
         self.clock = (0, 0.0)  # target tokens and seconds of this process's training steps: the logged tokens/s
         self.steps_per_epoch = len(self.data.epoch_batches(0)) // cfg.accum_steps
         self.optimizer, self.scheduler = self._optimizer()
+        self.graphs = self._graphed_steps()
+        self.queued: collections.deque[torch.cuda.Event] = collections.deque()  # `bound_queue`
         self.stop_requested = False  # set by SIGTERM/SIGINT: stop after this step as if the budget ran out
 
     def _optimizer(self) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
@@ -152,6 +162,22 @@ class Trainer:
             return lr_factor(s + 1, cfg, total) * (min(1.0, (s + 1 - rewarm) / resume.REWARM_STEPS) if rewarm else 1.0)
 
         return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+    def _graphed_steps(self) -> GraphedSteps | None:
+        """CUDA graphs for the micro-batches (`cuda_graphs.py`) on a single GPU, unless --cuda-graphs off; logged."""
+        cfg = self.cfg
+        possible = self.device.type == "cuda" and self.world == 1
+        if cfg.cuda_graphs == "on" and not possible:
+            raise ValueError(f"--cuda-graphs on needs one CUDA device and one process, not {self.device} "
+                             f"in {self.world} process(es)")
+        if cfg.cuda_graphs == "off" or not possible:
+            if self.device.type == "cuda":
+                log.info("training steps run eagerly (%s)", "--cuda-graphs off" if possible else "several processes")
+            return None
+        log.info("training steps run as CUDA graphs, one per padded batch shape (%s; --cuda-graphs off runs them "
+                 "eagerly)", "--cuda-graphs on" if cfg.cuda_graphs == "on" else "chosen for one CUDA GPU")
+        return GraphedSteps(self.model, lambda model, batch: batch_loss(
+            model, batch, cfg.label_smoothing, self.autocast, cfg.fused, static_shape=True), cfg.accum_steps)
 
     @property
     def is_main(self) -> bool:
@@ -214,12 +240,18 @@ class Trainer:
     def optimizer_step(self, batches: list[list[int]]) -> int:
         """One optimizer step over `accum_steps` batches of the epoch; returns the target tokens seen."""
         p, t, tokens = self.progress, self.tokenizer, 0
-        self.optimizer.zero_grad(set_to_none=True)
+        if self.graphs:
+            self.graphs.zero_grad()  # in place: the graphs add to these tensors
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
         for _ in range(self.cfg.accum_steps):
             batch = self.data.train_set.make_batch(batches[p.batch_in_epoch], t.pad_id, t.bos_id, t.eos_id)
-            batch = batch.to(self.device)
-            loss = self.loss_on(batch)
-            (loss / (batch.n_tokens * self.cfg.accum_steps)).backward()
+            if self.graphs:
+                loss = self.graphs.accumulate(batch)
+            else:
+                batch = batch.to(self.device)
+                loss = self.loss_on(batch)
+                (loss / (batch.n_tokens * self.cfg.accum_steps)).backward()
             self.pending_losses.append(loss.detach())  # read later, in one transfer: no wait for the GPU here
             p.epoch_tokens += batch.n_tokens
             tokens += batch.n_tokens
@@ -228,7 +260,18 @@ class Trainer:
         self.optimizer.step()
         self.scheduler.step()
         p.step += 1
+        self.bound_queue()
         return tokens
+
+    def bound_queue(self) -> None:
+        """On a GPU, let the host run at most `QUEUED_STEPS` optimizer steps ahead of the GPU: enough to build the
+        next batches while the GPU works, few enough that a step's measured time is the GPU's (and that pinned
+        batches and pending losses do not pile up)."""
+        if self.device.type == "cuda":
+            self.queued.append(torch.cuda.Event())
+            self.queued[-1].record()
+            if len(self.queued) > QUEUED_STEPS:
+                self.queued.popleft().synchronize()
 
     def fold_losses(self) -> None:
         """Add the batch losses not yet read into `progress.epoch_loss`, one by one in batch order (the sum a
@@ -295,6 +338,8 @@ class Trainer:
                       "train_loss": round(mean, 4), "train_ppl": round(math.exp(min(mean, 50)), 3),
                       "lr": self.scheduler.get_last_lr()[0], "train_minutes": round(p.train_seconds / 60, 2),
                       "tokens_per_s": round(self.clock[0] / max(self.clock[1], 1e-9)),
+                      **({"cuda_graph_shapes": len(self.graphs.shapes),  # recording time is in tokens_per_s
+                          "cuda_graph_record_s": round(self.graphs.record_seconds, 1)} if self.graphs else {}),
                       **metrics}
             self.run.append_log(record)
             log.info("%s: %s", snapshot, json.dumps(record))
