@@ -168,8 +168,8 @@ def test_trainer_on_a_gpu_records_graphs_and_trains_like_the_eager_trainer(tmp_p
     runs = {}
     for graphs in ("auto", "off"):
         with caplog.at_level(logging.INFO, logger="transformer.training.trainer"):
-            trainer = train.main([*[a for a in TINY if a not in ("--threads", "1")], "--max-steps", "6",
-                                  "--max-epochs", "1", "--accum-steps", "2", "--device", "cuda", "--precision", "fp32",
+            trainer = train.main([*TINY, "--max-steps", "6",
+                                  "--max-epochs", "10", "--accum-steps", "2", "--device", "cuda", "--precision", "fp32",
                                   "--run-dir", str(tmp_path / graphs), "--cuda-graphs", graphs, "--val-every", "6"])
         runs[graphs] = trainer
     assert runs["auto"].graphs is not None and runs["off"].graphs is None
