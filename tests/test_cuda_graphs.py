@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 
 import pytest
 import torch
@@ -18,7 +19,8 @@ from transformer.training import train
 from transformer.training.cuda_graphs import GraphedSteps, pad_to, padded_shape, round_up
 from transformer.training.data import collate, toy_pairs
 from transformer.training.loss import linear_cross_entropy
-from transformer.training.trainer import batch_loss
+from transformer.training.config import PRESETS, TrainConfig
+from transformer.training.trainer import batch_loss, compile_choice
 
 from test_fast_training import TINY
 
@@ -138,8 +140,24 @@ def test_cuda_graphs_flag_is_logged_checked_and_refused_without_a_gpu(tmp_path, 
         train.main([*TINY, "--run-dir", str(tmp_path / "b"), "--cuda-graphs", "on", "--device", "cpu"])
     with pytest.raises(ValueError, match="cuda-graphs"):
         train.main([*TINY, "--run-dir", str(tmp_path / "c"), "--cuda-graphs", "sometimes"])
+    with pytest.raises(ValueError, match="--compile on compiles the model inside the CUDA graphs"):
+        train.main([*TINY, "--run-dir", str(tmp_path / "d"), "--compile", "on", "--device", "cpu"])
+    with pytest.raises(ValueError, match="--compile must be"):
+        train.main([*TINY, "--run-dir", str(tmp_path / "e"), "--compile", "yes"])
     with pytest.raises(ValueError, match="CUDA device"):
         GraphedSteps(tiny_model(), lambda m, b: batch_loss(m, b, 0.1, False, True, static_shape=True))
+
+
+def test_the_model_is_compiled_inside_the_graphs_for_runs_long_enough_to_repay_it():
+    en_de = TrainConfig(**PRESETS["en-de"])  # 10,000 steps of 2 x 4,096 tokens: 82M
+    compiled, why = compile_choice(en_de, 1000)
+    assert not compiled and "plans 82M tokens, under the 300M" in why
+    long_run = replace(en_de, max_steps=20_000, max_tokens=16_384, accum_steps=1)  # 328M
+    assert compile_choice(long_run, 1000)[0] and "at least" in compile_choice(long_run, 1000)[1]
+    assert not compile_choice(replace(long_run, stop_at_step=1000), 1000)[0]  # stops after 16M
+    assert compile_choice(replace(long_run, max_steps=0, max_epochs=40), 500)[0]  # 40 x 500 steps
+    assert compile_choice(replace(en_de, compile="on"), 1000) == (True, "--compile on")
+    assert compile_choice(replace(long_run, compile="off"), 1000) == (False, "--compile off")
 
 
 # ---------------------------------------------------------------------------- recorded, on a GPU
@@ -163,17 +181,18 @@ def test_recorded_graphs_give_the_eager_loss_and_gradients(bf16, tol, fused):
 
 @needs_cuda
 def test_trainer_on_a_gpu_records_graphs_and_trains_like_the_eager_trainer(tmp_path, caplog):
-    """A few optimizer steps of the tiny recipe: with graphs and without, the same losses within float32
-    rounding (no dropout), and the choice is logged."""
+    """A few optimizer steps of the tiny recipe: with graphs (and the model compiled inside them) and without,
+    the same losses within float32 rounding (no dropout), and the choice is logged."""
     runs = {}
     for graphs in ("auto", "off"):
         with caplog.at_level(logging.INFO, logger="transformer.training.trainer"):
-            trainer = train.main([*TINY, "--max-steps", "6",
+            trainer = train.main([*TINY, "--max-steps", "6", "--compile", "on" if graphs == "auto" else "auto",
                                   "--max-epochs", "10", "--accum-steps", "2", "--device", "cuda", "--precision", "fp32",
                                   "--run-dir", str(tmp_path / graphs), "--cuda-graphs", graphs, "--val-every", "6"])
         runs[graphs] = trainer
     assert runs["auto"].graphs is not None and runs["off"].graphs is None
-    assert "as CUDA graphs" in caplog.text and "--cuda-graphs off" in caplog.text
+    assert "as CUDA graphs" in caplog.text and "compiled by torch.compile" in caplog.text
+    assert "--cuda-graphs off" in caplog.text
     a, b = (dict(runs[k].model.state_dict()) for k in ("auto", "off"))
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=1e-3, atol=1e-4, msg=name)

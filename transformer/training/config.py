@@ -58,6 +58,7 @@ class TrainConfig:
     precision: str = "auto"  # auto | bf16 | fp32: auto is bf16 autocast where there are bf16 units (hardware.py)
     fused: bool = True  # loss fused with the output projection (loss.py) and fused AdamW; False: the reference path
     cuda_graphs: str = "auto"  # auto | on | off: auto records each micro-batch shape as a CUDA graph on one GPU
+    compile: str = "auto"  # auto | on | off: torch.compile the model inside the CUDA graphs; auto: for long runs
     # checkpoints and logging
     run_dir: str = "runs/multi30k-en-de"
     output: str = ""  # export the final model here (Hugging Face layout)
@@ -92,6 +93,8 @@ class TrainConfig:
             raise ValueError(f"--precision must be auto, bf16 or fp32, got {self.precision!r}")
         if self.cuda_graphs not in ("auto", "on", "off"):
             raise ValueError(f"--cuda-graphs must be auto, on or off, got {self.cuda_graphs!r}")
+        if self.compile not in ("auto", "on", "off"):
+            raise ValueError(f"--compile must be auto, on or off, got {self.compile!r}")
 
 
 PRESETS: dict[str, dict] = {

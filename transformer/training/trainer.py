@@ -39,6 +39,9 @@ from .validation import Validator
 log = logging.getLogger(__name__)
 
 QUEUED_STEPS = 2  # optimizer steps the host may queue ahead of the GPU (`Trainer.bound_queue`)
+# torch.compile inside the CUDA graphs made an H200's steps 1.2x (3,000-token batches) to 1.4x (16,384) faster
+# and took about a minute more at the start: it repaid that after 110M to 140M tokens (docs/model.md).
+COMPILE_PAYS_TOKENS = 300_000_000
 
 
 def lr_factor(step: int, cfg: TrainConfig, total_steps: int) -> float:
@@ -117,6 +120,18 @@ def batch_loss(model: torch.nn.Module, batch: Batch, label_smoothing: float, bf1
                            label_smoothing=label_smoothing, reduction="sum")
 
 
+def compile_choice(cfg: TrainConfig, steps_per_epoch: int) -> tuple[bool, str]:
+    """Whether to compile the model inside the CUDA graphs, and why: --compile on/off as given; auto where the run
+    plans at least `COMPILE_PAYS_TOKENS` (padded) tokens, enough to repay a minute of compiling."""
+    if cfg.compile != "auto":
+        return cfg.compile == "on", f"--compile {cfg.compile}"
+    steps = min(x for x in (cfg.max_steps or cfg.max_epochs * steps_per_epoch, cfg.stop_at_step) if x)
+    planned = steps * cfg.max_tokens * cfg.accum_steps
+    pays = planned >= COMPILE_PAYS_TOKENS
+    return pays, (f"auto: the run plans {planned / 1e6:.0f}M tokens, {'at least' if pays else 'under'} the "
+                  f"{COMPILE_PAYS_TOKENS / 1e6:.0f}M past which compiling pays; --compile on|off decides")
+
+
 class Trainer:
     def __init__(self, cfg: TrainConfig, resume: bool = False):
         self.cfg = cfg
@@ -164,19 +179,28 @@ class Trainer:
         return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
     def _graphed_steps(self) -> GraphedSteps | None:
-        """CUDA graphs for the micro-batches (`cuda_graphs.py`) on a single GPU, unless --cuda-graphs off; logged."""
+        """CUDA graphs for the micro-batches (`cuda_graphs.py`) on a single GPU, unless --cuda-graphs off; inside them
+        the model compiled by torch.compile (inductor fuses the small kernels the graphs replay) with --compile on,
+        or with auto where the run is long enough to repay the compiling (`COMPILE_PAYS_TOKENS`); both logged."""
         cfg = self.cfg
         possible = self.device.type == "cuda" and self.world == 1
         if cfg.cuda_graphs == "on" and not possible:
             raise ValueError(f"--cuda-graphs on needs one CUDA device and one process, not {self.device} "
                              f"in {self.world} process(es)")
-        if cfg.cuda_graphs == "off" or not possible:
+        use = possible and cfg.cuda_graphs != "off"
+        if cfg.compile == "on" and not use:
+            raise ValueError("--compile on compiles the model inside the CUDA graphs, which need one CUDA device, "
+                             "one process and --cuda-graphs auto or on")
+        if not use:
             if self.device.type == "cuda":
                 log.info("training steps run eagerly (%s)", "--cuda-graphs off" if possible else "several processes")
             return None
-        log.info("training steps run as CUDA graphs, one per padded batch shape (%s; --cuda-graphs off runs them "
-                 "eagerly)", "--cuda-graphs on" if cfg.cuda_graphs == "on" else "chosen for one CUDA GPU")
-        return GraphedSteps(self.model, lambda model, batch: batch_loss(
+        compiled, why = compile_choice(cfg, self.steps_per_epoch)
+        log.info("training steps run as CUDA graphs, one per padded batch shape (--cuda-graphs off: eagerly), of the "
+                 "model %s (%s)", "compiled by torch.compile, dynamic shapes: the first shapes take a minute"
+                 if compiled else "as it is, not compiled", why)
+        model = torch.compile(self.model, dynamic=True) if compiled else self.model
+        return GraphedSteps(model, lambda model, batch: batch_loss(
             model, batch, cfg.label_smoothing, self.autocast, cfg.fused, static_shape=True), cfg.accum_steps)
 
     @property
