@@ -15,7 +15,11 @@ on the machine hits all alike. Paths:
   with the host's part left out (no padding or copying, the graphs replayed on the inputs already there): the
   GPU's own pace. Its MFU counts the model's FLOPs per real token, not the padding's.
 
-Every step also clips the gradient norm, as the trainer does. Cases: `en-de-16k` is the architecture en-de
+Every step also clips the gradient norm, as the trainer does. On a CPU each trainer runs with the heap it
+sets (`--heap as-run`, the default): the trainer now keeps freed blocks (`transformer/heap.py`), the trainer at
+b000f29 left glibc's heap as it starts, so the reference paths run in a child process of their own, their
+rounds alternating with the parent's as before. `--heap keep` or `--heap default` runs every path in one
+process with that heap instead. Cases: `en-de-16k` is the architecture en-de
 had before its from-scratch recipe (16k vocabulary, 6+4 layers, dropout at every site); `--preset NAME` adds
 the architecture of a training preset, with its dropout sites on the `now` path (the reference commit's model
 has dropout at every site).
@@ -222,6 +226,63 @@ class GraphPath(Path_):
         """Recorded graphs replay outside the FLOP counter's sight: the count is taken from the eager path."""
 
 
+class ReferenceProcess:
+    """The reference paths in a child process (glibc's heap as it starts, as the trainer at b000f29 ran): the
+    child builds the same batches and weights, and runs a round of its paths when the parent asks."""
+
+    def __init__(self, spec: dict):
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: none of the parent's mallopt settings
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=reference_worker, args=(child, spec), daemon=True)
+        self.process.start()
+        self.paths = [RemotePath(name, bf16, flops) for name, bf16, flops in self.conn.recv()]
+
+    def run_round(self, r: int) -> None:
+        self.conn.send(r)
+        for path, (rate, losses) in zip(self.paths, self.conn.recv()):
+            path.rates.append(rate)
+            path.losses += losses
+
+    def close(self) -> None:
+        self.conn.send(None)
+        self.process.join(timeout=60)
+
+
+class RemotePath:
+    """What the parent knows of a path the child runs: its results."""
+
+    def __init__(self, name: str, bf16: bool, flops_per_token: float):
+        self.name, self.bf16, self.flops_per_token = name, bf16, flops_per_token
+        self.rates: list[float] = []
+        self.losses: list[float] = []
+
+
+def reference_worker(conn, spec: dict) -> None:
+    """The child of `ReferenceProcess`: warm up and count FLOPs, then time a round of its paths per request."""
+    torch.set_num_threads(spec["threads"])
+    torch.manual_seed(0)
+    reference_cls = reference_model_class(spec["commit"], spec["source"])
+    cfg = ModelConfig(**spec["config"])
+    batches = make_batches(spec["lengths"], cfg.src_vocab_size, spec["max_tokens"], seed=0)
+    paths = reference_paths(cfg, reference_cls, torch.load(spec["weights"]), spec["commit"], torch.device("cpu"))
+    for p in paths:
+        p.model.train()
+        for b in batches[:2]:
+            p.step(b)
+        p.count_flops(batches[2:4])
+    conn.send([(p.name, p.bf16, p.flops_per_token) for p in paths])
+    while (r := conn.recv()) is not None:
+        chunk = [batches[i] for i in spec["timed"][r]]
+        results = []
+        for p in paths:
+            tokens, start = sum(b.n_tokens for b in chunk), time.perf_counter()
+            losses = [p.step(b) for b in chunk]
+            results.append((tokens / (time.perf_counter() - start), torch.stack(losses).tolist()))
+        conn.send(results)
+
+
 def reference_loss(bf16: bool):
     def loss(model, b):
         with torch.autocast(b.src.device.type, dtype=torch.bfloat16, enabled=bf16):
@@ -231,25 +292,32 @@ def reference_loss(bf16: bool):
     return loss
 
 
-def build_paths(cfg: ModelConfig, reference_cls, bf16_now: bool, commit: str, device: torch.device) -> list[Path_]:
-    now = Transformer(cfg).to(device)
+def reference_paths(cfg: ModelConfig, reference_cls, weights: dict, commit: str, device: torch.device) -> list[Path_]:
+    """The reference commit's model, loss and optimizer, in float32 and under bf16 autocast, from `weights`."""
     train_cfg = TrainConfig(lr=1e-4, weight_decay=0.0)
     paths = []
     for precision in ("fp32", "bf16"):
         ref = reference_cls(replace_config(cfg, reference_cls)).to(device)
-        ref.load_state_dict(now.state_dict())
+        ref.load_state_dict(weights)
         opt = make_optimizer(ref, replace(train_cfg, fused=False))
         paths.append(Path_(f"{commit} {precision}", ref, opt, reference_loss(precision == "bf16"), precision == "bf16"))
+    return paths
+
+
+def now_paths(cfg: ModelConfig, weights: dict, bf16_now: bool, device: torch.device) -> list[Path_]:
+    """The trainer now, in float32 and bf16 (its choice last: the ratios are its), and on a GPU its CUDA graphs."""
+    train_cfg = TrainConfig(lr=1e-4, weight_decay=0.0)
+    paths = []
     for bf16 in (False, True):
         model = Transformer(cfg).to(device)
-        model.load_state_dict(now.state_dict())
+        model.load_state_dict(weights)
         paths.append(Path_(f"now ({'bf16' if bf16 else 'fp32'})", model, make_optimizer(model, train_cfg),
                            lambda m, b, bf16=bf16: batch_loss(m, b, 0.1, bf16, True), bf16))
-    if not bf16_now:  # the trainer's choice last: the ratios are its
+    if not bf16_now:
         paths[-2], paths[-1] = paths[-1], paths[-2]
     if device.type == "cuda":  # there the trainer records its steps as CUDA graphs
         model = Transformer(cfg).to(device)
-        model.load_state_dict(now.state_dict())
+        model.load_state_dict(weights)
         paths.append(GraphPath("now (bf16, CUDA graphs)", model, make_optimizer(model, train_cfg), True))
     return paths
 
@@ -265,9 +333,23 @@ def run_case(name: str, cfg: ModelConfig, host: list, args, reference_cls, bf16_
     torch.manual_seed(0)
     device = torch.device(args.device)
     on_device = [b.to(device) for b in host]
-    paths = build_paths(cfg, reference_cls, bf16_now, args.commit, device)
+    start_model = Transformer(cfg)
+    weights = start_model.state_dict()  # every path starts from these
     timed = [[(4 + r * args.steps + i) % len(host) for i in range(args.steps)] for r in range(args.rounds)]
+    child = None
+    if args.heap == "as-run" and device.type == "cpu":
+        with tempfile.TemporaryDirectory() as tmp:
+            torch.save(weights, Path(tmp) / "weights.pt")
+            child = ReferenceProcess(dict(
+                threads=args.threads, commit=args.commit, source=args.reference_source, config=cfg.to_dict(),
+                lengths=args.lengths, max_tokens=args.max_tokens, weights=Path(tmp) / "weights.pt", timed=timed))
+        paths = child.paths + now_paths(cfg, weights, bf16_now, device)
+    else:
+        paths = reference_paths(cfg, reference_cls, weights, args.commit, device) + now_paths(
+            cfg, weights, bf16_now, device)
     for p in paths:
+        if isinstance(p, RemotePath):
+            continue
         batches = host if p.host_batches else on_device
         p.model.train()
         for b in batches[:2]:  # warm-up
@@ -280,7 +362,11 @@ def run_case(name: str, cfg: ModelConfig, host: list, args, reference_cls, bf16_
     for r in range(args.rounds):
         for dtype, name in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):  # the peak: best seen in the run
             peaks[name] = max(peaks[name], gemm_peak(dtype, repeats=3, device=device))
+        if child:
+            child.run_round(r)
         for p in paths:
+            if isinstance(p, RemotePath):
+                continue
             chunk = [(host if p.host_batches else on_device)[i] for i in timed[r]]
             sync(device)
             tokens, start = sum(b.n_tokens for b in chunk), time.perf_counter()
@@ -294,9 +380,11 @@ def run_case(name: str, cfg: ModelConfig, host: list, args, reference_cls, bf16_
                     p.replay_only(b)
                 sync(device)
                 p.replay_rates.append(tokens / (time.perf_counter() - start))
+    if child:
+        child.close()
     eager = {p.name: p for p in paths}
     first = paths[0]
-    out = {"parameters": sum(t.numel() for t in paths[-1].model.parameters()), "vocab": cfg.src_vocab_size,
+    out = {"parameters": sum(t.numel() for t in start_model.parameters()), "vocab": cfg.src_vocab_size,
            "layers": [cfg.n_encoder_layers, cfg.n_decoder_layers], "d_model": cfg.d_model, "d_ff": cfg.d_ff}
     for p in paths:
         if isinstance(p, GraphPath):
@@ -355,16 +443,18 @@ def main() -> None:
     p.add_argument("--json", type=Path, help="also write the result here")
     p.add_argument("--device", default="cpu", help="cpu, or cuda: every path on the GPU (--heap keep, a CPU trainer's "
                                                    "setting, is then skipped)")
-    p.add_argument("--heap", choices=("keep", "default"), default="keep",
-                   help="glibc's heap as the trainer sets it on a CPU (transformer/heap.py; the reference paths get it too, "
-                        "which can only favour them) or as glibc starts")
+    p.add_argument("--heap", choices=("as-run", "keep", "default"), default="as-run",
+                   help="on a CPU, glibc's heap as each trainer sets it: the trainer now keeps freed blocks "
+                        "(transformer/heap.py), the reference paths run in a child process with the heap as glibc starts "
+                        "it (as-run); or every path in one process with the trainer's heap (keep) or glibc's (default)")
     args = p.parse_args()
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
-    if args.heap == "keep" and device.type == "cpu":
+    if args.heap in ("as-run", "keep") and device.type == "cpu":
         heap.keep()
     torch.manual_seed(0)
     lengths, source = batch_lengths(4000, args.data_dir, seed=0)
+    args.lengths = lengths  # a reference process builds the same batches from them
     result = {"cpu": cpu_model(), "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "threads": args.threads,
               "lengths": source, "max_tokens": args.max_tokens, "rounds": args.rounds, "steps_per_round": args.steps,
