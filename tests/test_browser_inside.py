@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import ROOT, app_env, shared_app  # noqa: E402
-from test_browser import CHROMIUM, open_page, chromium  # noqa: E402,F401
+from test_browser import CHROMIUM, open_page, chromium, sync_api  # noqa: E402,F401
 from toy_snapshots import SNAPSHOT_STEPS, toy_run_with_snapshots  # noqa: E402
 
 SHOTS = ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())
@@ -139,10 +139,17 @@ def test_browser_a_bad_yours_in_a_link_is_a_note(server):
 def click_cell(page, kind: str, i: int, j: int) -> dict:
     """Click cell (query i, key j) of the focus map of `kind` and wait for the panel's numbers."""
     z = page.evaluate(FOCUS_Z, kind)
-    area = page.locator(f"#focus-{kind} .nsewdrag").first
-    box = area.bounding_box()
-    area.click(position={"x": box["width"] * (j + 0.5) / len(z[0]), "y": box["height"] * (i + 0.5) / len(z)})
-    page.wait_for_function(f"({READY})('#inside-panel').startsWith('cell-{kind}-')")
+    ready = f"({READY})('#inside-panel').startsWith('cell-{kind}-')"
+    for attempt in range(4):  # a click while Plotly redraws the map just shown (a loaded machine) can be lost
+        area = page.locator(f"#focus-{kind} .nsewdrag").first
+        box = area.bounding_box()
+        area.click(position={"x": box["width"] * (j + 0.5) / len(z[0]), "y": box["height"] * (i + 0.5) / len(z)})
+        try:
+            page.wait_for_function(ready, timeout=15_000)
+            break
+        except sync_api.TimeoutError:
+            if attempt == 3:
+                raise
     return page.evaluate(f"{PANEL}.__value")
 
 
