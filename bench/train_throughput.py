@@ -343,13 +343,12 @@ def run_case(name: str, cfg: ModelConfig, host: list, args, reference_cls, bf16_
             child = ReferenceProcess(dict(
                 threads=args.threads, commit=args.commit, source=args.reference_source, config=cfg.to_dict(),
                 lengths=args.lengths, max_tokens=args.max_tokens, weights=Path(tmp) / "weights.pt", timed=timed))
-        paths = child.paths + now_paths(cfg, weights, bf16_now, device)
+        local = now_paths(cfg, weights, bf16_now, device)
+        paths = child.paths + local
     else:
-        paths = reference_paths(cfg, reference_cls, weights, args.commit, device) + now_paths(
+        local = paths = reference_paths(cfg, reference_cls, weights, args.commit, device) + now_paths(
             cfg, weights, bf16_now, device)
-    for p in paths:
-        if isinstance(p, RemotePath):
-            continue
+    for p in local:
         batches = host if p.host_batches else on_device
         p.model.train()
         for b in batches[:2]:  # warm-up
@@ -364,9 +363,7 @@ def run_case(name: str, cfg: ModelConfig, host: list, args, reference_cls, bf16_
             peaks[name] = max(peaks[name], gemm_peak(dtype, repeats=3, device=device))
         if child:
             child.run_round(r)
-        for p in paths:
-            if isinstance(p, RemotePath):
-                continue
+        for p in local:
             chunk = [(host if p.host_batches else on_device)[i] for i in timed[r]]
             sync(device)
             tokens, start = sum(b.n_tokens for b in chunk), time.perf_counter()

@@ -52,8 +52,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
             lse = (z_max + norm.log()).squeeze(1)
             # -(1 - eps) log p_t - eps mean_v log p_v  =  lse - (1 - eps) z_t - eps mean_v z_v
             row_loss = (lse - (1.0 - eps) * z_target - eps * z_mean)[:n]  # (n,)
-            rows = None if row_weight is None else row_weight[start:start + n, None].to(acc)  # (n, 1)
-            total += (row_loss if rows is None else row_loss * rows[:, 0]).sum()
+            rows = None if row_weight is None else row_weight[start:start + n].to(acc)  # (n,)
+            total += (row_loss if rows is None else row_loss * rows).sum()
             if need_grad:  # d/dz = softmax - (1 - eps) onehot(t) - eps / V
                 g = e.mul_(norm.reciprocal_())
                 if eps:
@@ -61,7 +61,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 g.scatter_add_(1, t, torch.full_like(t, -(1.0 - eps), dtype=g.dtype))
                 g[n:] = 0  # padding rows: no gradient
                 if rows is not None:
-                    g[:n].mul_(rows)
+                    g[:n].mul_(rows[:, None])
                 g = g.to(dtype)
                 grad_hidden[start:start + n] = torch.mm(g, w)[:n].to(hidden.dtype)
                 grad_weight.add_(torch.mm(g.t(), h))  # (V, d_model), summed in float32
