@@ -2,8 +2,9 @@
 
 On any machine: the padded shapes, and the padded static-shape step run eagerly (`record=False`), which must
 give the loss and gradients of the trainer's own eager step, alone and accumulated over batches of different
-shapes. On a machine with a CUDA GPU also: the recorded graphs against the eager step, in float32 and bf16,
-with the random generator left as the eager step leaves it."""
+shapes, and a trainer running them that resumes exactly. On a machine with a CUDA GPU also: the recorded graphs
+against the eager step, in float32 and bf16, with the random generator left as the eager step leaves it, and
+exact resume with graphs."""
 from __future__ import annotations
 
 import json
@@ -20,9 +21,10 @@ from transformer.training.cuda_graphs import GraphedSteps, pad_to, padded_shape,
 from transformer.training.data import collate, toy_pairs
 from transformer.training.loss import linear_cross_entropy
 from transformer.training.config import PRESETS, TrainConfig
-from transformer.training.trainer import batch_loss, compile_choice
+from transformer.training.trainer import Trainer, batch_loss, compile_choice
 
 from test_fast_training import TINY
+from test_train import assert_same_weights, load_state, run_train
 
 PAD, BOS, EOS = 0, 2, 3
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -158,6 +160,32 @@ def test_the_model_is_compiled_inside_the_graphs_for_runs_long_enough_to_repay_i
     assert compile_choice(replace(long_run, max_steps=0, max_epochs=40), 500)[0]  # 40 x 500 steps
     assert compile_choice(replace(en_de, compile="on"), 1000) == (True, "--compile on")
     assert compile_choice(replace(long_run, compile="off"), 1000) == (False, "--compile off")
+
+
+# ---------------------------------------------------------------------------- exact resume
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_cuda)])
+def test_a_run_of_padded_steps_resumed_half_way_equals_the_run_in_one_go(tmp_path, monkeypatch, device):
+    """--resume with the trainer's padded static-shape steps: on a GPU recorded as CUDA graphs (a resumed run
+    records its shapes again, at other steps than the first run did); on a CPU the same steps run eagerly.
+    Dropout is on, so the random generators must be restored too."""
+    if device == "cpu":
+        monkeypatch.setattr(Trainer, "_graphed_steps", lambda self: self.graphed_steps(self.model, record=False))
+        flags = ["--device", "cpu"]
+    else:
+        flags = ["--device", "cuda", "--cuda-graphs", "on", "--compile", "off"]
+    steps = 30  # about 12 steps an epoch: the half-way stop is inside the second epoch
+    straight = run_train(tmp_path / "straight", *flags, "--max-steps", str(steps), "--save-every", "1000")
+    assert straight.graphs is not None and straight.graphs.record is (device == "cuda")
+    assert len(straight.graphs.shapes) > 1
+    run_dir = tmp_path / "halves"
+    first = run_train(run_dir, *flags, "--max-steps", str(steps // 2), "--save-every", "1000")
+    assert first.batch_in_epoch > 0
+    with pytest.raises(AssertionError):  # the comparison below can tell the two apart
+        assert_same_weights(load_state(run_dir)["model"], load_state(tmp_path / "straight")["model"])
+    second = run_train(run_dir, *flags, "--max-steps", str(steps), "--save-every", "1000", "--resume")
+    assert second.step == steps
+    assert_same_weights(load_state(run_dir)["model"], load_state(tmp_path / "straight")["model"])
 
 
 # ---------------------------------------------------------------------------- recorded, on a GPU

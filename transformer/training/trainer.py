@@ -199,9 +199,13 @@ class Trainer:
         log.info("training steps run as CUDA graphs, one per padded batch shape (--cuda-graphs off: eagerly), of the "
                  "model %s (%s)", "compiled by torch.compile, dynamic shapes: the first shapes take a minute"
                  if compiled else "as it is, not compiled", why)
-        model = torch.compile(self.model, dynamic=True) if compiled else self.model
+        return self.graphed_steps(torch.compile(self.model, dynamic=True) if compiled else self.model)
+
+    def graphed_steps(self, model: torch.nn.Module, record: bool = True) -> GraphedSteps:
+        """The micro-batches' padded static-shape steps of `model`; `record=False` runs them eagerly (tests)."""
+        cfg = self.cfg
         return GraphedSteps(model, lambda model, batch: batch_loss(
-            model, batch, cfg.label_smoothing, self.autocast, cfg.fused, static_shape=True), cfg.accum_steps)
+            model, batch, cfg.label_smoothing, self.autocast, cfg.fused, static_shape=True), cfg.accum_steps, record)
 
     @property
     def is_main(self) -> bool:
