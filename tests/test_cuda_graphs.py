@@ -168,7 +168,16 @@ def test_the_model_is_compiled_inside_the_graphs_for_runs_long_enough_to_repay_i
 def test_a_run_of_padded_steps_resumed_half_way_equals_the_run_in_one_go(tmp_path, monkeypatch, device):
     """--resume with the trainer's padded static-shape steps: on a GPU recorded as CUDA graphs (a resumed run
     records its shapes again, at other steps than the first run did); on a CPU the same steps run eagerly.
-    Dropout is on, so the random generators must be restored too."""
+    Dropout is on, so the random generators must be restored too: a resume that drew other masks would move
+    the weights by far more than float32 rounding, which on a GPU may differ between runs (kernels need not add
+    in the same order twice)."""
+    def same(a: dict, b: dict) -> None:
+        if device == "cpu":
+            assert_same_weights(a, b)  # bit for bit
+        else:
+            for name in a:
+                torch.testing.assert_close(a[name], b[name], rtol=1e-5, atol=1e-6, msg=name)
+
     if device == "cpu":
         monkeypatch.setattr(Trainer, "_graphed_steps", lambda self: self.graphed_steps(self.model, record=False))
         flags = ["--device", "cpu"]
@@ -182,10 +191,10 @@ def test_a_run_of_padded_steps_resumed_half_way_equals_the_run_in_one_go(tmp_pat
     first = run_train(run_dir, *flags, "--max-steps", str(steps // 2), "--save-every", "1000")
     assert first.batch_in_epoch > 0
     with pytest.raises(AssertionError):  # the comparison below can tell the two apart
-        assert_same_weights(load_state(run_dir)["model"], load_state(tmp_path / "straight")["model"])
+        same(load_state(run_dir)["model"], load_state(tmp_path / "straight")["model"])
     second = run_train(run_dir, *flags, "--max-steps", str(steps), "--save-every", "1000", "--resume")
     assert second.step == steps
-    assert_same_weights(load_state(run_dir)["model"], load_state(tmp_path / "straight")["model"])
+    same(load_state(run_dir)["model"], load_state(tmp_path / "straight")["model"])
 
 
 # ---------------------------------------------------------------------------- recorded, on a GPU
