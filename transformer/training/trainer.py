@@ -204,8 +204,8 @@ class Trainer:
     def graphed_steps(self, model: torch.nn.Module, record: bool = True) -> GraphedSteps:
         """The micro-batches' padded static-shape steps of `model`; `record=False` runs them eagerly (tests)."""
         cfg = self.cfg
-        return GraphedSteps(model, lambda model, batch: batch_loss(
-            model, batch, cfg.label_smoothing, self.autocast, cfg.fused, static_shape=True), cfg.accum_steps, record)
+        return GraphedSteps(model, lambda m, batch: batch_loss(
+            m, batch, cfg.label_smoothing, self.autocast, cfg.fused, static_shape=True), cfg.accum_steps, record)
 
     @property
     def is_main(self) -> bool:
