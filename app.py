@@ -172,7 +172,7 @@ class InsidePanels(namedtuple("InsidePanels", "page yours inside learn")):
     def on_restore_yours(self, text: str, model: str | None, lp: float, result: Result | None, restored: str) -> dict:
         """A link's page load: the learning tab of its model, and its translation (`yours`, validated) scored."""
         out = self.on_model(model)
-        del out[self.inside]  # a linked cell (`cell`) may be explained already: the link's page starts empty anyway
+        del out[self.inside], out[self.yours.view]  # both start empty: a cell or a score made meanwhile stays
         yours = view_data(restored).get("yours")
         if not isinstance(yours, str) or not yours or not (text or "").strip():
             return out
@@ -202,9 +202,9 @@ def build_demo() -> tuple[gr.Blocks, Page]:
                     with p.attention.tab:
                         inside = build_inside_panel()
                     learn = build_learn_tab(INSIDE.learn_index(view.model))
-        restored = wire_translation(demo, p)
+        rerun, restored = wire_translation(demo, p)
         wire_tabs(p)
-        wire_inside(p, InsidePanels(p, yours, inside, learn), restored)
+        wire_inside(p, InsidePanels(p, yours, inside, learn), restored, rerun)
     return demo, p
 
 
@@ -223,8 +223,7 @@ def wire_translation(demo: gr.Blocks, p: Page):
     inputs, shown = [c.src, c.method, c.beam, s.model, s.lp], [s.result, p.attention.view, r.candidate]
     outputs, training = [r.translation, r.notice, r.nbest] + shown, [c.examples, *p.training[1:], *p.heads[1:]]
     export = dict(fn=p.on_export, inputs=[s.result], outputs=[r.download], **QUIET)
-    tree = dict(fn=per_session(xp.on_tree_refresh), inputs=[s.result, s.tab, s.view], outputs=[p.tree.view, s.result],
-                **QUIET_MODEL)
+    tree = dict(fn=per_session(xp.on_tree_view), inputs=[s.result, s.tab, s.view], outputs=[p.tree.view], **QUIET_MODEL)
     # /translate (3 outputs, gradio_client); the page's Translate: one response with the payload (bench/load.py)
     c.api.click(per_session(p.on_api_translate), inputs, outputs[:3], api_name="translate", **TRANSLATE,
                 api_description="Translate text; returns (translation, notice, n-best table).")
@@ -234,8 +233,9 @@ def wire_translation(demo: gr.Blocks, p: Page):
         per_session(p.on_translate_view), inputs, outputs, **PRIVATE, **TRANSLATE).success(**export).then(**tree)
     r.candidate.input(per_session(p.on_candidate), [s.result, r.candidate], shown, **QUIET_MODEL).then(**export)
     r.nbest.select(per_session(p.on_nbest_select), [s.result], shown, **QUIET_MODEL).then(**export)
-    p.attention.view.rerun(per_session(p.on_rerun), [s.result], shown, trigger_mode="always_last", **QUIET_MODEL).then(
-        xp.rerun_texts, [s.result], [r.translation, r.nbest, r.notice], **QUIET).then(**export)
+    rerun = p.attention.view.rerun(per_session(p.on_rerun), [s.result], shown, trigger_mode="always_last",
+                                   **QUIET_MODEL)
+    rerun.then(xp.rerun_texts, [s.result], [r.translation, r.nbest, r.notice], **QUIET).then(**export)
     c.method.input(lambda m: gr.Slider(interactive=m == "beam"), [c.method], [c.beam], queue=False, **PRIVATE)
     c.lp.change(lambda v: v, [c.lp], [s.lp], queue=False, **PRIVATE)
     c.model.input(per_session(p.on_model_change), [c.model, s.model], outputs + [s.model] + training, **PRIVATE,
@@ -245,7 +245,7 @@ def wire_translation(demo: gr.Blocks, p: Page):
     r.copy.click(None, None, [r.link], js=page.JS_COPY_LINK, **PRIVATE)
     restored = [c.model, s.model, c.src, p.compare.src, c.method, c.beam, c.lp, s.lp, c.present, p.tabs, s.tab,
                 r.note, s.restore] + training
-    return demo.load(p.on_restore, [s.model], restored, **PRIVATE, **RESTORE).then(
+    return rerun, demo.load(p.on_restore, [s.model], restored, **PRIVATE, **RESTORE).then(
         None, [s.restore], [s.view], js=page.JS_RESTORE, **PRIVATE).then(
         per_session(p.on_restore_translate), inputs + [s.restore], outputs, **PRIVATE, **TRANSLATE).success(
         **export).then(**tree).then(per_session(xp.on_restore_compare),
@@ -260,7 +260,7 @@ def wire_tabs(p: Page) -> None:
     for tab in (p.attention.tab, p.tree.tab, cmp.tab, p.training.tab, p.heads.tab):
         entered[tab.id] = tab.select(None, None, [s.view], js=page.js_enter_tab(tab.id), **PRIVATE).then(
             (lambda name: lambda: name)(tab.id), None, [s.tab], queue=False, **PRIVATE)
-    entered["tree"].then(per_session(xp.on_tree_open), [s.result, s.view], [p.tree.view, s.result], **QUIET_MODEL)
+    entered["tree"].then(per_session(xp.on_tree_view), [s.result, s.tab, s.view], [p.tree.view], **QUIET_MODEL)
     p.tree.view.pick(per_session(p.on_tree_pick), [s.result], [p.tree.view], **QUIET_MODEL)
     entered["compare"].then(lambda text, other: other or text, [c.src, cmp.src], [cmp.src], queue=False, **PRIVATE)
     cmp.run.click(None, None, [s.view], js=page.JS_VIEW, **PRIVATE).then(
@@ -271,7 +271,7 @@ def wire_tabs(p: Page) -> None:
     cmp.view.pick(p.on_compare_pick, [s.compare], [cmp.view], **QUIET)
 
 
-def wire_inside(p: Page, x: InsidePanels, restored) -> None:
+def wire_inside(p: Page, x: InsidePanels, restored, rerun) -> None:
     """Your translation (Score, Enter, the model's as a start, a link's), a clicked cell, the learning slider."""
     s, c, r, y = p.states, p.controls, p.results, x.yours
     score = dict(fn=per_session(x.on_score), inputs=[c.src, y.box, s.model, s.lp, s.result],
@@ -280,8 +280,8 @@ def wire_inside(p: Page, x: InsidePanels, restored) -> None:
     y.own.click(lambda own: own or "", [r.translation], [y.box], queue=False, **PRIVATE)
     gr.on([c.translate.click, c.src.submit, c.examples.click], lambda: (None, None), None, [y.view, x.inside],
           queue=False, **PRIVATE)
-    # the maps changed (heads switched off or on while one's own translation is on screen): its scores follow
-    p.attention.view.change(INSIDE.yours_of, [s.result], [y.view], **QUIET)
+    # heads switched off or on with one's own translation on screen: its scores follow the result the rerun wrote
+    rerun.then(INSIDE.yours_of, [s.result], [y.view], **QUIET)
     x.inside.cell(per_session(x.on_cell), [s.result], [x.inside], trigger_mode="always_last", **QUIET_MODEL)
     x.learn.view.learn(per_session(x.on_learn), [s.model, c.src], [x.learn.view], **QUIET_MODEL)
     x.learn.tab.select(None, None, [s.view], js=page.js_enter_tab("learn"), **PRIVATE).then(

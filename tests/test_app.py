@@ -837,3 +837,18 @@ def test_a_page_load_never_queues_behind_model_work(app):
     """The restore a page load runs has its own concurrency group; compare, tree and heads-off share "model"."""
     groups = {fn.name: fn.concurrency_id for fn in app.demo.fns.values()}
     assert groups["on_restore"] == "restore" and groups["on_compare"] == "model"
+
+
+def test_what_ends_a_page_load_or_follows_a_translation_leaves_the_users_newer_work(app):
+    """On a busy machine these events can finish after the user's next one (a translation of one's own scored):
+    a page without a link does not empty the score box, and the tree panel's events do not write back the
+    session's result they read before (the tree is recorded on the result itself)."""
+    fns = list(app.demo.fns.values())
+    restore_yours = next(fn for fn in fns if fn.name == "on_restore_yours")
+    out = restore_yours.fn("h e l l o", None, 0.6, None, "", None)  # a page load without a link's translation
+    assert restore_yours.outputs and not [c for c in out if getattr(c, "elem_id", None) in ("yours-view", "inside")]
+    trees = [fn for fn in fns if fn.name == "on_tree_view"]
+    assert len(trees) == 5 and all(not any(isinstance(c, gr.State) for c in fn.outputs) for fn in trees)
+    yours = [fn for fn in fns if fn.name == "yours_of"]
+    assert len(yours) == 1 and yours[0].targets == [(None, "then")]  # after the rerun, not on the maps' change
+    assert app.demo.fns[yours[0].trigger_after].name == "on_rerun"

@@ -372,6 +372,13 @@ class Explorer:
         """After a translation: the tree follows it while its tab is open; otherwise the stale tree goes."""
         return self.on_tree_open(result, view_json) if tab == "tree" else (None, result)
 
+    def on_tree_view(self, result: Result | None, tab: str, view_json: str) -> dict[str, Any] | None:
+        """The tree panel's value after a translation or when its tab opens (`on_tree_refresh`), and nothing else:
+        the search is recorded on the result itself, so the session's result is not written back. Such a write,
+        from an event that read the result before another event replaced it (one's own translation scored
+        meanwhile, on a busy machine), would put the older result back."""
+        return self.on_tree_refresh(result, tab, view_json)[0]
+
     def tree_pick(self, result: Result | None, evt: Any) -> dict[str, Any] | None:
         """A node (or layer / head) chosen in the tree panel (`evt`: its pick event): that node's prefix and
         cross-attention."""
