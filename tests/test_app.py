@@ -468,30 +468,19 @@ def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client)
 def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(app, monkeypatch):
     from transformer.explorer import callbacks
 
-    assert app.DEFAULT_TRANSLATOR.precision == "int8"  # the default where torch has quantised CPU kernels
+    path = app.EXPLORER.serving_path
+    assert app.DEFAULT_TRANSLATOR.precision == path.precision  # what the start-up probe measured fastest
     notice = values(app, app.PAGE.on_model_change(app.DEFAULT_MODEL), "results.notice")[0]
-    assert "Decoding: int8" in notice and "TRANSFORMER_PRECISION" not in notice  # no settings on the page
-    assert "int8" in app.EXPLORER.serving_note()
-    assert "chosen for this CPU" in notice  # the serving path, and why
-    for value, expected in (("fp32", "fp32"), (" FP32 ", "fp32"), ("int8", "int8"), ("", "int8"), ("int4", "int8")):
+    assert f"Decoding: {path.precision}" in notice and "TRANSFORMER_PRECISION" not in notice  # no settings on the page
+    assert "measured fastest on this computer" in notice  # the serving path, and the timings behind it
+    assert f"{path.step_ms[path.precision]:.1f} ms" in notice
+    for value, overridden in (("fp32", "fp32"), (" FP32 ", "fp32"), ("int8", "int8"), ("", None), ("int4", None)):
         monkeypatch.setenv("TRANSFORMER_PRECISION", value)
-        assert callbacks.precision_from_env() == expected
-        why = callbacks.serving_choice()[1]
-        overridden = value.strip().lower() in ("fp32", "int8")
-        assert why == "set by TRANSFORMER_PRECISION" if overridden else why.startswith("chosen for this CPU")
+        choice = callbacks.serving_choice(probe=lambda config: path)  # the start-up's measurement, not again
+        assert choice.precision == (overridden or path.precision)
+        assert (choice.why == "set by TRANSFORMER_PRECISION") == bool(overridden)
     fp32 = registry.ModelRegistry(Path(app.REGISTRY.checkpoint_dir), app.REGISTRY.override, "fp32")
     assert fp32.get(app.DEFAULT_MODEL).precision == "fp32" and callbacks.precision_note("fp32").startswith("Decoding: fp32")
-
-
-@pytest.mark.parametrize("flags,int8,expected", [
-    ({"avx2", "fma", "avx512_vnni"}, True, "int8"), ({"asimd", "asimddp"}, True, "int8"),
-    ({"sse2", "sse4_2"}, True, "fp32"), ({"avx2"}, False, "fp32"), (set(), True, "int8"),
-])
-def test_the_serving_path_is_chosen_per_cpu(flags, int8, expected):
-    from transformer.quantize import serving_precision
-
-    precision, why = serving_precision(flags, int8)
-    assert precision == expected and why
 
 
 def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-from transformer import quantize
 from transformer.batching import Batcher
 from transformer.quantize import ROW_BLOCK, RowBlockLinear, RowInt8Linear, int8_available, row_block_linear
 from transformer.translator import Translation, load_pretrained
@@ -196,14 +195,12 @@ def test_row_int8_linear_is_row_invariant_and_close_to_float32(shape):
 
 
 @pytest.mark.parametrize("shape", [(256, 768), (1024, 256), (256, 8008)])
-def test_row_int8_linear_kernels_give_the_same_bits(shape, monkeypatch):
-    """`_int_mm` (narrow layers) and the dynamic quantised linear (wide ones) are one computation: a layer
-    built for either kernel gives identical outputs, so the choice by width changes no translation."""
+def test_row_int8_linear_kernels_give_the_same_bits(shape):
+    """`_int_mm` and the packed dynamic quantised linear are one computation: a layer built for either kernel
+    gives identical outputs, so the kernel the serving probe picks per shape changes no translation."""
     k, linear = seeded_linear(shape)
-    monkeypatch.setattr(quantize, "INT_MM_MAX_OUT", 10**9)
-    by_int_mm = RowInt8Linear(linear)
-    monkeypatch.setattr(quantize, "INT_MM_MAX_OUT", 0)
-    by_dynamic = RowInt8Linear(linear)
+    by_int_mm = RowInt8Linear(linear, kernel="int_mm")
+    by_dynamic = RowInt8Linear(linear, kernel="packed")
     assert by_int_mm.int_mm and not by_dynamic.int_mm
     x = torch.randn(40, k) * torch.logspace(-2, 2, 40)[:, None]
     with torch.inference_mode():

@@ -3,7 +3,7 @@ same bits whatever else is decoded beside it.
 
     from transformer import load_pretrained
     tr = load_pretrained("checkpoints/en-de", quantize="int8")   # tr.precision == "int8"
-    serving_precision()                                          # ("int8", "why, on this CPU")
+    serving_path.choose_serving_path(config)                     # which of them this CPU runs fastest
 
 At beam 5 a decoding step reads every decoder and output weight for a handful of rows, so it is bound by
 memory traffic: int8 weights (a quarter of the bytes) make the search faster. What stays float32, and
@@ -31,7 +31,7 @@ import copy
 import functools
 import logging
 import warnings
-from pathlib import Path
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -45,7 +45,8 @@ PRECISIONS = ("fp32", "int8")
 ENGINES = ("x86", "fbgemm", "onednn", "qnnpack")  # torch's quantised CPU kernels, one of them is enough
 ROW_BLOCK = 16  # rows per float32 matrix product in the search: one call shape, whatever the batch
 _ACTIVATION_LEVELS = 63  # a row is quantised to [-63, 63]: 7 bits, as fbgemm's reduce_range expects
-INT_MM_MAX_OUT = 4096  # RowInt8Linear: `_int_mm` up to this many outputs, wider ones the dynamic linear (class doc)
+INT_MM_MAX_OUT = 4096  # RowInt8Linear's default: `_int_mm` up to this many outputs, wider ones the packed linear
+INT8_KERNELS = ("int_mm", "packed")  # RowInt8Linear's two kernels, the same bits: `serving_path` times both
 
 
 def int8_available() -> bool:
@@ -53,42 +54,19 @@ def int8_available() -> bool:
     return any(engine in torch.backends.quantized.supported_engines for engine in ENGINES)
 
 
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags (/proc/cpuinfo; empty where it cannot be read)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
-def serving_precision(flags: set[str] | None = None, int8: bool | None = None) -> tuple[str, str]:
-    """(precision, why): the search weights for this CPU. int8 wherever torch has quantised kernels and the
-    CPU has integer dot products (x86 AVX2 / AVX-512 VNNI / AMX, ARM NEON); float32 otherwise. bf16 is not
-    offered: a bf16 matmul ran at about half float32 speed on a Xeon whose VM hides AMX (docs/model.md)."""
-    flags = cpu_flags() if flags is None else flags
-    int8 = int8_available() if int8 is None else int8
-    if not int8:
-        return "fp32", "this torch build has no quantised CPU kernels"
-    units = [f for f in ("amx_int8", "avx512_vnni", "avx_vnni", "avx2", "asimddp", "asimd") if f in flags]
-    if not units and flags:
-        return "fp32", "this CPU has no integer dot-product units (no AVX2, VNNI or NEON)"
-    return "int8", f"int8 kernels on {'/'.join(units) or 'this CPU'}"
-
-
 class RowInt8Linear(nn.Module):
     """`nn.Linear` with int8 weights (one scale per output channel) and int8 activations (one scale per
     row), int32 accumulation: each output row depends on its input row alone, bit for bit (module doc).
 
-    Two kernels give the same bits: torch's `_int_mm` (int8 x int8 -> exact int32, then the two scales) for
-    layers of at most `INT_MM_MAX_OUT` outputs, and fbgemm/oneDNN's dynamic linear for wider ones (the output
-    projection). Both dequantise as float32(int32 sum) * weight scale, then * row scale + bias. On 2 EPYC
-    cores at 5 rows, `_int_mm` took 17 us against 29 for a 256 -> 768 layer and 61 against 55 for 256 -> 8008."""
+    Two kernels give the same bits (`kernel`): torch's `_int_mm` ("int_mm": int8 x int8 -> exact int32, then the
+    two scales) and fbgemm/oneDNN's packed dynamic linear ("packed"). Both dequantise as float32(int32 sum) *
+    weight scale, then * row scale + bias. Which is faster depends on the CPU and the shape (`serving_path`
+    times them); without a choice, `_int_mm` serves layers of at most `INT_MM_MAX_OUT` outputs."""
 
-    def __init__(self, linear: nn.Linear):
+    def __init__(self, linear: nn.Linear, kernel: str | None = None):
         super().__init__()
+        if kernel not in (None, *INT8_KERNELS):
+            raise ValueError(f"kernel must be one of {INT8_KERNELS}, got {kernel!r}")
         weight = linear.weight.detach().float()  # (N, K)
         self.in_features, self.out_features = linear.in_features, linear.out_features
         scales = (weight.abs().amax(1) / 127).clamp_min(1e-12)  # (N,)
@@ -96,7 +74,7 @@ class RowInt8Linear(nn.Module):
         with warnings.catch_warnings():  # quantized tensors announce their deprecation on every call
             warnings.simplefilter("ignore")
             qweight = torch.quantize_per_channel(weight, scales.double(), zero, 0, torch.qint8)
-            self.int_mm = self.out_features <= INT_MM_MAX_OUT
+            self.int_mm = kernel == "int_mm" if kernel else self.out_features <= INT_MM_MAX_OUT
             if self.int_mm:
                 self._weight_t = qweight.int_repr().t().contiguous()  # (K, N) int8
                 self._weight_scale = qweight.q_per_channel_scales().float()  # (N,)
@@ -168,23 +146,42 @@ class FusedQKVAttention(MultiHeadAttention):
         return self.split_heads(q), self.split_heads(k), self.split_heads(v)
 
 
-def fuse_self_attention(attention: MultiHeadAttention, source: MultiHeadAttention) -> None:
+Int8Kernels = dict[tuple[int, int], str]  # (in_features, out_features) -> "int_mm" | "packed"
+_process_kernels: Int8Kernels = {}  # `use_int8_kernels`: what this process's int8 search models are built with
+
+
+def use_int8_kernels(kernels: Int8Kernels) -> None:
+    """Build this process's int8 search models with `kernels` from now on (the app sets `serving_path`'s choice
+    at start, like torch's thread count; both kernels give the same bits, so it moves only speed)."""
+    _process_kernels.clear()
+    _process_kernels.update(kernels)
+
+
+def int8_layer(kernels: Int8Kernels | None) -> Callable[[nn.Linear], RowInt8Linear]:
+    """A maker of `RowInt8Linear`s that takes each layer's kernel from `kernels` (default: `use_int8_kernels`'s;
+    a shape in neither gets `RowInt8Linear`'s default)."""
+    kernels = dict(_process_kernels) if kernels is None else kernels
+    return lambda linear: RowInt8Linear(linear, kernels.get((linear.in_features, linear.out_features)))
+
+
+def fuse_self_attention(attention: MultiHeadAttention, source: MultiHeadAttention,
+                        kernels: Int8Kernels | None = None) -> None:
     """Turn `attention` (a search copy) into a `FusedQKVAttention` over `source`'s float32 projections, in place."""
     stacked = nn.Linear(source.q_proj.in_features, 3 * source.q_proj.out_features)
     with torch.no_grad():
         stacked.weight.copy_(torch.cat([source.q_proj.weight, source.k_proj.weight, source.v_proj.weight]))
         stacked.bias.copy_(torch.cat([source.q_proj.bias, source.k_proj.bias, source.v_proj.bias]))
-    attention.qkv = RowInt8Linear(stacked)
+    attention.qkv = int8_layer(kernels)(stacked)
     attention.__class__ = FusedQKVAttention
 
 
-def quantize_linear_int8(modules: nn.Module) -> nn.Module:
-    """A copy of `modules` with every `nn.Linear` a `RowInt8Linear`, and each decoder self-attention's three
-    projections one (`FusedQKVAttention`); `modules` itself is left as it is."""
-    out = replace_linears(modules, RowInt8Linear)
+def quantize_linear_int8(modules: nn.Module, kernels: Int8Kernels | None = None) -> nn.Module:
+    """A copy of `modules` with every `nn.Linear` a `RowInt8Linear` (each shape's kernel from `kernels`), and each
+    decoder self-attention's three projections one (`FusedQKVAttention`); `modules` itself is left as it is."""
+    out = replace_linears(modules, int8_layer(kernels))
     originals = [m for m in modules.modules() if isinstance(m, DecoderLayer)]
-    for original, layer in zip(originals, [m for m in out.modules() if isinstance(m, DecoderLayer)]):
-        fuse_self_attention(layer.self_attn, original.self_attn)
+    for original, layer in zip(originals, [m for m in out.modules() if isinstance(m, DecoderLayer)], strict=True):
+        fuse_self_attention(layer.self_attn, original.self_attn, kernels)
     return out
 
 
@@ -203,11 +200,12 @@ def row_block_float32(modules: nn.Module) -> nn.Module:
     return replace_linears(modules, RowBlockLinear)
 
 
-def search_model(model: Transformer, precision: str = "fp32", quantize=None) -> Transformer:
+def search_model(model: Transformer, precision: str = "fp32", quantize=None,
+                 int8_kernels: Int8Kernels | None = None) -> Transformer:
     """The model the search runs: `model`'s encoder, embeddings and positions (shared, float32) with a copy
-    of its decoder and output projection whose linears are batch-invariant: `RowInt8Linear` for "int8",
-    `RowBlockLinear` for "fp32" (`quantize`, a function of a module, replaces either; the benches pass
-    torch.ao's or torchao's). Eval mode."""
+    of its decoder and output projection whose linears are batch-invariant: `RowInt8Linear` for "int8" (each
+    shape's kernel from `int8_kernels`, `serving_path`'s choice), `RowBlockLinear` for "fp32" (`quantize`, a
+    function of a module, replaces either; the benches pass torch.ao's or torchao's). Eval mode."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision == "int8":
@@ -216,7 +214,8 @@ def search_model(model: Transformer, precision: str = "fp32", quantize=None) -> 
         if not int8_available():
             engines = torch.backends.quantized.supported_engines
             raise RuntimeError(f"this torch build has no quantised CPU engine (it has {engines})")
-    quantize = quantize or (quantize_linear_int8 if precision == "int8" else row_block_float32)
+    if quantize is None:
+        quantize = functools.partial(quantize_linear_int8, kernels=int8_kernels) if precision == "int8" else row_block_float32
     search = Transformer.__new__(Transformer)  # no fresh weights: every part is either shared or replaced
     nn.Module.__init__(search)
     search.config = model.config

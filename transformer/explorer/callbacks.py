@@ -12,6 +12,7 @@ asks the store first (`use`): a result released to stay within the budget is a m
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import json
 import logging
 import os
@@ -29,7 +30,11 @@ import torch
 
 from transformer.batching import Batcher
 from transformer.search_process import SearchProcess
-from transformer.quantize import PRECISIONS, int8_available, serving_precision
+from transformer import quantize
+from transformer.config import ModelConfig
+from transformer.hub import read_config
+from transformer.quantize import PRECISIONS, int8_available
+from transformer.serving_path import ServingPath, choose_serving_path
 from transformer.translator import Translator
 
 from transformer.hub import training_progress
@@ -91,25 +96,43 @@ def search_process_from_env() -> SearchProcess | None:
     return searcher
 
 
-def precision_from_env() -> str:
-    """The search weights the app loads its models in (`serving_choice`)."""
-    return serving_choice()[0]
-
-
-def serving_choice() -> tuple[str, str]:
-    """(precision, why): `TRANSFORMER_PRECISION` (int8 or fp32) where set to one this torch can run; otherwise
-    the path chosen for this CPU (`quantize.serving_precision`: int8 where torch has quantised kernels and
-    the CPU integer dot products)."""
+def serving_choice(config: ModelConfig | None = None, probe=choose_serving_path) -> ServingPath:
+    """How the search runs: the precision and int8 kernels `serving_path` measures fastest on this CPU for
+    `config`'s shapes (default: `ModelConfig()`), unless `TRANSFORMER_PRECISION` (int8 or fp32) sets the
+    precision (int8 still gets the measured kernels). The int8 kernels are set for this process
+    (`quantize.use_int8_kernels`). `probe` is the measurement (tests pass timings of their own)."""
     value = os.environ.get(ENV_PRECISION, "").strip().lower()
-    chosen, why = serving_precision()
     if value and value not in PRECISIONS:
-        log.warning("%s=%r is not one of %s: using %s", ENV_PRECISION, value, PRECISIONS, chosen)
-    elif value == "int8" and not int8_available():
+        log.warning("%s=%r is not one of %s: the path is measured", ENV_PRECISION, value, PRECISIONS)
+        value = ""
+    if value == "int8" and not int8_available():
         log.warning("%s=int8, but this torch build has no quantised CPU kernels: using fp32", ENV_PRECISION)
-        return "fp32", "this torch build has no quantised CPU kernels"
-    elif value:
-        return value, f"set by {ENV_PRECISION}"
-    return chosen, f"chosen for this CPU: {why}"
+        return ServingPath("fp32", reason="this torch build has no quantised CPU kernels")
+    if value == "fp32":
+        return ServingPath("fp32", reason=f"set by {ENV_PRECISION}")
+    measured = probe(config or ModelConfig())
+    if value == "int8" and measured.precision != "int8":
+        measured = dataclasses.replace(measured, precision="int8", kernels=int8_kernels_of(measured),
+                                       reason=f"set by {ENV_PRECISION}")
+    quantize.use_int8_kernels(dict(measured.kernels))
+    return measured
+
+
+def int8_kernels_of(path: ServingPath) -> tuple[tuple[tuple[int, int], str], ...]:
+    """Each layer shape's faster int8 kernel in `path`'s timings (also where float32 was chosen)."""
+    names = [name for name in path.layer_ms if name.startswith("int8:")]
+    shapes = path.layer_ms.get("fp32", {})
+    return tuple((shape, min(names, key=lambda n: path.layer_ms[n][shape]).split(":", 1)[1]) for shape in shapes)
+
+
+def default_model_config(registry: ModelRegistry) -> ModelConfig | None:
+    """The default model's configuration, read without loading it (None where there is no local one)."""
+    directory = registry.directory(registry.default()) if registry.default() else None
+    try:
+        return read_config(directory) if directory is not None else None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        log.warning("could not read %s's configuration for the serving probe: %s", directory, err)
+        return None
 
 
 def precision_note(precision: str, why: str = "") -> str:
@@ -182,7 +205,7 @@ class Explorer:
         self.batcher = batcher or Batcher()
         self.results = results or ResultStore()
         self.slots = SessionSlots()
-        self.serving_why = ""  # why the registry's precision serves (`serving_choice`; set by `start`)
+        self.serving_path: ServingPath | None = None  # how the registry's precision was chosen (set by `start`)
         self._heads: dict[str | None, dict[str, Any] | None] = {}
         self._head_figures: dict[str | None, tuple[go.Figure, pd.DataFrame]] = {}
         # Loading runs on the batcher's thread too: torch's OpenMP (libgomp) keeps a thread pool for every thread
@@ -204,7 +227,7 @@ class Explorer:
     @classmethod
     def start(cls, checkpoint_dir: Path) -> Explorer:
         """The app's explorer: the checkpoints under `checkpoint_dir` (and $TRANSFORMER_CHECKPOINT first, if
-        set), loaded in `precision_from_env()`, exports in a temporary directory of this process, torch on
+        set), loaded in the precision `serving_choice` measures fastest, exports in a temporary directory of this process, torch on
         every core but one (`torch_threads`)."""
         torch.set_num_threads(torch_threads())
         log.info("torch threads: %d of %d cores (TRANSFORMER_THREADS overrides); OpenMP spin count %s",
@@ -215,12 +238,13 @@ class Explorer:
         for stale in remove_stale_export_dirs(export_dir.parent, os.getpid()):
             log.info("removed %s, left by an app that is no longer running", stale)
         atexit.register(shutil.rmtree, export_dir, ignore_errors=True)  # this app's exports go with it
-        precision, why = serving_choice()
-        log.info("serving path: %s search weights (%s); %s=int8|fp32 overrides", precision, why, ENV_PRECISION)
+        registry = ModelRegistry(checkpoint_dir, override)
+        path = serving_choice(default_model_config(registry))
+        registry.precision = path.precision
+        log.info("serving path: %s search weights (%s); %s=int8|fp32 overrides", path.precision, path.why, ENV_PRECISION)
         searcher = search_process_from_env()
-        registry = ModelRegistry(checkpoint_dir, override, precision)
         explorer = cls(registry, export_dir, strict=bool(override), batcher=Batcher(searcher=searcher))
-        explorer.serving_why = why
+        explorer.serving_path = path
         if searcher is not None and explorer.default_translator is not None:
             searcher.preload_in_background(explorer.default_translator)  # start-up does not wait for it
         return explorer
@@ -239,7 +263,10 @@ class Explorer:
 
     def precision_note(self, tr: Translator) -> str:
         """`precision_note` for a loaded model, with why its precision serves."""
-        return precision_note(tr.precision, self.serving_why if tr.precision == self.registry.precision else "")
+        path = self.serving_path
+        if path is None or tr.precision != self.registry.precision:
+            return precision_note(tr.precision)
+        return " ".join(filter(None, [precision_note(tr.precision, path.why), path.slow_note]))
 
     def translator(self, label: str | None) -> Translator:
         if label is not None and not isinstance(label, str):

@@ -1,0 +1,136 @@
+"""The serving path is chosen by measuring: injected timings decide the precision and each layer's int8 kernel,
+an override still wins, the probe times the model's own step shapes, and a slow CPU is told so."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer import quantize
+from transformer.config import ModelConfig
+from transformer.explorer import callbacks
+from transformer.model import Transformer
+from transformer.quantize import RowInt8Linear, int8_available
+from transformer.serving_path import (
+    PROBE_ROWS, SLOW_STEP_MS, ServingPath, choose, step_linears, time_layers,
+)
+
+needs_int8 = pytest.mark.skipif(not int8_available(), reason="this torch build has no quantised CPU kernels")
+SMALL = ModelConfig(src_vocab_size=300, tgt_vocab_size=300, d_model=32, n_heads=4, n_encoder_layers=1,
+                    n_decoder_layers=2, d_ff=64, dropout=0.0)
+SHAPES = [(256, 768), (256, 256), (256, 1024), (1024, 256), (256, 8008)]
+
+
+def timings(fp32: list[float], int_mm: list[float] | None, packed: list[float] | None) -> dict:
+    """`time_layers`' form from per-shape milliseconds (None: that kernel is not there)."""
+    out = {"fp32": dict(zip(SHAPES, fp32, strict=True))}
+    for name, ms in (("int8:int_mm", int_mm), ("int8:packed", packed)):
+        if ms is not None:
+            out[name] = dict(zip(SHAPES, ms, strict=True))
+    return out
+
+
+def test_an_avx2_cpu_whose_int_mm_is_a_scalar_loop_serves_int8_on_the_packed_kernel():
+    path = choose(timings([3, 3, 3, 3, 7], [49, 48, 67, 80, 196], [1.0, 1.9, 1.3, 1.5, 6.7]))
+    assert path.precision == "int8"
+    assert dict(path.kernels) == dict.fromkeys(SHAPES, "packed")
+    assert path.step_ms["int8"] == pytest.approx(1.0 + 1.9 + 1.3 + 1.5 + 6.7)
+
+
+def test_each_layer_shape_takes_its_faster_int8_kernel():
+    path = choose(timings([1.5, 2, 2, 2.1, 5.6], [0.58, 1.14, 0.9, 0.6, 2.5], [0.66, 1.48, 0.76, 0.88, 1.38]))
+    assert dict(path.kernels) == {(256, 768): "int_mm", (256, 256): "int_mm", (256, 1024): "packed",
+                                  (1024, 256): "int_mm", (256, 8008): "packed"}
+    assert path.step_ms["int8"] < min(path.step_ms["int8:int_mm"], path.step_ms["int8:packed"])
+
+
+def test_float32_serves_where_it_measures_faster_than_both_int8_kernels():
+    path = choose(timings([1, 1, 1, 1, 1], [9, 9, 9, 9, 9], [2, 2, 2, 2, 2]))
+    assert (path.precision, path.kernels) == ("fp32", ())
+    assert "5.0 ms a search step against 10.0 ms in int8" in path.why
+
+
+def test_without_quantised_kernels_only_float32_is_timed_and_served():
+    path = choose(timings([1, 1, 1, 1, 1], None, None))
+    assert path.precision == "fp32" and set(path.step_ms) == {"fp32"}
+
+
+def test_a_cpu_whose_fastest_path_is_still_slow_is_told_so_and_a_fast_one_is_not():
+    per_shape = SLOW_STEP_MS / len(SHAPES)
+    slow = choose(timings([per_shape * 3] * 5, [per_shape * 2] * 5, [per_shape * 1.1] * 5))
+    fast = choose(timings([per_shape] * 5, [per_shape * 0.5] * 5, [per_shape * 0.9] * 5))
+    assert slow.slow and "slow for this model" in slow.slow_note
+    assert not fast.slow and fast.slow_note == ""
+
+
+def test_the_probe_times_the_decoders_own_step_shapes():
+    """Every linear an incremental step runs (the cross-attention keys and values are cached per sentence),
+    counted per decoder layer, and the output projection once."""
+    model = Transformer(SMALL).eval()
+    search = quantize.quantize_linear_int8(torch.nn.ModuleDict({"d": model.decoder, "g": model.generator})) \
+        if int8_available() else None
+    per_step = {(lin.in_features, lin.out_features) for lin in step_linears(SMALL)}
+    expected = {(32, 96), (32, 32), (32, 64), (64, 32), (32, 300)}
+    assert per_step == expected
+    if search is not None:
+        built = {(m.in_features, m.out_features) for m in search.modules() if isinstance(m, RowInt8Linear)}
+        assert built == per_step  # every shape the search model multiplies by is timed
+    counts = {(lin.in_features, lin.out_features): lin.count for lin in step_linears(SMALL)}
+    assert counts[(32, 32)] == 3 * SMALL.n_decoder_layers and counts[(32, 300)] == 1
+
+
+@needs_int8
+def test_the_real_probe_times_every_candidate_on_every_shape():
+    layer_ms = time_layers(SMALL, budget_s=0.5)
+    shapes = {(lin.in_features, lin.out_features) for lin in step_linears(SMALL)}
+    assert set(layer_ms) == {"fp32", "int8:int_mm", "int8:packed"}
+    assert all(set(per_shape) == shapes and all(ms > 0 for ms in per_shape.values()) for per_shape in layer_ms.values())
+    assert len(PROBE_ROWS) >= 2  # one beam and a batch: the kernels rank differently by row count
+
+
+@needs_int8
+def test_the_chosen_kernels_build_the_search_model_and_give_the_same_bits(monkeypatch):
+    """The app sets the measured kernels for the process; a model built with them computes what the default
+    kernels compute, bit for bit (so the choice moves speed only)."""
+    torch.manual_seed(0)
+    model = Transformer(SMALL).eval()
+    every_packed = {(lin.in_features, lin.out_features): "packed" for lin in step_linears(SMALL)}
+    monkeypatch.setattr(quantize, "_process_kernels", {})
+    default = quantize.search_model(model, "int8")
+    quantize.use_int8_kernels(every_packed)
+    packed = quantize.search_model(model, "int8")
+    assert all(not m.int_mm for m in packed.decoder.modules() if isinstance(m, RowInt8Linear)
+               if (m.in_features, m.out_features) in every_packed)
+    assert any(m.int_mm for m in default.decoder.modules() if isinstance(m, RowInt8Linear))
+    x = torch.randn(3, 5, SMALL.d_model)
+    with torch.inference_mode():
+        for a, b in zip(default.decoder.layers, packed.decoder.layers, strict=True):
+            assert torch.equal(a.ff(x), b.ff(x))
+            assert torch.equal(a.self_attn.qkv(x), b.self_attn.qkv(x))
+        assert torch.equal(default.generator(x), packed.generator(x))
+
+
+def test_a_bad_kernel_name_is_a_clear_error():
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        RowInt8Linear(torch.nn.Linear(4, 4), kernel="fast")
+
+
+def measured(precision: str) -> ServingPath:
+    """A probe's result as `serving_choice` gets it, with float32 or int8 the faster."""
+    fp32, int8 = (1.0, 2.0) if precision == "fp32" else (2.0, 1.0)
+    return choose(timings([fp32] * 5, [int8] * 5, [int8 * 1.5] * 5))
+
+
+@pytest.mark.parametrize("env,probed,expected,why", [
+    ("", "int8", "int8", "measured fastest"), ("", "fp32", "fp32", "measured fastest"),
+    ("fp32", "int8", "fp32", "set by TRANSFORMER_PRECISION"), ("int8", "fp32", "int8", "set by TRANSFORMER_PRECISION"),
+    ("int4", "fp32", "fp32", "measured fastest"),
+])
+def test_the_environment_overrides_the_measured_precision(monkeypatch, env, probed, expected, why):
+    monkeypatch.setenv("TRANSFORMER_PRECISION", env)
+    monkeypatch.setattr(quantize, "_process_kernels", {})
+    asked = []
+    choice = callbacks.serving_choice(SMALL, probe=lambda config: asked.append(config) or measured(probed))
+    assert choice.precision == expected and choice.why.startswith(why)
+    assert asked == ([] if env == "fp32" else [SMALL])  # float32 set by hand needs no measuring
+    if expected == "int8" and int8_available():  # int8 set by hand still gets each shape's faster kernel
+        assert quantize._process_kernels == dict.fromkeys(SHAPES, "int_mm")
