@@ -32,7 +32,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
 PAGE = ROOT / "docs" / "benchmarks.md"
-SKIP = {"machine.py", "report.py"}  # helpers, not benches
+SKIP = {"machine.py", "report.py", "cpu_class.py"}  # helpers, not benches
 META = ("cpu", "machine", "date", "command", "source")  # shown above a result's table, not in it
 
 # The command that measures each bench's headline numbers (a bench missing here gets `python bench/NAME.py`).
@@ -44,6 +44,7 @@ COMMANDS = {
     "figure_build": "python bench/figure_build.py --runs 7",
     "hostile_load": "python bench/hostile_load.py --checkpoint checkpoints/en-de --hostile 8 --victims 20 --sessions 200",
     "int8_accuracy": "python bench/int8_accuracy.py",
+    "serving_paths": "python bench/serving_paths.py --threads 1 --repeats 20",
     "load": "python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de",
     "thread_pools": "python bench/thread_pools.py --checkpoint checkpoints/en-de --threads 2 --repeats 10",
     "train_throughput": "python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096 "
@@ -126,9 +127,75 @@ def result_section(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+CLASS_TABLE = """## Serving paths by CPU class
+
+For each CPU class: the serving path the start-up probe chose (`transformer/serving_path.py`), what the probe
+timed (one decoding step's linears at 5 and 40 rows), beam 5 with attention against `MarianMTModel.generate`
+(float32, same architecture, same thread count), a class's burst of 30 users x 3 presses, a lone press through
+`gradio_client`, the first translation drawn in Chromium, and short requests while 6 sessions keep the worst
+requests in flight. Classes other than the machine's own are emulated on it (`bench/cpu_class.py`: each kernel
+library capped at the class's instructions), so their memory and caches are the host's. Each row's files are
+`bench/results/<bench>--class-<class>.json`, measured with:
+
+```bash
+eval "$(python bench/cpu_class.py --env CLASS)"     # not for the machine's own class
+python bench/serving_paths.py --classes CLASS --threads 1 --repeats 20 --json bench/results/serving_paths--class-CLASS.json
+python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de --json bench/results/load--class-CLASS.json
+python bench/browser_latency.py --checkpoint checkpoints/en-de --reps 5 --json bench/results/browser_latency--class-CLASS.json
+python bench/hostile_load.py --mode fair --hostile 6 --victims 10 --checkpoint checkpoints/en-de --max-minutes 5 --json bench/results/hostile_load--class-CLASS.json
+```
+
+"""
+
+
+def _get(data: dict | None, dotted: str) -> Any:
+    """A dotted key of a result, or None."""
+    for key in dotted.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def class_table(results_dir: Path = RESULTS) -> str:
+    """One row per CPU class measured: the serving path and the goals' numbers (the section's text says what)."""
+    classes = sorted(p.name.split("--class-")[1].removesuffix(".json")
+                     for p in results_dir.glob("serving_paths--class-*.json"))
+    if not classes:
+        return CLASS_TABLE + "No class measured yet.\n"
+    rows = ["| class | CPU (date) | path chosen | probe step ms (int8 / int8 _int_mm only / fp32), probe s "
+            "| beam 5 vs Marian (served / fp32 / _int_mm only) | burst p95 s, req/s, differ | lone press p50 s "
+            "| first drawn ms | under hostile load: page load p95 s, short translation p95 s |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name in classes:
+        def load(bench: str) -> dict | None:
+            path = results_dir / f"{bench}--class-{name}.json"
+            return json.loads(path.read_text()) if path.is_file() else None
+        sp, ld, br, ho = load("serving_paths"), load("load"), load("browser_latency"), load("hostile_load")
+        inner = _get(sp, name) or {}
+        probe = inner.get("probe_step_ms", {})
+        kernels = sorted(set((inner.get("kernels") or {}).values()))
+        cells = [
+            f"{name}{' (emulated)' if inner.get('emulated') else ''}: {inner.get('class', '')}",
+            f"{_cell(_get(sp, 'cpu'))} ({_cell(_get(sp, 'date'))})",
+            f"{inner.get('chosen')}{' (' + ', '.join(kernels) + ')' if kernels else ''}"
+            f"{'; told it is slow' if inner.get('slow_note') else ''}",
+            f"{probe.get('int8')} / {probe.get('int8:int_mm')} / {probe.get('fp32')}, {inner.get('probe_s')}",
+            f"{_get(inner, 'beam5.served_vs_marian')}x / {_get(inner, 'beam5.fp32_vs_marian')}x / "
+            f"{_get(inner, 'beam5.int_mm_only_vs_marian')}x",
+            f"{_get(ld, 'concurrent.p95_s')}, {_get(ld, 'concurrent.throughput_rps')}, "
+            f"{_get(ld, 'concurrent.differ_from_lone')}",
+            f"{_get(ld, 'sequential.p50_s')}",
+            f"{_get(br, 'results_ms.translate_first')}",
+            f"{_get(ho, 'fair.page_load.p95_s')}, {_get(ho, 'fair.short_translation.p95_s')}",
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    return CLASS_TABLE + "\n".join(rows) + "\n"
+
+
 def render(results_dir: Path = RESULTS) -> str:
     """The whole of docs/benchmarks.md for the results in `results_dir`."""
-    parts = [HEADER]
+    parts = [HEADER, class_table(results_dir)]
     for name in benches():
         files = sorted(results_dir.glob(f"{name}.json")) + sorted(results_dir.glob(f"{name}--*.json"))
         command = COMMANDS.get(name, f"python bench/{name}.py")

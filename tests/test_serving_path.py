@@ -2,6 +2,8 @@
 an override still wins, the probe times the model's own step shapes, and a slow CPU is told so."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -134,3 +136,47 @@ def test_the_environment_overrides_the_measured_precision(monkeypatch, env, prob
     assert asked == ([] if env == "fp32" else [SMALL])  # float32 set by hand needs no measuring
     if expected == "int8" and int8_available():  # int8 set by hand still gets each shape's faster kernel
         assert quantize._process_kernels == dict.fromkeys(SHAPES, "int_mm")
+
+
+@needs_int8
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads the child's command line from /proc")
+def test_the_search_process_is_told_the_kernels_the_app_measured(monkeypatch):
+    """The child builds its int8 models with the parent's measured kernels (else an AVX2 CPU's everyday
+    searches would run on its slow kernel there)."""
+    from transformer.search_process import SearchProcess, kernels_from_argv
+
+    chosen = {(256, 768): "packed", (256, 8008): "int_mm"}
+    monkeypatch.setattr(quantize, "_process_kernels", {})
+    quantize.use_int8_kernels(chosen)
+    searcher = SearchProcess(threads=1)
+    try:
+        searcher.start()
+        argv = Path(f"/proc/{searcher._process.pid}/cmdline").read_bytes().split(b"\0")[:-1]
+        module_args = [a.decode() for a in argv[argv.index(b"transformer.search_process") + 1:]]
+        assert kernels_from_argv(module_args) == chosen
+    finally:
+        searcher.close()
+
+
+@needs_int8
+def test_the_shipped_model_translates_to_the_same_bits_whichever_int8_kernels_serve():
+    """What the probe chooses never changes a translation: en-de with every layer on `_int_mm` and with every
+    layer on the packed linear gives the same n-best lists and scores (our own sentences)."""
+    from transformer.translator import Translator, load_pretrained
+
+    served = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
+    shapes = [(lin.in_features, lin.out_features) for lin in step_linears(served.model.config)]
+
+    def with_kernel(kernel: str) -> Translator:
+        search = quantize.search_model(served.model, "int8", int8_kernels=dict.fromkeys(shapes, kernel))
+        return Translator(served.model, served.tokenizer, truecaser=served.truecaser, search_model=search,
+                          precision="int8")
+
+    sentences = ["The old fisherman mends his nets before sunrise.", "Could you water my plants while I am away?",
+                 "Two children are building a sandcastle near the pier."]
+    by_int_mm, by_packed = with_kernel("int_mm"), with_kernel("packed")
+    for method, beam in (("greedy", 1), ("beam", 5)):
+        for sentence in sentences:
+            x = by_int_mm.translate(sentence, method=method, beam_size=beam, return_attention=False)
+            y = by_packed.translate(sentence, method=method, beam_size=beam, return_attention=False)
+            assert [(c.ids, c.score) for c in x.candidates] == [(c.ids, c.score) for c in y.candidates]

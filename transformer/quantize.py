@@ -157,6 +157,11 @@ def use_int8_kernels(kernels: Int8Kernels) -> None:
     _process_kernels.update(kernels)
 
 
+def process_int8_kernels() -> Int8Kernels:
+    """A copy of what `use_int8_kernels` set (what a child process is told to use, so that it runs as fast)."""
+    return dict(_process_kernels)
+
+
 def int8_layer(kernels: Int8Kernels | None) -> Callable[[nn.Linear], RowInt8Linear]:
     """A maker of `RowInt8Linear`s that takes each layer's kernel from `kernels` (default: `use_int8_kernels`'s;
     a shape in neither gets `RowInt8Linear`'s default)."""
