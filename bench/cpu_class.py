@@ -94,11 +94,18 @@ def check_switches() -> dict[str, dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", choices=list(CLASSES), help="print the shell exports of one class and exit")
+    parser.add_argument("--json", help="also write the kernel timings to this file (see bench/report.py)")
     args = parser.parse_args()
     if args.env:
         print("\n".join(f"export {k}={shlex.quote(v)}" for k, v in environment(args.env, {}).items()))
         return
-    print(json.dumps(check_switches(), indent=1))
+    result = {"switches": {name: {**CLASSES[name], "PYTHONPATH": "bench/emulate"} if "PYTHONPATH" in CLASSES[name]
+                           else CLASSES[name] for name in CLASSES}, "kernel_ms_one_thread": check_switches()}
+    print(json.dumps(result, indent=1))
+    if args.json:
+        sys.path.insert(0, str(BENCH))
+        from report import write_result
+        write_result(args.json, result)
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ class Hostile:
                 continue
             self.call("translate_view", [text, "beam", 10, None, None], session)
             if kind == "tree":
-                self.call("on_tree_open", [None, "{}"], session)
+                self.call("on_tree_view", [None, "tree", "{}"], session)  # the tree tab open: records the search
             elif kind == "heads_off":
                 off = [[rng.choice(KINDS), 0, rng.randrange(4)] for _ in range(3)]
                 self.call("on_rerun", [None], session, {"off": off, "measure": "norm"})

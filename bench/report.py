@@ -32,7 +32,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
 PAGE = ROOT / "docs" / "benchmarks.md"
-SKIP = {"machine.py", "report.py", "cpu_class.py"}  # helpers, not benches
+SKIP = {"machine.py", "report.py"}  # helpers, not benches
 META = ("cpu", "machine", "date", "command", "source")  # shown above a result's table, not in it
 
 # The command that measures each bench's headline numbers (a bench missing here gets `python bench/NAME.py`).
@@ -45,6 +45,7 @@ COMMANDS = {
     "hostile_load": "python bench/hostile_load.py --checkpoint checkpoints/en-de --hostile 8 --victims 20 --sessions 200",
     "int8_accuracy": "python bench/int8_accuracy.py",
     "serving_paths": "python bench/serving_paths.py --threads 1 --repeats 20",
+    "cpu_class": "python bench/cpu_class.py",
     "load": "python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de",
     "thread_pools": "python bench/thread_pools.py --checkpoint checkpoints/en-de --threads 2 --repeats 10",
     "train_throughput": "python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096 "
@@ -168,16 +169,18 @@ def class_table(results_dir: Path = RESULTS) -> str:
             "| first drawn ms | under hostile load: page load p95 s, short translation p95 s |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in classes:
-        def load(bench: str) -> dict | None:
-            path = results_dir / f"{bench}--class-{name}.json"
+        def load(stem: str) -> dict | None:
+            path = results_dir / f"{stem}.json"
             return json.loads(path.read_text()) if path.is_file() else None
-        sp, ld, br, ho = load("serving_paths"), load("load"), load("browser_latency"), load("hostile_load")
+        sp, ld, br, ho = (load(f"{bench}--class-{name}") for bench in ("serving_paths", "load", "browser_latency",
+                                                                       "hostile_load"))
         inner = _get(sp, name) or {}
         probe = inner.get("probe_step_ms", {})
         kernels = sorted(set((inner.get("kernels") or {}).values()))
+        flags = ", ".join(inner.get("host_flags", []))
         cells = [
             f"{name}{' (emulated)' if inner.get('emulated') else ''}: {inner.get('class', '')}",
-            f"{_cell(_get(sp, 'cpu'))} ({_cell(_get(sp, 'date'))})",
+            f"{_cell(_get(sp, 'cpu'))}{' (' + flags + ')' if flags else ''}, {_cell(_get(sp, 'date'))}",
             f"{inner.get('chosen')}{' (' + ', '.join(kernels) + ')' if kernels else ''}"
             f"{'; told it is slow' if inner.get('slow_note') else ''}",
             f"{probe.get('int8')} / {probe.get('int8:int_mm')} / {probe.get('fp32')}, {inner.get('probe_s')}",
@@ -189,7 +192,15 @@ def class_table(results_dir: Path = RESULTS) -> str:
             f"{_get(br, 'results_ms.translate_first')}",
             f"{_get(ho, 'fair.page_load.p95_s')}, {_get(ho, 'fair.short_translation.p95_s')}",
         ]
-        rows.append("| " + " | ".join(cells) + " |")
+        rows.append("| " + " | ".join(cells).replace("None", "not measured") + " |")
+        ld, br = (load(f"{bench}--class-{name}-before-measuring") for bench in ("load", "browser_latency"))
+        if ld or br:  # the same class served as the app did before it measured its kernels
+            before = [f"{name}, before the app measured its kernels", f"{_cell(_get(ld or br, 'cpu'))}, "
+                      f"{_cell(_get(ld or br, 'date'))}", "int8 (_int_mm where the flags allowed)", "", "",
+                      f"{_get(ld, 'concurrent.p95_s')}, {_get(ld, 'concurrent.throughput_rps')}, "
+                      f"{_get(ld, 'concurrent.differ_from_lone')}", f"{_get(ld, 'sequential.p50_s')}",
+                      f"{_get(br, 'results_ms.translate_first')}", ""]
+            rows.append("| " + " | ".join(before).replace("None", "not measured") + " |")
     return CLASS_TABLE + "\n".join(rows) + "\n"
 
 

@@ -50,7 +50,10 @@ def one_class(checkpoint: str, threads: int, repeats: int) -> dict:
                         search_model=quantize.search_model(served.model, "int8", int8_kernels={
                             shape: "int_mm" for shape, _ in (path.kernels or quantize_shapes(path))}),
                         precision="int8")
+    flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("flags")), []) if Path("/proc/cpuinfo").is_file() else []
     out: dict = {"cpu": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(),
+                 "host_flags": [f for f in ("amx_int8", "avx512_vnni", "avx512_bf16", "avx_vnni", "avx2") if f in flags],
                  "chosen": path.precision, "kernels": {f"{k}x{n}": kernel for (k, n), kernel in path.kernels},
                  "probe_s": round(probe_s, 2), "probe_step_ms": {k: round(v, 2) for k, v in path.step_ms.items()},
                  "slow_note": bool(path.slow), "threads": threads}
