@@ -2,6 +2,7 @@
 an override still wins, the probe times the model's own step shapes, and a slow CPU is told so."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,21 @@ def test_the_shipped_model_translates_to_the_same_bits_whichever_int8_kernels_se
             x = by_int_mm.translate(sentence, method=method, beam_size=beam, return_attention=False)
             y = by_packed.translate(sentence, method=method, beam_size=beam, return_attention=False)
             assert [(c.ids, c.score) for c in x.candidates] == [(c.ids, c.score) for c in y.candidates]
+
+
+def test_a_kernel_far_behind_the_fastest_is_timed_no_further():
+    """The probe stays short where one kernel is a scalar loop: once a call is `LOSER` times slower than the
+    fastest candidate, it is not repeated; a close contender gets every repeat."""
+    from transformer.serving_path import LOSER, REPEATS, best_ms
+
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.004)
+
+    ms = best_ms(slow, deadline=time.perf_counter() + 60, beaten_by=4.0 / (LOSER * 4))
+    assert len(calls) == 2 and ms >= 4.0  # the call that picks the kernel, then one timed
+    calls.clear()
+    best_ms(slow, deadline=time.perf_counter() + 60, beaten_by=4.0)
+    assert len(calls) == 1 + REPEATS
