@@ -1,0 +1,195 @@
+"""Cross-attention as word alignment (`transformer.training.alignment`): AER on hand cases, subword maps turned
+into word maps by hand, our gold set, and the command end to end on a few gold pairs of the shipped model."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformer.training import alignment as al
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKPOINT = ROOT / "checkpoints" / "en-de"
+
+
+# --- AER ---------------------------------------------------------------------------------------------------
+
+def test_aer_of_a_hand_case():
+    sure = {(0, 0), (1, 2)}
+    possible = sure | {(2, 1), (2, 2)}
+    predicted = {(0, 0), (2, 1), (3, 3)}
+    # |A∩S| = 1 ((0,0)), |A∩P| = 2 ((0,0), (2,1)), |A| = 3, |S| = 2
+    assert al.aer(predicted, sure, possible) == pytest.approx(1 - (1 + 2) / (3 + 2))
+
+
+def test_aer_is_zero_for_the_sure_links_and_one_for_nothing_in_common():
+    sure, possible = {(0, 0), (1, 1)}, {(0, 0), (1, 1), (1, 2)}
+    assert al.aer(sure, sure, possible) == 0.0
+    assert al.aer({(0, 1), (1, 0)}, sure, possible) == 1.0
+    # a possible link besides the sure ones costs nothing: |A∩S| = 2, |A∩P| = 3, |A| = 3, |S| = 2
+    assert al.aer(sure | {(1, 2)}, sure, possible) == pytest.approx(1 - (2 + 3) / (3 + 2))
+
+
+def test_corpus_aer_sums_the_counts_and_does_not_average_sentences():
+    counts = al.AERCounts()
+    counts.add({(0, 0)}, {(0, 0)}, {(0, 0)})  # perfect, 1 link
+    counts.add({(0, 1), (1, 0), (2, 2)}, {(0, 0), (1, 1), (2, 2)}, {(0, 0), (1, 1), (2, 2)})  # 1 of 3
+    assert counts.aer == pytest.approx(1 - (2 + 2) / (4 + 4))
+    assert counts.precision == pytest.approx(2 / 4)
+    assert counts.recall == pytest.approx(2 / 4)
+
+
+def test_links_parse_and_format_as_pharaoh():
+    sure, possible = al.parse_links("0-0 2p1 1-2")
+    assert sure == {(0, 0), (1, 2)}
+    assert possible == {(0, 0), (1, 2), (2, 1)}
+    assert al.format_links(sure, possible) == "0-0 1-2 2p1"
+    with pytest.raises(ValueError):
+        al.parse_links("0-0 1:2")
+
+
+def test_a_gold_pair_checks_its_links():
+    with pytest.raises(ValueError, match="out of range"):
+        al.GoldPair("A dog.", "Ein Hund.", ("A", "dog", "."), ("Ein", "Hund", "."), frozenset({(3, 0)}),
+                    frozenset({(3, 0)}))
+    with pytest.raises(ValueError, match="possible"):
+        al.GoldPair("A dog.", "Ein Hund.", ("A", "dog", "."), ("Ein", "Hund", "."), frozenset({(0, 0)}),
+                    frozenset())
+
+
+def test_words_split_punctuation_and_keep_inner_apostrophes():
+    assert al.words("I've seen his father's T-shirt, twice!") == [
+        "I've", "seen", "his", "father's", "T-shirt", ",", "twice", "!"]
+
+
+# --- subword maps to word maps ---------------------------------------------------------------------------------
+
+def test_pieces_are_matched_to_words_with_placeholders_and_unknowns():
+    incidence = al.piece_words(["▁Tom", "▁fe", "eds", "▁the", "▁duck", "s", ".", "<eos>"],
+                               ["Tom", "feeds", "the", "ducks", "."])
+    assert [list(np.flatnonzero(row)) for row in incidence] == [[0], [1], [1], [2], [3], [3], [4], []]
+    # a placeholder spells its entity, which may be two words; <unk> one character; case is ignored
+    incidence = al.piece_words(["<bos>", "▁⟨1⟩", "<unk>", "ISST"], ["New", "York", "äisst"], ["New York"])
+    assert [list(np.flatnonzero(row)) for row in incidence] == [[], [0, 1], [2], [2]]
+    with pytest.raises(ValueError, match="do not spell"):
+        al.piece_words(["▁Tom", "▁eats"], ["Tom", "feeds"])
+    with pytest.raises(ValueError, match="spell only"):
+        al.piece_words(["▁Tom"], ["Tom", "feeds"])
+
+
+def hand_map() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """English "the bench" as pieces ▁the ▁ben ch <eos>, German "die Parkbank" as ▁die ▁Park bank <eos>:
+    one head's cross-attention (1, 1, T=4, S=4) with distinct weights, and the two incidence matrices."""
+    cross = np.array([[[[0.1, 0.2, 0.3, 0.4],
+                        [0.5, 0.1, 0.1, 0.3],
+                        [0.2, 0.2, 0.5, 0.1],
+                        [0.1, 0.4, 0.4, 0.1]]]])
+    src = al.piece_words(["▁the", "▁ben", "ch", "<eos>"], ["the", "bench"])
+    tgt = al.piece_words(["▁die", "▁Park", "bank", "<eos>"], ["die", "Parkbank"])
+    return cross, src, tgt
+
+
+def test_word_map_averages_a_words_rows_and_sums_its_columns():
+    cross, src, tgt = hand_map()
+    a = cross[0, 0]
+    maps = al.word_maps(cross, src, tgt, "predicting")
+    assert maps.shape == (1, 1, 2, 2)
+    expected = [[a[0, 0], a[0, 1] + a[0, 2]],  # "die": the row that predicts ▁die
+                [(a[1, 0] + a[2, 0]) / 2, (a[1, 1] + a[1, 2] + a[2, 1] + a[2, 2]) / 2]]  # Parkbank: its 2 rows
+    np.testing.assert_allclose(maps[0, 0], expected)
+    assert al.links_from(maps[0, 0]) == {(1, 0), (1, 1)}  # (English, German)
+
+
+def test_shifted_word_map_reads_each_piece_one_row_later():
+    cross, src, tgt = hand_map()
+    a = cross[0, 0]
+    maps = al.word_maps(cross, src, tgt, "shifted")
+    expected = [[a[1, 0], a[1, 1] + a[1, 2]],  # ▁die is the decoder's input at row 1
+                [(a[2, 0] + a[3, 0]) / 2, (a[2, 1] + a[2, 2] + a[3, 1] + a[3, 2]) / 2]]
+    np.testing.assert_allclose(maps[0, 0], expected)
+    assert al.links_from(maps[0, 0]) == {(0, 0), (1, 1)}
+
+
+def test_every_read_out_in_order_with_layer_means_and_the_mean_of_all():
+    rng = np.random.default_rng(0)
+    maps = rng.random((2, 3, 4, 5))  # (L, H, W_de, W_en)
+    stack = al.stacked(maps)
+    outs = al.read_outs(2, 3)
+    assert len(outs) == 2 * len(stack) == 2 * (2 * 3 + 2 + 1)
+    assert outs[4].name == "L2 H2, predicting"
+    np.testing.assert_allclose(stack[4], maps[1, 1])
+    assert outs[7].name == "L2 mean, predicting"
+    np.testing.assert_allclose(stack[7], (maps[1, 0] + maps[1, 1] + maps[1, 2]) / 3)
+    assert outs[8].name == "mean of all, predicting" and outs[9].name == "L1 H1, shifted"
+    np.testing.assert_allclose(stack[8], maps.sum((0, 1)) / 6)
+
+
+def test_the_best_read_out_is_chosen_on_dev():
+    pair = al.GoldPair("a b", "x y", ("a", "b"), ("x", "y"), frozenset({(0, 0), (1, 1)}),
+                       frozenset({(0, 0), (1, 1)}), "dev")
+    scores = al.Scores(al.read_outs(1, 2))
+    links = [set() for _ in scores.read_outs]
+    links[3] = {(0, 0), (1, 1)}  # one read-out right on dev
+    scores.add("dev", links, pair)
+    assert scores.best("dev") == 3
+    assert al.report(scores)["best"]["name"] == scores.read_outs[3].name
+
+
+# --- our gold set --------------------------------------------------------------------------------------------
+
+def test_our_gold_set_parses_and_has_a_dev_and_a_test_part():
+    pairs = al.read_gold()
+    splits = [p.split for p in pairs]
+    assert len(pairs) >= 150
+    assert splits == ["dev"] * splits.count("dev") + ["test"] * splits.count("test")
+    assert splits.count("dev") >= 50 and splits.count("test") >= 100
+    for p in pairs:
+        linked = {j for _, j in p.possible}
+        # every German word but a comma German alone needs is linked to something
+        assert all(j in linked or p.de_words[j] == "," for j in range(len(p.de_words))), p.german
+        assert p.sure, p.english
+
+
+def test_the_corpus_check_sees_every_gold_sentence():
+    """tests/test_no_corpus_sentences.py compares each sentence it finds in tracked text files with the
+    corpora: it must find every English and German sentence of the gold set."""
+    spec = importlib.util.spec_from_file_location("no_corpus", ROOT / "tests" / "test_no_corpus_sentences.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    assert al.DEFAULT_GOLD.suffix in check.TEXT_SUFFIXES
+    found = check.sentences_in(al.DEFAULT_GOLD.read_text(encoding="utf-8"), tsv=True)
+    pairs = al.read_gold()
+    assert {p.english for p in pairs} <= found
+    assert {p.german for p in pairs} <= found
+
+
+def test_the_gold_file_is_what_its_maker_writes(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("make_gold", al.DEFAULT_GOLD.parent / "make_gold.py")
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    monkeypatch.setattr(maker, "HERE", tmp_path)
+    maker.main()
+    assert (tmp_path / "gold.tsv").read_text(encoding="utf-8") == al.DEFAULT_GOLD.read_text(encoding="utf-8")
+
+
+# --- the shipped model ------------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not (CHECKPOINT / "model.safetensors").is_file(), reason="no en-de checkpoint")
+def test_the_command_scores_gold_pairs_of_the_shipped_model(tmp_path):
+    pairs = al.read_gold()
+    lines = ["# a few gold pairs", *(
+        "\t".join((p.split, p.english, p.german, al.format_links(p.sure, p.possible)))
+        for p in pairs[:3] + pairs[-3:])]
+    gold = tmp_path / "gold.tsv"
+    gold.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = al.main(["--checkpoint", str(CHECKPOINT), "--gold", str(gold), "--json", str(tmp_path / "a.json")])
+    assert result["pairs"] == {"dev": 3, "test": 3}
+    assert len(result["read_outs"]) == 2 * (4 * 8 + 4 + 1)
+    dev = [r["dev"]["aer"] for r in result["read_outs"]]
+    assert all(0 <= x <= 100 for x in dev)
+    assert result["best"]["dev"]["aer"] == min(dev)
+    assert result["opens_on"][0]["kind"] == "head" and len(result["opens_on"]) == 2
+    # a model whose attention knew nothing of the words would not get most of six short sentences right
+    assert result["best"]["dev"]["aer"] < 50
