@@ -113,7 +113,7 @@ def best_ms(fn: Callable[[], object], deadline: float, repeats: int = REPEATS, b
     best = time.perf_counter() - start
     if best * 1e3 > LOSER * beaten_by:
         return best * 1e3
-    for _ in range(repeats):
+    for _ in range(repeats - 1):
         start = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - start)
