@@ -20,13 +20,12 @@ os.environ.setdefault("GOMP_SPINCOUNT", "1000")  # torch's OpenMP reads it as to
 
 import gradio as gr  # noqa: E402
 
-from transformer.explorer import page, texts  # noqa: E402
+from transformer.explorer import launch, page, texts  # noqa: E402
 from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, event_data, view_data  # noqa: E402
 from transformer.explorer.inside import Inside  # noqa: E402
 from transformer.explorer.registry import EXAMPLES_EN  # noqa: E402
 from transformer.explorer.results import Result  # noqa: E402
 from transformer.explorer.share import ViewState  # noqa: E402
-from transformer.explorer.launch import launch_options, session_limited  # noqa: E402
 from transformer.explorer.views import candidate_choices, nbest_select_candidate, nbest_table  # noqa: E402
 from transformer.explorer.side_panels import build_controls, build_results, build_yours  # noqa: E402
 from transformer.explorer.tab_panels import (  # noqa: E402
@@ -37,7 +36,7 @@ EXPLORER = Explorer.start(Path(__file__).resolve().parent / "checkpoints")  # th
 gr.set_static_paths([page.PLOTLY_JS, EXPLORER.export_dir])  # (exports.py), never copied into gradio's cache
 REGISTRY, EXPORT_DIR, DEFAULT_MODEL = EXPLORER.registry, EXPLORER.export_dir, EXPLORER.default_model
 DEFAULT_TRANSLATOR, STARTUP_ERROR = EXPLORER.default_translator, EXPLORER.startup_error
-per_session = session_limited(EXPLORER.slots)  # a session's model requests: at most its slots in flight
+per_session = launch.session_limited(EXPLORER.slots)  # a session's model requests: at most its slots in flight
 INSIDE = Inside(EXPLORER)  # how one weight is computed, a translation of one's own, the model learning
 
 # ----------------------------------------------------------------------------- the page: its panels and handlers
@@ -49,11 +48,11 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
     """The page's panels, and the handlers of its events that update components ({component: value}); the
     tree and compare handlers whose outputs are plain values are `EXPLORER`'s own."""
 
-    def show_result(self, result: Result | None) -> dict:
-        """The page's attention payload (drawn in the browser) and the candidate selector for a result."""
+    def show_result(self, result: Result | None, answers: int | None = None) -> dict:
+        """The page's attention payload (drawn in the browser; `stamped`) and the candidate selector for a result."""
         n_cand, value = (len(result.translation.candidates), result.candidate) if result is not None else (1, 0)
-        return {self.attention.view: EXPLORER.payload(result), self.results.candidate: gr.Dropdown(
-            choices=candidate_choices(result), value=value, interactive=n_cand > 1)}
+        return {self.attention.view: launch.stamped(EXPLORER.payload(result), answers), self.results.candidate:
+                gr.Dropdown(choices=candidate_choices(result), value=value, interactive=n_cand > 1)}
 
     def texts(self, result: Result, notice: str) -> dict:
         return {self.results.translation: result.translation.text, self.results.notice: notice,
@@ -79,9 +78,13 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         return {self.states.result: result} | self.show_result(result)
 
     def on_rerun(self, result: Result | None, evt: gr.EventData) -> dict:
-        """Heads switched off or on, or norms asked for (attention tab): the maps first (texts: `rerun_texts`)."""
-        result = EXPLORER.rerun(result, evt)
-        return {self.states.result: result} | self.show_result(result)
+        return self.show_rerun(EXPLORER.rerun(result, evt), launch.rerun_ticket(event_data(evt)))
+
+    def show_rerun(self, result: Result | None, answers: int | None = None) -> dict:
+        """Heads switched off or on, or norms (attention tab): maps, translation, n-best list and notes together."""
+        r = self.results
+        texts = dict(zip((r.translation, r.nbest, r.notice), EXPLORER.rerun_texts(result)))
+        return {self.states.result: result} | texts | self.show_result(result, answers)
 
     def on_nbest_select(self, result: Result | None, evt: gr.EventData) -> dict:
         """A row of the n-best table clicked: its candidate. `evt` is read as plain data (gr.SelectData would fail
@@ -125,13 +128,9 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
         if not data.get("translate") or not (text or "").strip():
             return gr.skip()  # every output kept: a translation the user made meanwhile stays
         linked = data.get("view") if isinstance(data.get("view"), dict) else {}
-        if not linked.get("off") and linked.get("measure") != "norm":
-            return self.on_translate_view(text, method, beam_size, model, lp)
-        result = EXPLORER.translate_linked(text, method, beam_size, model, lp, linked)  # heads off, or norms
-        translation, nbest, notice = EXPLORER.rerun_texts(result)
-        r = self.results
-        return {r.translation: translation, r.notice: notice, r.nbest: nbest, self.states.result: result} | \
-            self.show_result(result)
+        plain, args = not linked.get("off") and linked.get("measure") != "norm", (text, method, beam_size, model, lp)
+        return per_session.newest("new")(lambda: self.on_translate_view(*args) if plain else  # else heads off or norms:
+                                         self.show_rerun(EXPLORER.translate_linked(*args, linked)))()  # theirs at once
 
     def on_export(self, result: Result | None) -> gr.DownloadButton:
         return gr.DownloadButton(value=str(path) if (path := EXPLORER.export(result)) else None, interactive=bool(path))
@@ -176,7 +175,8 @@ class InsidePanels(namedtuple("InsidePanels", "page yours inside learn")):
         yours = view_data(restored).get("yours")
         if not isinstance(yours, str) or not yours or not (text or "").strip():
             return out
-        return out | {self.yours.box: yours} | self.on_score(text, yours, model, lp, result)
+        scored = per_session.newest("edit")(self.on_score)(text, yours, model, lp, result)  # or gr.skip()
+        return out | {self.yours.box: yours} | (scored if isinstance(scored, dict) else {})
 
 
 def build_demo() -> tuple[gr.Blocks, Page]:
@@ -227,15 +227,15 @@ def wire_translation(demo: gr.Blocks, p: Page):
     # /translate (3 outputs, gradio_client); the page's Translate: one response with the payload (bench/load.py)
     c.api.click(per_session(p.on_api_translate), inputs, outputs[:3], api_name="translate", **TRANSLATE,
                 api_description="Translate text; returns (translation, notice, n-best table).")
-    gr.on([c.translate.click, c.src.submit], per_session(p.on_translate_view), inputs, outputs,
+    gr.on([c.translate.click, c.src.submit], per_session(p.on_translate_view, "new"), inputs, outputs,
           api_name="translate_view", api_visibility="undocumented", **TRANSLATE).success(**export).then(**tree)
     c.examples.click(lambda sample: sample[0], [c.examples], [c.src], queue=False, **PRIVATE).then(
-        per_session(p.on_translate_view), inputs, outputs, **PRIVATE, **TRANSLATE).success(**export).then(**tree)
-    r.candidate.input(per_session(p.on_candidate), [s.result, r.candidate], shown, **QUIET_MODEL).then(**export)
-    r.nbest.select(per_session(p.on_nbest_select), [s.result], shown, **QUIET_MODEL).then(**export)
-    rerun = p.attention.view.rerun(per_session(p.on_rerun), [s.result], shown, trigger_mode="always_last",
-                                   **QUIET_MODEL)
-    rerun.then(xp.rerun_texts, [s.result], [r.translation, r.nbest, r.notice], **QUIET).then(**export)
+        per_session(p.on_translate_view, "new"), inputs, outputs, **PRIVATE, **TRANSLATE).success(**export).then(**tree)
+    r.candidate.input(per_session(p.on_candidate, "edit"), [s.result, r.candidate], shown, **QUIET_MODEL).then(**export)
+    r.nbest.select(per_session(p.on_nbest_select, "edit"), [s.result], shown, **QUIET_MODEL).then(**export)
+    rerun = p.attention.view.rerun(per_session(p.on_rerun, "edit"), [s.result], outputs, trigger_mode="always_last",
+                                   **QUIET_MODEL)  # the texts with the maps: they change together
+    rerun.then(**export)
     c.method.input(lambda m: gr.Slider(interactive=m == "beam"), [c.method], [c.beam], queue=False, **PRIVATE)
     c.lp.change(lambda v: v, [c.lp], [s.lp], queue=False, **PRIVATE)
     c.model.input(per_session(p.on_model_change), [c.model, s.model], outputs + [s.model] + training, **PRIVATE,
@@ -274,7 +274,7 @@ def wire_tabs(p: Page) -> None:
 def wire_inside(p: Page, x: InsidePanels, restored, rerun) -> None:
     """Your translation (Score, Enter, the model's as a start, a link's), a clicked cell, the learning slider."""
     s, c, r, y = p.states, p.controls, p.results, x.yours
-    score = dict(fn=per_session(x.on_score), inputs=[c.src, y.box, s.model, s.lp, s.result],
+    score = dict(fn=per_session(x.on_score, "edit"), inputs=[c.src, y.box, s.model, s.lp, s.result],
                  outputs=[s.result, p.attention.view, r.candidate, y.view], **PRIVATE, **MODEL)
     gr.on([y.score.click, y.box.submit], **score).success(p.on_export, [s.result], [r.download], **QUIET)
     y.own.click(lambda own: own or "", [r.translation], [y.box], queue=False, **PRIVATE)
@@ -297,4 +297,4 @@ demo.queue(default_concurrency_limit=2, max_size=64)
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    demo.launch(**launch_options())
+    demo.launch(**launch.launch_options())

@@ -1,14 +1,22 @@
-"""How the app is launched, and how its model events are limited per session.
+"""How the app is launched, and how its model events are limited and ordered per session.
 
 `launch_options()` is what `python app.py` passes to `demo.launch`; `session_limited(slots)` wraps an event
-handler so that it holds one of its session's model slots (`checks.SessionSlots`) while it runs.
+handler so that it holds one of its session's model slots (`checks.SessionSlots`) while it runs;
+`newest_answer(generations)` makes a handler's answer count only while it answers the session's newest request
+(`SessionGenerations`).
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import itertools
+import logging
 import os
+import threading
+import time
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -17,6 +25,10 @@ from . import page
 from .checks import SessionSlots
 
 Handler = Callable[..., Any]
+log = logging.getLogger(__name__)
+# the session of the event running on this thread (set by `per_session`) and the generation it answers
+SESSION: ContextVar[str | None] = ContextVar("session", default=None)
+GENERATION: ContextVar[int | None] = ContextVar("generation", default=None)
 
 
 def launch_options() -> dict[str, Any]:
@@ -28,14 +40,18 @@ def launch_options() -> dict[str, Any]:
                 max_file_size="1mb")  # the page uploads nothing; a request to gradio's upload route gets 1 MB
 
 
-def session_limited(slots: SessionSlots) -> Callable[[Handler], Handler]:
-    """A decorator over `slots`: see `per_session` inside."""
+def session_limited(slots: SessionSlots, generations: SessionGenerations | None = None) -> Callable[..., Handler]:
+    """A decorator over `slots` and the sessions' `generations`: see `per_session` inside (its `newest` is
+    `newest_answer(generations)`, for a handler called inside another)."""
+    newest = newest_answer(generations or SessionGenerations())
 
-    def per_session(fn: Handler) -> Handler:
+    def per_session(fn: Handler, kind: str | None = None) -> Handler:
         """`fn` as an event handler that holds one of its session's model slots while it runs (a request beyond
-        the session's limit is a message at once). Gradio passes the request into the added last parameter,
-        found by its gr.Request annotation; the other parameters, their names (the API's) and their
+        the session's limit is a message at once); with a `kind` (NEW, EDIT), its answer counts only while it
+        answers the session's newest request (`newest_answer`). Gradio passes the request into the added last
+        parameter, found by its gr.Request annotation; the other parameters, their names (the API's) and their
         annotations (gr.EventData) stay `fn`'s."""
+        fn = newest(kind)(fn) if kind is not None else fn
         signature = inspect.signature(fn)
         request = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
                                     annotation=gr.Request)
@@ -43,12 +59,131 @@ def session_limited(slots: SessionSlots) -> Callable[[Handler], Handler]:
         @functools.wraps(fn)
         def limited(*args: Any) -> Any:
             *inputs, req = args
-            with slots.hold(getattr(req, "session_hash", None)):
-                return fn(*inputs)
+            session = getattr(req, "session_hash", None)
+            with slots.hold(session):
+                token = SESSION.set(session)
+                try:
+                    return fn(*inputs)
+                finally:
+                    SESSION.reset(token)
 
         limited.__signature__ = signature.replace(parameters=[*signature.parameters.values(), request])
         limited.__annotations__ = {**gr.utils.get_type_hints(fn), "request": gr.Request}
         del limited.__wrapped__  # gradio reads the signature above, not fn's
         return limited
 
+    per_session.newest = newest
     return per_session
+
+
+# ----------------------------------------------------------------------------- the newest request wins
+
+NEW, EDIT = "new", "edit"  # a new translation; an edit of the result on screen (heads off, a candidate)
+
+
+@dataclass
+class _Session:
+    latest: int = 0
+    running: set[int] = field(default_factory=set)
+    replacing: set[int] = field(default_factory=set)
+
+
+class SessionGenerations:
+    """Which of a session's answers may still be written. Requests are reordered on purpose (an expensive search
+    pauses for cheaper ones), so an answer can come after the answer to a newer request of the same session:
+    each request that writes the session's result takes the next generation as it starts, and its answer is
+    written only if no request of the session started after it. A change of the result on screen (heads off,
+    another candidate, one's own translation scored) that starts while a new translation is in flight is void:
+    the result it would change is about to be replaced (the page asks again for the new one)."""
+
+    def __init__(self):
+        # one counter for every session, from the clock: a session's numbers only grow, across restarts of the app too
+        # (a page left open); microseconds stay below 2**53, exact in the browser
+        self._count = itertools.count(time.time_ns() // 1000)
+        self._sessions: dict[str, _Session] = {}
+        self._lock = threading.Lock()
+
+    def begin(self, session: str, kind: str) -> int | None:
+        """The generation of a request of `kind` (NEW or EDIT) starting now; None when it is void."""
+        with self._lock:
+            s = self._sessions.setdefault(session, _Session())
+            if kind == EDIT and s.replacing:
+                if not s.running:
+                    del self._sessions[session]
+                return None
+            s.latest = next(self._count)
+            s.running.add(s.latest)
+            if kind == NEW:
+                s.replacing.add(s.latest)
+            return s.latest
+
+    def finish(self, session: str, generation: int) -> bool:
+        """The request of `generation` is done: whether it is still the session's newest (its answer counts)."""
+        with self._lock:
+            s = self._sessions[session]
+            s.running.discard(generation)
+            s.replacing.discard(generation)
+            if not s.running:  # nothing in flight: nothing left to compare with
+                del self._sessions[session]
+            return s.latest == generation
+
+    def sessions(self) -> int:
+        """Sessions with a request in flight (what is kept)."""
+        with self._lock:
+            return len(self._sessions)
+
+
+def newest_answer(generations: SessionGenerations) -> Callable[[str], Callable[[Handler], Handler]]:
+    """A decorator over `generations`: see `newest` inside."""
+
+    def newest(kind: str) -> Callable[[Handler], Handler]:
+        """`fn` (called inside `per_session`) answers only as its session's newest request: an older one's answer
+        is dropped (gr.skip: every output, the session's result too, stays as the newer request leaves it).
+        `GENERATION` holds its number while it runs (the payload carries it: explorer.js ignores older ones).
+        Called inside another such handler, or outside a session, it is `fn` itself."""
+
+        if kind not in (NEW, EDIT):
+            raise ValueError(f"kind must be {NEW!r} or {EDIT!r}, got {kind!r}")
+
+        def wrap(fn: Handler) -> Handler:
+            @functools.wraps(fn)
+            def answer(*args: Any, **kwargs: Any) -> Any:
+                session = SESSION.get()
+                if session is None or GENERATION.get() is not None:
+                    return fn(*args, **kwargs)
+                generation = generations.begin(session, kind)
+                if generation is None:
+                    log.info("%s: void, a new translation of the session is in flight", fn.__name__)
+                    return gr.skip()
+                token = GENERATION.set(generation)
+                try:
+                    out = fn(*args, **kwargs)
+                finally:
+                    GENERATION.reset(token)
+                    newest = generations.finish(session, generation)
+                if not newest:
+                    log.info("%s: answer %d dropped, the session asked for something newer", fn.__name__,
+                             generation)
+                    return gr.skip()
+                return out
+
+            return answer
+
+        return wrap
+
+    return newest
+
+
+def stamped(payload: dict | None, answers: int | None = None) -> dict | None:
+    """`payload` with the generation of the request it answers (`GENERATION`; explorer.js ignores one older than
+    it has drawn) and, for a rerun, the page's ticket of its request (`answers`)."""
+    generation = GENERATION.get()
+    if payload is None or (generation is None and answers is None):
+        return payload
+    return {**payload, "gen": generation, "answers": answers}
+
+
+def rerun_ticket(data: dict[str, Any]) -> int | None:
+    """The page's number of a rerun request (explorer.js), sent back with its answer; None unless a small int."""
+    value = data.get("ticket")
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2 ** 53 else None

@@ -378,7 +378,7 @@ function initExplorer(root, props, watch) {
       {format: button.dataset.format, width: 1920, height: 1080, filename: name});
   }
 
-  function heatmap(id, view, zmax) {
+  function heatmap(id, view, zmax, onDrawn) {
     const plot = setMessage(id, null);
     const customdata = view.z.map((row, i) => row.map((_, j) => [view.q.label[i], view.k.label[j]]));
     const n = Math.max(view.q.label.length, view.k.label.length);
@@ -398,7 +398,15 @@ function initExplorer(root, props, watch) {
       height: mapHeight(plot, n),
     });
     layout.margin = big ? {l: 50, r: 10, t: 125, b: 10} : {l: 60, r: 30, t: 150, b: 30};
-    withPlotly((plotly) => plotly.react(plot, [trace], layout, PLOT_CONFIG));
+    // data-drawn: empty while Plotly draws, then the draw's number (tests wait on it before they click a cell)
+    const draw = (plot.__draw || 0) + 1;
+    plot.__draw = draw;
+    plot.dataset.drawn = "";
+    withPlotly((plotly) => plotly.react(plot, [trace], layout, PLOT_CONFIG).then(() => {
+      if (plot.__draw !== draw) return;  // a newer draw of this map is on its way
+      if (onDrawn) onDrawn(plot);
+      plot.dataset.drawn = String(draw);
+    }));
     plot.setAttribute("role", "img");  // the map's text alternative: what it is and its strongest link
     plot.setAttribute("aria-label", describe(view));
     plot.__view = view;  // for tests: what is drawn, before Plotly touches it
@@ -408,10 +416,10 @@ function initExplorer(root, props, watch) {
   function drawFocus(kind, view) {
     if (view.message) { setMessage(`focus-${kind}`, view.message); return; }
     view.measure = showNorm() ? "norm" : "weight";
-    heatmap(`focus-${kind}`, view, 1);
-    const plot = $(`#focus-${kind} .plot`);
-    if (plot.removeAllListeners) plot.removeAllListeners("plotly_click");
-    plot.on("plotly_click", (e) => cellClicked(kind, e));
+    heatmap(`focus-${kind}`, view, 1, (plot) => {  // once drawn: Plotly adds `on` to the map it drew
+      if (plot.removeAllListeners) plot.removeAllListeners("plotly_click");
+      plot.on("plotly_click", (e) => cellClicked(kind, e));
+    });
   }
 
   // a click on a cell of the focus map: the inside panel (static/inside.js) shows how that weight is computed
@@ -433,7 +441,10 @@ function initExplorer(root, props, watch) {
       share.sync();
     }
     document.dispatchEvent(new CustomEvent("attention-cell", {detail}));
+    cellsAsked += 1;
+    $(".explorer").dataset.cells = String(cellsAsked);  // each click handled counts (tests wait on it)
   }
+  let cellsAsked = 0;
 
   // what the checkpoint's head analysis says about one head: role letters, and a line for the tooltip
   function headRoles(kind, l, h) {
@@ -707,6 +718,7 @@ function initExplorer(root, props, watch) {
     autoPick();
     syncControls();
     $(".explorer").dataset.ready = data ? `payload-${data.rev}` : "empty";
+    $(".explorer").dataset.views = "drawing";  // `views-<rev>` once the tab's views are drawn (tests wait on it)
     if (data && !root.offsetWidth) { pending = true; return; }  // drawn when it shows (ResizeObserver below)
     pending = false;
     if (!data) {
@@ -722,6 +734,7 @@ function initExplorer(root, props, watch) {
       $("#caption").replaceChildren();
       $("#ablation").hidden = true;
       for (const id in drawn) delete drawn[id];
+      viewsDrawn();
       return;
     }
     const focus = {}, masses = {};
@@ -749,10 +762,16 @@ function initExplorer(root, props, watch) {
         draw(`grid-${kind}`, `${data.rev}|${pick}|${offKey(state.off)}|${offMode}`, () => drawSummary(kind));
         draw(`model-${kind}`, `${common}|${pick}|${$(`#model-${kind}`).clientWidth}`, () => drawModel(kind));
         if (kind === "encoder") draw("rollout", common, drawRollout);
+        viewsDrawn();
       });
     } else if (state.tab === "steps") {
       draw("step-plot", `${common}|${pick}|${state.step}`, drawStep);
+      viewsDrawn();
     }
+  }
+
+  function viewsDrawn() {
+    $(".explorer").dataset.views = data ? `views-${data.rev}` : "views-empty";
   }
 
   function update(changes) {
@@ -778,8 +797,9 @@ function initExplorer(root, props, watch) {
   }
 
   // send a request when the payload differs from the view (other heads off, norms wanted but not sent);
-  // each payload is asked about once, so an answer the server changed does not ask again
-  let asked = null;
+  // each payload is asked about once, so an answer the server changed does not ask again. Each request has a
+  // ticket the server sends back with its answer (`answers`): any other payload is not its answer
+  let asked = null, ticket = 0;
   function askModel() {
     if (!data || !rerun) return;
     const have = offKey(data.ablation ? data.ablation.off : []), want = offKey(state.off);
@@ -788,8 +808,9 @@ function initExplorer(root, props, watch) {
     const key = `${data.rev}|${want}|${state.measure}`;
     if (asked === key) return;
     asked = key;
+    ticket += 1;
     showAblation();
-    rerun({off: state.off, measure: state.measure});
+    rerun({off: state.off, measure: state.measure, ticket});
   }
 
   function toggleHead(kind, l, h) {
@@ -843,7 +864,18 @@ function initExplorer(root, props, watch) {
 
   let payload = null;  // as received, for tests
   let lastModel = null;  // the model of the last payload: another model resets layer and head
+  let newest = 0;  // the generation of the newest answer drawn (the server numbers a session's requests)
   function setPayload(value) {
+    if (value && Number.isInteger(value.gen)) {
+      if (value.gen < newest) return;  // the answer to an older request than one already drawn: ignored
+      newest = value.gen;
+    }
+    // Any payload ends the wait: the answer to the last request (the view takes what the server did), an answer
+    // to an earlier one, or a new result (a translation, a candidate: the server drops the pending request's
+    // answer). In the last two the view keeps the heads the user has off, and asks again if the payload differs.
+    const answers = value && Number.isInteger(value.answers) ? value.answers : null;
+    const answered = asked !== null && answers === ticket;
+    asked = null;
     payload = value;
     data = value && value.kinds ? decode(value) : null;
     state.cell = null;  // the inside panel's numbers belong to the translation before (inside.js marks them stale)
@@ -851,11 +883,10 @@ function initExplorer(root, props, watch) {
       if (lastModel !== null && lastModel !== data.model) { state.auto = true; state.off = []; }
       lastModel = data.model;
       if (state.linkedStep) state.linkedStep = false;
-      else if (asked === null) state.step = 1;
-      if (asked !== null) {  // the answer to a request: the view takes what the server did
+      else if (answers === null) state.step = 1;
+      if (answered) {
         state.off = data.ablation ? data.ablation.off : [];
         if (state.measure === "norm" && !data.kinds.encoder.norm) state.measure = "weight";
-        asked = null;
       }
       fillSelectors();
     }
