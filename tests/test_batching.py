@@ -339,3 +339,27 @@ def test_everyday_presses_keep_their_order_and_a_search_of_them_never_pauses(tr)
         assert answers[0].text == tr.translate(LONG, "beam", 5).text
     finally:
         batcher.close()
+
+
+def test_a_search_that_answers_too_few_fails_its_callers_instead_of_leaving_them_waiting(tr):
+    """The real translator with its search answering one translation too few: every caller of the batch gets
+    an error (each decoded alone answers none), none waits for good."""
+    import copy
+
+    class Short(type(tr)):
+        def translate_sources(self, sources, *args, **kwargs):
+            return super().translate_sources(sources, *args, **kwargs)[:-1]
+
+    short = copy.copy(tr)
+    short.__class__ = Short
+    batcher = Batcher(window_s=0.05)
+    try:
+        release, holder = hold(batcher)
+        futures = [batcher.submit(short, "Dogs bark at the postman.", "greedy", 1, 0.6) for _ in range(2)]
+        release.set()
+        holder.join()
+        for future in futures:
+            with pytest.raises(RuntimeError, match="answered 0 translations for 1"):
+                future.result(60)
+    finally:
+        batcher.close()

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,12 +17,14 @@ import torch
 from test_batch_invariance import SENTENCES, assert_identical, concurrent_answers
 from transformer import search_process
 from transformer.batching import Batcher
+from transformer.hub import checkpoint_digest
 from transformer.quantize import int8_available
 from transformer.search_process import SearchProcess, SearchProcessLost
 from transformer.translator import load_pretrained
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVED = ROOT / "checkpoints" / "en-de"  # the app's default model, in the precision it serves
+SERVED = ROOT / "checkpoints" / "en-de"
+TOY = ROOT / "checkpoints" / "toy-reverse"  # loads in a moment: for the failure cases  # the app's default model, in the precision it serves
 PRECISION = "int8" if int8_available() else None
 
 
@@ -120,9 +123,9 @@ def test_a_lost_child_costs_only_time(served):
         batcher.close()
 
 
-def test_a_child_that_never_answers_is_given_up_after_a_few_tries():
+def test_a_child_that_never_answers_is_left_alone_for_a_backoff_after_a_few_tries():
     """A child that exits at once (here: /bin/true instead of python) is lost every time; after MAX_FAILURES
-    the searcher serves nothing, and the batcher searches here."""
+    the searcher serves nothing while it backs off, and the batcher searches here."""
     tr = load_pretrained(ROOT / "checkpoints" / "toy-reverse")
     searcher = SearchProcess(threads=1, timeout_s=10, python="/bin/true")
     for _ in range(search_process.MAX_FAILURES):
@@ -143,7 +146,7 @@ def test_a_translator_not_from_load_pretrained_is_searched_here(served):
 
     own = Translator(tr.model, tr.tokenizer, search_model=tr.search_model, precision=tr.precision)
     assert own.origin is None and not searcher.serves(own)
-    assert tr.origin == (str(SERVED.resolve()), PRECISION)
+    assert tr.origin == (str(SERVED.resolve()), PRECISION, checkpoint_digest(SERVED))
 
 
 def test_the_child_ends_with_its_parent():
@@ -204,7 +207,7 @@ def test_a_checkpoint_the_child_cannot_load_is_searched_here(tmp_path, caplog):
 def test_the_float32_serving_path_gives_the_same_bits_in_the_child_too():
     """TRANSFORMER_PRECISION=fp32 (or a CPU without int8 kernels): the child loads the float32 search model."""
     tr = load_pretrained(SERVED)
-    assert tr.origin == (str(SERVED.resolve()), None)
+    assert tr.origin == (str(SERVED.resolve()), None, checkpoint_digest(SERVED))
     searcher = SearchProcess(threads=torch.get_num_threads())
     try:
         sources = [tr.source(s) for s in SENTENCES[1::6]]
@@ -212,4 +215,207 @@ def test_the_float32_serving_path_gives_the_same_bits_in_the_child_too():
         for got, expected in zip(theirs, tr.translate_sources(sources, "beam", 5, 1.0)):
             assert_identical(got, expected)
     finally:
+        searcher.close()
+
+
+# ----------------------------------------------------------------------------- failures end in the app's search
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def wait_until(condition, within_s: float) -> bool:
+    """Whether `condition()` became true within `within_s` (polled)."""
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def child_with(tmp_path: Path, translate_sources: str) -> str:
+    """An executable that runs the real search process with `Translator.translate_sources` replaced by the
+    Python body given (`real` is the original): the child's answers go wrong in a real process and pipe."""
+    script = tmp_path / "child.py"
+    body = "\n".join("    " + line for line in translate_sources.strip().splitlines())
+    script.write_text(f"""#!{sys.executable}
+import runpy, sys
+from transformer.translator import Translator
+real = Translator.translate_sources
+
+
+class Unreadable:
+    \"\"\"Pickles here; unpickling it calls int("not a number").\"\"\"
+    def __reduce__(self):
+        return int, ("not a number",)
+
+
+def translate_sources(self, sources, *args, **kwargs):
+{body}
+
+
+Translator.translate_sources = translate_sources
+sys.argv = [sys.argv[0]] + sys.argv[3:]  # after "-m transformer.search_process"
+runpy.run_module("transformer.search_process", run_name="__main__", alter_sys=True)
+""")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.fixture(scope="module")
+def toy():
+    """(translator, its greedy translation of "h e l l o" in this process, length penalty 1)."""
+    tr = load_pretrained(TOY)
+    return tr, tr.translate("h e l l o", "greedy", 1, 1.0)
+
+
+def test_a_child_that_cannot_start_leaks_no_descriptor_and_its_search_runs_in_the_app(toy):
+    """Popen's OSError (here: no such python) is `SearchProcessLost`, every pipe end is closed, and the batcher
+    answers from the app."""
+    tr, alone = toy
+    searcher = SearchProcess(threads=torch.get_num_threads(), python="/nonexistent")
+    before = open_descriptors()
+    with pytest.raises(SearchProcessLost, match="could not start"):
+        searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
+    assert open_descriptors() == before
+    batcher = Batcher(searcher=searcher)
+    try:
+        assert_identical(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0, timeout_s=120), alone)
+    finally:
+        batcher.close()
+    assert open_descriptors() == before and searcher.pid is None
+
+
+def test_the_app_keeps_a_searcher_that_could_not_start_and_searches_in_the_app(toy):
+    """`search_process_from_env` with a python that does not start: the app gets a searcher that tries again
+    later, and its presses are answered meanwhile."""
+    from transformer.explorer import callbacks
+
+    tr, alone = toy
+    searcher = callbacks.search_process_from_env(python="/nonexistent")
+    assert searcher is not None and searcher.pid is None
+    batcher = Batcher(searcher=searcher)
+    try:
+        assert_identical(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0, timeout_s=120), alone)
+    finally:
+        batcher.close()
+        searcher.close()
+
+
+def test_after_failures_the_child_is_tried_again_after_a_backoff_and_comes_back(toy):
+    """MAX_FAILURES children lost in a row (each exits at once): the searcher backs off (serves nothing); once
+    the fault is gone (python is there again), a search after the backoff starts a child, which answers, and
+    the count starts over."""
+    tr, alone = toy
+    searcher = SearchProcess(threads=torch.get_num_threads(), python="/bin/true")
+    try:
+        for _ in range(search_process.MAX_FAILURES):
+            with pytest.raises(SearchProcessLost):
+                searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
+        assert not searcher.serves(tr)
+        searcher.python = sys.executable
+        assert wait_until(lambda: searcher.serves(tr), within_s=search_process.BACKOFF_S + 30)
+        assert_identical(searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)[0], alone)
+        assert searcher.pid is not None and searcher.failures == 0
+    finally:
+        searcher.close()
+
+
+def test_a_replacement_child_gets_the_start_up_time_to_load_its_checkpoint(toy):
+    """A search timeout far shorter than importing torch: the first child and a replacement for a killed one
+    both get the start-up time (they load the checkpoint), so neither counts as lost."""
+    tr, alone = toy
+    searcher = SearchProcess(threads=torch.get_num_threads(), timeout_s=0.2)
+    try:
+        assert_identical(searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)[0], alone)
+        old = searcher.pid
+        os.kill(old, signal.SIGKILL)
+        assert wait_until(lambda: searcher.pid is None, within_s=20)
+        assert_identical(searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)[0], alone)
+        assert searcher.pid not in (None, old) and searcher.searches == 2
+    finally:
+        searcher.close()
+
+
+def test_a_hung_preload_holds_up_neither_a_search_nor_close(toy, tmp_path):
+    """A child that sleeps instead of loading: the preload waits for it holding the lock, yet a press through the
+    batcher is answered from the app, and close returns and kills the child."""
+    tr, alone = toy
+    sleeper = tmp_path / "sleeper"
+    sleeper.write_text("#!/bin/sh\nexec sleep 600\n")
+    sleeper.chmod(0o755)
+    searcher = SearchProcess(threads=torch.get_num_threads(), python=str(sleeper))
+    preload = searcher.preload_in_background(tr)
+    assert wait_until(lambda: searcher.pid is not None, within_s=20)  # the preload holds the lock and waits
+    pid = searcher.pid
+    batcher = Batcher(searcher=searcher)
+    answers: list = []
+    press = threading.Thread(target=lambda: answers.append(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0)))
+    closer = threading.Thread(target=searcher.close, kwargs={"timeout_s": 2})
+    try:
+        press.start()
+        press.join(30)
+        assert not press.is_alive() and len(answers) == 1
+        assert_identical(answers[0], alone)
+        closer.start()
+        closer.join(30)
+        assert not closer.is_alive() and gone(pid)
+        preload.join(30)
+        assert not preload.is_alive()
+    finally:
+        if searcher.pid == pid:
+            os.kill(pid, signal.SIGKILL)  # a wait on the lock ends with it
+        batcher.close()
+
+
+@pytest.mark.parametrize("answer", [
+    "return [lambda: None for _ in sources]  # cannot be pickled there",
+    "return [Unreadable() for _ in sources]  # cannot be unpickled here",
+    "return real(self, sources, *args, **kwargs)[:-1]  # one translation short",
+], ids=["unpicklable", "unreadable", "short"])
+def test_an_answer_that_cannot_come_back_whole_is_searched_in_the_app(toy, tmp_path, answer):
+    """A real child whose answer fails on its way back: the search raises `SearchProcessLost` (no other error,
+    no caller left waiting); the batcher answers each press from the app; the child goes on."""
+    tr, alone = toy
+    searcher = SearchProcess(threads=torch.get_num_threads(), python=child_with(tmp_path, answer))
+    batcher = Batcher(window_s=0.2, searcher=searcher)
+    try:
+        sources = [tr.source("h e l l o"), tr.source("w o r l d")]
+        with pytest.raises(SearchProcessLost):
+            searcher.search(tr, sources, "greedy", 1, 1.0)
+        pid = searcher.pid
+        futures = [batcher.submit(tr, text, "greedy", 1, 1.0) for text in ("h e l l o", "w o r l d")]
+        got = [f.result(60) for f in futures]
+        assert_identical(got[0], alone)
+        assert_identical(got[1], tr.translate("w o r l d", "greedy", 1, 1.0))
+        assert searcher.pid == pid and searcher.searches == 0
+    finally:
+        batcher.close()
+        searcher.close()
+
+
+def test_a_checkpoint_rewritten_after_the_app_loaded_it_is_searched_in_the_app(toy, tmp_path):
+    """A training export rewrites the weights while the app serves the old ones: the replacement child sees
+    the files are not the ones the app loaded and does not load them, so the answer is still the app's model's
+    (a reverse task's weights replaced by a copy task's of the same shapes)."""
+    import shutil
+
+    _, alone = toy
+    copy = tmp_path / "toy-reverse"
+    shutil.copytree(TOY, copy)
+    tr = load_pretrained(copy)
+    searcher = SearchProcess(threads=torch.get_num_threads())
+    batcher = Batcher(searcher=searcher)
+    try:
+        searcher.preload(tr)
+        shutil.copyfile(ROOT / "checkpoints" / "toy-copy" / "model.safetensors", copy / "model.safetensors")
+        old = searcher.pid
+        os.kill(old, signal.SIGKILL)
+        assert wait_until(lambda: searcher.pid is None, within_s=20)
+        assert_identical(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0, timeout_s=120), alone)
+        assert not searcher.serves(tr) and searcher.searches == 0
+    finally:
+        batcher.close()
         searcher.close()

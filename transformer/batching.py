@@ -44,8 +44,9 @@ and source bucket are one search (`Translator.translate_sources`: a bucket is wh
 at most `max_batch` sentences and `max_work` work; the round runs its searches and calls cheapest first.
 Every request has its own future and gets its own `Translation` (n-best and attention cut out of the
 batch for its sentence alone), bit for bit what it gets alone (`tests/test_batch_invariance.py`), so how
-requests are grouped, ordered or paused never changes an answer. If a search fails, its requests are
-decoded one by one, so a bad request fails alone.
+requests are grouped, ordered or paused never changes an answer. If a search fails (or answers fewer
+translations than it was given), its requests are decoded one by one, so a bad request fails alone and no
+caller is left waiting.
 
 A search process. Given a `searcher` (`search_process.SearchProcess`, as the app does), the worker sends
 its everyday searches (all of a class's burst) to a child process and waits for them holding no GIL, so
@@ -410,6 +411,8 @@ class Batcher:
             if not remote:
                 results = translator.translate_sources(sources, method, beam_size, length_penalty,
                                                        return_attention=attention, top_k=top_k)
+            if len(results) != len(chunk):  # zip would leave the rest of the callers waiting for good
+                raise RuntimeError(f"the search answered {len(results)} translations for {len(chunk)} sources")
         except Exception as err:
             if len(chunk) == 1:
                 chunk[0].future.set_exception(err)
@@ -418,7 +421,7 @@ class Batcher:
             for request in chunk:
                 self._decode([request], remote)
             return
-        for request, result in zip(chunk, results):
+        for request, result in zip(chunk, results, strict=True):
             request.future.set_result(result)
 
     @staticmethod

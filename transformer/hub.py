@@ -10,6 +10,7 @@ offending file in every error.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -198,6 +199,27 @@ def load_checkpoint(directory: str | os.PathLike, device: str = "cpu") -> Pretra
             f"model's vocabulary ({config.src_vocab_size})"
         )
     return model.to(device).eval()
+
+
+# What `load_checkpoint` reads: a checkpoint's identity is these files' bytes, not its path (an export rewrites them).
+LOADED_FILES = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, GENERATION_FILE, TRUECASE_FILE, COPIED_WORDS_FILE)
+
+
+def checkpoint_digest(directory: str | os.PathLike) -> str:
+    """A hash of the files `load_checkpoint` reads (names and bytes; a missing one counts as missing): equal
+    digests, the same model, tokenizer and settings."""
+    digest = hashlib.blake2b(digest_size=16)
+    for name in LOADED_FILES:
+        path = Path(directory) / name
+        digest.update(name.encode() + b"\0")
+        try:
+            with open(path, "rb") as f:
+                digest.update(b"+%d\0" % os.fstat(f.fileno()).st_size)
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+        except FileNotFoundError:
+            digest.update(b"-\0")
+    return digest.hexdigest()
 
 
 def save_checkpoint(

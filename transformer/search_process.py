@@ -16,14 +16,21 @@ Same bits. The child loads the checkpoint the way the parent did (`Translator.or
 they are split over threads), so a search gives there exactly what it gives in the parent
 (`tests/test_search_process.py`).
 
-Failures. A child that dies or stops answering is killed and `SearchProcessLost` raised (the batcher then
-searches in its own process); the next search starts a new child. A checkpoint the child cannot load (changed
-on disk since the app loaded it) raises `SearchProcessLost` too. After `MAX_FAILURES` failures in a row the
-searcher gives up and says so (`available`). An error of the search itself (a ValueError) comes back as itself.
-The child ends when its parent does: its pipe closes.
+Failures. Whatever goes wrong ends in `SearchProcessLost`, and the batcher then searches in its own process:
+a child that cannot start (an OSError from the pipes or `Popen`: no descriptor is left open), dies, stops
+answering (killed after the timeout; a child new to a checkpoint gets the start-up time to load it), answers
+something that cannot be pickled there or unpickled here, or answers too few translations. A search waits at
+most `LOCK_WAIT_S` for a preload or a start (it runs here meanwhile), and `close` never waits on them. After
+`MAX_FAILURES` failures in a row the next child waits for a backoff (`BACKOFF_S`, doubled after each further
+failure, at most `MAX_BACKOFF_S`; `available` is False meanwhile), so that a lasting fault costs little and a
+passing one heals. A checkpoint is the same only when its files are (`hub.checkpoint_digest`, part of
+`Translator.origin`): one the child cannot load, or rewritten since the app loaded it (a training export),
+is searched in the app from then on, never with the new weights beside the app's tokenizer. An error of the
+search itself (a ValueError) comes back as itself. The child ends when its parent does: its pipe closes.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pickle
@@ -31,66 +38,94 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+from . import quantize
+from .hub import checkpoint_digest
 from .translator import Source, Translation, Translator, load_pretrained
 
 log = logging.getLogger("transformer.search_process")  # the same name in the child, run as __main__
 
+Origin = tuple  # `Translator.origin`: (checkpoint directory, quantize, checkpoint digest)
+
 START_TIMEOUT_S = 120.0  # importing torch and loading a checkpoint, on a busy 2-core machine
 SEARCH_TIMEOUT_S = 60.0  # one everyday round takes about 1 s; a child silent this long holds up all model work
-MAX_FAILURES = 3  # lost children in a row before the searcher stops starting new ones
+LOCK_WAIT_S = 1.0  # how long a search waits for a preload or a start to finish before it runs in the app
+MAX_FAILURES = 3  # failures in a row retried at once; after these, each new child waits for a backoff
+BACKOFF_S = 5.0  # the first backoff, doubled after each further failure ...
+MAX_BACKOFF_S = 300.0  # ... up to this
+_PIPE_CHUNK = 1 << 15  # a request this small fits in an empty pipe: its write never blocks
 
 
 class SearchProcessLost(RuntimeError):
-    """The child died, or did not answer in time; the search was not done."""
+    """The child could not do the search (module doc, "Failures"); it is done in the app instead."""
 
 
 class SearchProcess:
     """A child process that runs `Translator.translate_sources` for translators made by `load_pretrained`
-    (module doc). It answers one request at a time: a lock makes other callers wait."""
+    (module doc). It answers one request at a time: a lock makes other callers wait, each for a bounded time."""
 
-    def __init__(self, threads: int, timeout_s: float = SEARCH_TIMEOUT_S, python: str = sys.executable):
+    def __init__(self, threads: int, timeout_s: float = SEARCH_TIMEOUT_S, python: str = sys.executable,
+                 backoff_s: float = BACKOFF_S, max_backoff_s: float = MAX_BACKOFF_S,
+                 lock_wait_s: float = LOCK_WAIT_S, start_timeout_s: float = START_TIMEOUT_S):
         self.threads, self.timeout_s, self.python = int(threads), timeout_s, python
+        self.backoff_s, self.max_backoff_s, self.lock_wait_s = backoff_s, max_backoff_s, lock_wait_s
+        self.start_timeout_s = start_timeout_s
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._send: Connection | None = None
         self._receive: Connection | None = None
         self._failures = 0
+        self._retry_at = 0.0  # monotonic time before which no new child is started (the backoff)
+        self._closed = False
         self.searches = 0  # searches the children answered
-        self._loaded: set[tuple[str, str | None]] = set()
+        self._loaded: set[Origin] = set()
+        self._refused: dict[Origin, str] = {}  # checkpoints the child could not load (or found changed): why
 
     # ------------------------------------------------------------------------- the parent's side
 
     @property
     def available(self) -> bool:
-        """False once `MAX_FAILURES` children in a row were lost: searches then stay in the parent."""
-        return self._failures < MAX_FAILURES
+        """False while the searcher backs off after failures (module doc) and once closed: searches stay here."""
+        return not self._closed and (self._failures < MAX_FAILURES or time.monotonic() >= self._retry_at)
+
+    @property
+    def failures(self) -> int:
+        """Failures in a row (0 after an answer)."""
+        return self._failures
 
     @property
     def pid(self) -> int | None:
         """The running child's process id, if one runs."""
-        return self._process.pid if self._process is not None and self._process.poll() is None else None
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
 
     def serves(self, translator: Translator) -> bool:
-        """Whether `translator`'s searches can run in the child: it came from `load_pretrained`."""
-        return self.available and getattr(translator, "origin", None) is not None
+        """Whether `translator`'s searches can run in the child now: it came from `load_pretrained`, the child
+        has not refused its checkpoint, and the searcher is not backing off."""
+        origin = getattr(translator, "origin", None)
+        return origin is not None and origin not in self._refused and self.available
 
     def start(self) -> None:
-        """Start the child now (it imports torch while the parent does other work); idempotent."""
-        with self._lock:
+        """Start the child now (it imports torch while the parent does other work); idempotent. A child that
+        cannot start raises `SearchProcessLost` (and counts as a failure)."""
+        with self._locked(self.start_timeout_s):
+            self._closed = False
             self._ensure_started()
 
     def preload(self, translator: Translator) -> None:
         """Load `translator`'s checkpoint in the child, so that its first search does not wait for it."""
-        with self._lock:
-            self._ask(("load", translator.origin), START_TIMEOUT_S)
+        with self._locked(self.start_timeout_s):
+            self._ask(("load", translator.origin), self.start_timeout_s)
             self._loaded.add(translator.origin)
 
     def preload_in_background(self, translator: Translator) -> threading.Thread:
         """`preload` on a thread of its own (it only waits on the pipe), so that the caller goes on; a search
-        asked for meanwhile waits for it (the lock). A failure is logged: the search then loads, or runs in the
+        asked for meanwhile runs in the parent. A failure is logged: the search then loads, or runs in the
         parent."""
         def run() -> None:
             try:
@@ -105,64 +140,154 @@ class SearchProcess:
     def search(self, translator: Translator, sources: list[Source], method: str, beam_size: int,
                length_penalty: float, return_attention: bool = True, top_k: int = 5) -> list[Translation]:
         """`translator.translate_sources(sources, method, beam_size, length_penalty, return_attention=...,
-        top_k=...)`, run in the child: the same `Translation`s, bit for bit."""
-        request = ("search", translator.origin, sources, method, beam_size, length_penalty, return_attention, top_k)
-        with self._lock:
-            # a checkpoint the child has not loaded yet: loading it counts against the start-up timeout
-            timeout = self.timeout_s + (0 if translator.origin in self._loaded else START_TIMEOUT_S)
+        top_k=...)`, run in the child: the same `Translation`s, bit for bit; `SearchProcessLost` when the
+        child cannot (the caller searches itself)."""
+        origin = translator.origin
+        if origin in self._refused:
+            raise SearchProcessLost(self._refused[origin])
+        request = ("search", origin, sources, method, beam_size, length_penalty, return_attention, top_k)
+        with self._locked(self.lock_wait_s):
+            self._ensure_started()
+            # after the start: a new child has loaded nothing, and loading counts against the start-up timeout
+            timeout = self.timeout_s + (0 if origin in self._loaded else self.start_timeout_s)
             results = self._ask(request, timeout)
-            self._loaded.add(translator.origin)
+            if not isinstance(results, list) or len(results) != len(sources) or \
+                    not all(isinstance(r, Translation) for r in results):
+                self._fail()
+                got = len(results) if isinstance(results, list) else type(results).__name__
+                raise SearchProcessLost(f"the search process answered {got} for {len(sources)} sources")
+            self._loaded.add(origin)
             self.searches += 1
         return results
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Stop the child (it finishes the search it runs)."""
-        with self._lock:
-            self._stop(timeout_s)
+        """Stop the child (it finishes the search it runs, within `timeout_s`); no new child starts until
+        `start`. Never waits longer than `timeout_s` for a preload or a search that holds the lock: it kills
+        the child they wait on, which ends their wait."""
+        self._closed = True
+        if self._lock.acquire(timeout=timeout_s):
+            try:
+                self._stop(timeout_s)
+            finally:
+                self._lock.release()
+            return
+        process = self._process
+        if process is not None and process.poll() is None:
+            log.warning("search process %d busy at close: killed", process.pid)
+            process.kill()
+            try:
+                process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                log.error("search process %d did not end within %.0f s of its kill", process.pid, timeout_s)
+
+    @contextmanager
+    def _locked(self, timeout_s: float) -> Iterator[None]:
+        """The lock, waited for at most `timeout_s`: past it, `SearchProcessLost` (not a failure of the child)."""
+        if not self._lock.acquire(timeout=timeout_s):
+            raise SearchProcessLost(f"the search process was busy (loading or starting) for {timeout_s:g} s")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _fail(self) -> None:
+        """Count a failure; from `MAX_FAILURES` in a row on, the next start waits for a backoff."""
+        self._failures += 1
+        if self._failures >= MAX_FAILURES:
+            delay = min(self.backoff_s * 2 ** min(self._failures - MAX_FAILURES, 30), self.max_backoff_s)
+            self._retry_at = time.monotonic() + delay
+            log.error("search process: %d failures in a row; searching in the app, trying again in %.0f s",
+                      self._failures, delay)
 
     def _ensure_started(self) -> None:
         if self._process is not None and self._process.poll() is None:
             return
+        if self._closed:
+            raise SearchProcessLost("the search process is closed")
         if not self.available:
-            raise SearchProcessLost(f"the search process failed {MAX_FAILURES} times in a row; searching in the app")
+            raise SearchProcessLost(f"the search process failed {self._failures} times in a row; searching in "
+                                    f"the app, trying again in {self._retry_at - time.monotonic():.0f} s")
         self._stop(0)
-        to_child_r, to_child_w = os.pipe()
-        from_child_r, from_child_w = os.pipe()
-        command = [self.python, "-m", "transformer.search_process", str(to_child_r), str(from_child_w),
-                   str(self.threads)]
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-        try:
-            self._process = subprocess.Popen(command, pass_fds=(to_child_r, from_child_w), env=env, close_fds=True)
-        finally:
-            os.close(to_child_r)
-            os.close(from_child_w)
-        self._send, self._receive = Connection(to_child_w, readable=False), Connection(from_child_r, writable=False)
         self._loaded.clear()
-        log.info("search process %d started (%d torch threads)", self._process.pid, self.threads)
+        fds: list[int] = []
+        try:
+            fds += os.pipe()  # to the child: (its end, ours)
+            fds += os.pipe()  # from the child: (ours, its end)
+            kernels = json.dumps([[k, n, kernel] for (k, n), kernel in quantize.process_int8_kernels().items()])
+            command = [self.python, "-m", "transformer.search_process", str(fds[0]), str(fds[3]), str(self.threads),
+                       kernels]  # the int8 kernels the app measured fastest (`serving_path`): the child's too
+            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+            process = subprocess.Popen(command, pass_fds=(fds[0], fds[3]), env=env, close_fds=True)
+        except (OSError, subprocess.SubprocessError) as err:  # ENOMEM, EMFILE, EAGAIN, no such python
+            for fd in fds:
+                os.close(fd)
+            self._fail()
+            log.error("could not start the search process (%s: %s); %d failure(s) in a row", type(err).__name__,
+                      err, self._failures)
+            raise SearchProcessLost(f"could not start the search process: {err}") from err
+        os.close(fds[0])
+        os.close(fds[3])
+        self._process = process
+        self._send, self._receive = Connection(fds[1], readable=False), Connection(fds[2], writable=False)
+        log.info("search process %d started (%d torch threads)", process.pid, self.threads)
 
     def _ask(self, request: tuple, timeout_s: float) -> Any:
-        """Send `request`, wait for the answer; the child's own exception raised as it is."""
+        """Send `request`, wait at most `timeout_s` for the answer; the child's own exception raised as it is."""
         self._ensure_started()
         try:
-            self._send.send(request)
+            self._post(ForkingPickler.dumps(request), timeout_s)
             if not self._receive.poll(timeout_s):
                 raise TimeoutError(f"no answer in {timeout_s:.0f} s")
-            status, value = self._receive.recv()
+            data = self._receive.recv_bytes()
         except (OSError, EOFError, TimeoutError) as err:  # died (broken pipe, closed pipe) or hung
-            self._failures += 1
+            self._fail()
             code = self._process.poll() if self._process is not None else None
             self._stop(0)
             log.error("search process lost (%s; exit code %s); %d failure(s) in a row", err, code, self._failures)
             raise SearchProcessLost(str(err)) from err
-        if status == "unavailable":  # the child runs but cannot load the model: the search is done in the app
-            self._failures += 1
-            log.error("search process: %s; %d failure(s) in a row", value, self._failures)
+        try:
+            status, value = pickle.loads(data)
+        except Exception as err:  # the whole message was read: the child goes on, this search runs here
+            self._fail()
+            log.error("search process: its answer cannot be unpickled here (%s: %s)", type(err).__name__, err)
+            raise SearchProcessLost(f"the answer could not be read: {type(err).__name__}: {err}") from err
+        if status == "unavailable":  # the child runs but will not load this checkpoint: its searches stay here
+            self._refused[request[1]] = value
+            log.error("search process: %s; its searches run in the app", value)
+            raise SearchProcessLost(value)
+        if status == "unpicklable":  # the search ran, but its answer cannot travel: it runs here
+            self._fail()
+            log.error("search process: %s", value)
             raise SearchProcessLost(value)
         self._failures = 0
         if status == "error":
             raise value
         return value
+
+    def _post(self, data: bytes | memoryview, timeout_s: float) -> None:
+        """Send `data` as one message. A large one is written by a helper thread, waited for at most
+        `timeout_s`: a child that does not read would block the write for good."""
+        if len(data) <= _PIPE_CHUNK:
+            self._send.send_bytes(data)
+            return
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                self._send.send_bytes(data)
+            except BaseException as err:  # reported to the waiting thread
+                failed.append(err)
+
+        writer = threading.Thread(target=write, name="search-process-send", daemon=True)
+        writer.start()
+        writer.join(timeout_s)
+        if writer.is_alive():
+            if self._process is not None:
+                self._process.kill()  # the write then fails with a broken pipe, and the writer ends
+            raise TimeoutError(f"the request was not read in {timeout_s:.0f} s")
+        if failed:
+            raise failed[0]
 
     def _stop(self, timeout_s: float) -> None:
         process, self._process = self._process, None
@@ -182,14 +307,29 @@ class SearchProcess:
 # ----------------------------------------------------------------------------- the child's side
 
 
+class CheckpointChanged(RuntimeError):
+    """The checkpoint's files are not the ones the app loaded (`hub.checkpoint_digest`)."""
+
+
+def load_origin(origin: Origin) -> Translator:
+    """The translator `origin` names, loaded here only if its files are still the ones the app loaded."""
+    directory, quantize, digest = origin
+    if checkpoint_digest(directory) != digest:
+        raise CheckpointChanged(f"{directory} changed on disk since the app loaded it")
+    translator = load_pretrained(directory, quantize=quantize)
+    if translator.origin != tuple(origin):  # rewritten while this process loaded it
+        raise CheckpointChanged(f"{directory} changed on disk since the app loaded it")
+    return translator
+
+
 def serve(receive: Connection, send: Connection) -> None:
     """The child's loop: answer ("load", origin) and ("search", origin, ...) requests until the pipe closes."""
-    translators: dict[tuple[str, str | None], Translator] = {}
+    translators: dict[Origin, Translator] = {}
 
-    def translator(origin: tuple[str, str | None]) -> Translator:
+    def translator(origin: Origin) -> Translator:
         if origin not in translators:
             started = time.perf_counter()
-            translators[origin] = load_pretrained(origin[0], quantize=origin[1])
+            translators[origin] = load_origin(origin)
             log.info("search process loaded %s (%s) in %.1f s", origin[0], origin[1] or "fp32",
                      time.perf_counter() - started)
         return translators[origin]
@@ -215,19 +355,29 @@ def serve(receive: Connection, send: Connection) -> None:
         except Exception as err:  # the search's own error goes back to the caller
             answer = ("error", err)
         try:
-            send.send(answer)
-        except (TypeError, AttributeError, pickle.PicklingError) as err:  # an exception that does not pickle
-            send.send(("error", RuntimeError(f"{type(answer[1]).__name__}: {answer[1]} ({err})")))
+            data = ForkingPickler.dumps(answer)  # as `Connection.send` pickles
+        except Exception as err:  # pickled whole before a byte is written: the pipe stays in step
+            if answer[0] == "ok":  # a good answer that cannot travel: the parent searches itself
+                data = pickle.dumps(("unpicklable", f"the answer could not be pickled: {type(err).__name__}: {err}"))
+            else:  # an exception that does not pickle: its text
+                data = pickle.dumps(("error", RuntimeError(f"{type(answer[1]).__name__}: {answer[1]} ({err})")))
+        send.send_bytes(data)
+
+
+def kernels_from_argv(argv: list[str]) -> quantize.Int8Kernels:
+    """The int8 kernels the parent put on the child's command line (after the pipes and the threads)."""
+    return {(k, n): kernel for k, n, kernel in json.loads(argv[3] if len(argv) > 3 else "[]")}
 
 
 def main(argv: list[str]) -> None:
-    receive_fd, send_fd, threads = (int(a) for a in argv)
+    receive_fd, send_fd, threads = (int(a) for a in argv[:3])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     import torch
 
     from . import heap
 
     torch.set_num_threads(threads)  # the parent's: float32 sums round by how they are split over threads
+    quantize.use_int8_kernels(kernels_from_argv(argv))
     # A search's blocks are the same few MB every step of every round, freed once its answer is sent: served from
     # the heaps and kept there, not mmap'ed afresh (a page fault for every page) as the app's are (`heap.give_back`).
     # Beam 5, 30 sentences, one EPYC thread: the search took 246-269 ms so, against 543-623 ms given back.

@@ -24,6 +24,7 @@ would alone (`transformer.batching` gathers concurrent requests into such batche
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import unicodedata
@@ -48,7 +49,7 @@ from .decoding import (
 )
 from .casing import Truecaser, case_form, prepare_source
 from .config import GenerationConfig
-from .hub import PretrainedTransformer, load_checkpoint, resolve_checkpoint
+from .hub import PretrainedTransformer, checkpoint_digest, load_checkpoint, resolve_checkpoint
 from .inside_head import HeadRow, head_row
 from .model import HeadMask, Transformer, causal_mask, pad_sequences
 from .placeholders import encode_marked, entity_spans, find_entities, mark_entities, placeholder_text, splice
@@ -56,6 +57,8 @@ from .quantize import PRECISIONS
 from .quantize import search_model as build_search_model
 from .search_trace import SearchTrace
 from .tokenizer import TextTokenizer
+
+log = logging.getLogger(__name__)
 
 METHODS = ("greedy", "beam")
 MEASURES = ("weight", "norm")  # attention as weights α, or as Kobayashi et al.'s norms ‖α f(x)‖
@@ -211,9 +214,9 @@ class Translator:
         # int8 rows, or float32 in fixed row blocks); the encoder pass and the attention capture use `model`
         self.search_model = (search_model if search_model is not None else build_search_model(self.model)).eval()
         self.precision = precision  # "fp32" or "int8": which weights the search uses
-        # (checkpoint directory, quantize) when `load_pretrained` made it: how another process loads the same
-        # model (`search_process`); None otherwise
-        self.origin: tuple[str, str | None] | None = None
+        # (checkpoint directory, quantize, `hub.checkpoint_digest` of what was loaded) when `load_pretrained` made
+        # it: how another process loads the same model and checks it is the same (`search_process`); None otherwise
+        self.origin: tuple[str, str | None, str] | None = None
         # beam width and length penalty when a call gives none: the checkpoint's generation_config.json
         self.generation: GenerationConfig = getattr(model, "generation", None) or GenerationConfig()
 
@@ -573,11 +576,15 @@ def load_pretrained(name_or_path: str | os.PathLike, device: str = "cpu", quanti
     if quantize not in (None,) + PRECISIONS:
         raise ValueError(f"quantize must be one of {PRECISIONS} or None, got {quantize!r}")
     directory = resolve_checkpoint(name_or_path, **download_kwargs)
+    digest = checkpoint_digest(directory)
     model = load_checkpoint(directory, device=device)
     if quantize == "int8":
         translator = Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser,
                                 search_model=build_search_model(model, "int8"), precision="int8")
     else:
         translator = Translator(model, model.tokenizer, name=str(name_or_path), truecaser=model.truecaser)
-    translator.origin = (os.path.abspath(directory), "int8" if quantize == "int8" else None)
+    if checkpoint_digest(directory) == digest:
+        translator.origin = (os.path.abspath(directory), "int8" if quantize == "int8" else None, digest)
+    else:  # rewritten while it loaded: what was read may mix two versions, so no other process copies it
+        log.warning("%s changed on disk while it loaded; its searches stay in this process", directory)
     return translator

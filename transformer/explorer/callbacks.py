@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ import plotly.graph_objects as go
 import torch
 
 from transformer.batching import Batcher
-from transformer.search_process import SearchProcess
+from transformer.search_process import SearchProcess, SearchProcessLost
 from transformer import quantize
 from transformer.config import ModelConfig
 from transformer.hub import read_config
@@ -74,24 +75,25 @@ MAX_VIEW_CHARS = 10_000  # the page's view state is a few hundred characters; mo
 REQUEST_TIMEOUT_S = 60.0  # a Translate press that waits longer for the batcher is told the app is busy
 
 
-def search_process_from_env() -> SearchProcess | None:
-    """The app's search process (`transformer.search_process`), started now on torch's threads, unless
-    `TRANSFORMER_SEARCH_PROCESS` is 0. A class's burst of 90 beam-5 presses ran at 30.1 to 35.1 requests/s
-    with it (p95 1.10 to 1.45 s) against 19.3 to 20.5 (p95 1.88 to 1.97 s) without (2 EPYC cores,
-    bench/load.py, alternated): its searches no longer wait for the GIL, nor for the app's heap. It costs about
-    390 MB of memory."""
+def search_process_from_env(python: str = sys.executable) -> SearchProcess | None:
+    """The app's search process (`transformer.search_process`), started now on torch's threads (`python`
+    runs it), unless `TRANSFORMER_SEARCH_PROCESS` is 0; a child that cannot start now is tried again later
+    (`SearchProcess`'s backoff), its searches run in the app meanwhile. A class's burst of 90 beam-5 presses
+    ran at 30.1 to 35.1 requests/s with it (p95 1.10 to 1.45 s) against 19.3 to 20.5 (p95 1.88 to 1.97 s)
+    without (2 EPYC cores, bench/load.py, alternated): its searches no longer wait for the GIL, nor for the
+    app's heap. It costs about 390 MB of memory."""
     if os.environ.get(ENV_SEARCH_PROCESS, "").strip() == "0":
         log.info("searches run in the app's process (%s=0)", ENV_SEARCH_PROCESS)
         return None
     if os.name != "posix":  # the child's pipes are inherited file descriptors
         log.info("searches run in the app's process (no search process on %s)", os.name)
         return None
-    searcher = SearchProcess(threads=torch.get_num_threads())
+    searcher = SearchProcess(threads=torch.get_num_threads(), python=python)
     try:
         searcher.start()  # it imports torch while this process loads the model
-    except (OSError, ValueError) as err:
-        log.error("could not start the search process (%s): searches run in the app's process", err)
-        return None
+    except SearchProcessLost as err:
+        log.error("could not start the search process (%s): searches run in the app's process until it "
+                  "starts", err)
     atexit.register(searcher.close)
     return searcher
 
