@@ -23,8 +23,8 @@ from transformer.search_process import SearchProcess, SearchProcessLost
 from transformer.translator import load_pretrained
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVED = ROOT / "checkpoints" / "en-de"
-TOY = ROOT / "checkpoints" / "toy-reverse"  # loads in a moment: for the failure cases  # the app's default model, in the precision it serves
+SERVED = ROOT / "checkpoints" / "en-de"  # the app's default model, in the precision it serves
+TOY = ROOT / "checkpoints" / "toy-reverse"  # loads in a moment: for the failure cases
 PRECISION = "int8" if int8_available() else None
 
 

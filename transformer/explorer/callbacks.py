@@ -301,9 +301,10 @@ class Explorer:
 
     def select(self, result: Result, index: Any) -> Result:
         """Another n-best candidate of `result` (its attention: one teacher-forced pass, cached)."""
-        self.use(result)
-        return self.keep(self.batcher.call(select_candidate, self.translator(result.model), result, index,
-                                           work=work_on(result)))
+        with self.results.using(result):
+            out = self.batcher.call(select_candidate, self.translator(result.model), result, index,
+                                    guard=self.results.lock, work=work_on(result))
+        return self.keep(out)
 
     def heads(self, label: str | None) -> dict[str, Any] | None:
         """The head analysis of a model's checkpoint (`head_views.head_info`), read once."""
@@ -329,18 +330,18 @@ class Explorer:
         again), with ‖α f(x)‖ maps when the norm is shown."""
         if result is None:
             return None
-        self.use(result)
-        data, tr = event_data(evt), self.translator(result.model)
+        data, tr, guard = event_data(evt), self.translator(result.model), self.results.lock
 
         def model_work() -> Result:  # on the batcher's thread, between batches: never two passes at once
-            out = ablate(tr, result, data.get("off", []))
-            return with_norms(tr, out) if data.get("measure") == "norm" else out
+            out = ablate(tr, result, data.get("off", []), guard)
+            return with_norms(tr, out, guard) if data.get("measure") == "norm" else out
 
-        try:
-            out = self.batcher.call(model_work, timeout_s=REQUEST_TIMEOUT_S,
-                                    work=work_on(result, result.root.translation.beam_size))
-        except ValueError as err:
-            raise user_error(str(err), "Cannot switch those heads off") from None
+        with self.results.using(result):
+            try:
+                out = self.batcher.call(model_work, timeout_s=REQUEST_TIMEOUT_S,
+                                        work=work_on(result, result.root.translation.beam_size))
+            except ValueError as err:
+                raise user_error(str(err), "Cannot switch those heads off") from None
         return self.keep(out)
 
     @staticmethod
@@ -352,7 +353,10 @@ class Explorer:
 
     def export(self, result: Result | None) -> Path | None:
         """The current candidate's attention as an .npz file to download (None without a result)."""
-        return None if result is None else export_npz(self.use(result), self.export_dir)
+        if result is None:
+            return None
+        with self.results.using(result):
+            return export_npz(result, self.export_dir)
 
     def model_info(self, label: str | None, tr: Translator | None = None) -> ModelInfo:
         """Examples and training tab of a model (`tr`: the model if loaded; no notice without it)."""
@@ -381,20 +385,22 @@ class Explorer:
         """The tree tab shows `result`: record its search the first time (cached on the result), then draw it."""
         if result is None:
             return None, result
-        self.use(result)
         tr = self.translator(result.model)
-        if result.search is None:
-            t = result.translation
-            if t.method == "forced":  # a translation of one's own on screen: the tree of the model's own search
-                if result.own is None:
-                    return None, result
-                t = result.own.translation
-            try:
-                result.search = self.batcher.call(record_search, tr, result.source, t.method, t.beam_size,
-                                                  result.length_penalty, t.head_mask, work=work_on(result, t.beam_size))
-            except ValueError as err:
-                raise user_error(str(err), "Cannot draw the search") from None
-        value = self.batcher.call(tree_value, tr, result.search, None, view_data(view_json), work=work_on(result))
+        with self.results.using(result):
+            if result.search is None:
+                t = result.translation
+                if t.method == "forced":  # a translation of one's own on screen: the tree of the model's own search
+                    if result.own is None:
+                        return None, result
+                    t = result.own.translation
+                try:
+                    result.search = self.batcher.call(record_search, tr, result.source, t.method, t.beam_size,
+                                                      result.length_penalty, t.head_mask,
+                                                      work=work_on(result, t.beam_size))
+                except ValueError as err:
+                    raise user_error(str(err), "Cannot draw the search") from None
+            value = self.batcher.call(tree_value, tr, result.search, None, view_data(view_json),
+                                      work=work_on(result))
         return value, self.keep(result)
 
     def on_tree_refresh(self, result: Result | None, tab: str, view_json: str):
@@ -412,11 +418,14 @@ class Explorer:
         """A node (or layer / head) chosen in the tree panel (`evt`: its pick event): that node's prefix and
         cross-attention."""
         data = event_data(evt)
-        if result is None or self.use(result).search is None:
+        if result is None:
             return None
-        with_tree = data.get("tree_rev") != result.search.rev  # else the page has the tree already
-        value = self.batcher.call(tree_value, self.translator(result.model), result.search, data.get("node"), data,
-                                  with_tree, work=work_on(result))
+        with self.results.using(result):
+            if result.search is None:
+                return None
+            with_tree = data.get("tree_rev") != result.search.rev  # else the page has the tree already
+            value = self.batcher.call(tree_value, self.translator(result.model), result.search, data.get("node"),
+                                      data, with_tree, work=work_on(result))
         self.keep(result)  # the node's cross-attention is cached on the search
         return value
 
@@ -443,7 +452,10 @@ class Explorer:
     def compare_pick(self, session: CompareSession | None, evt: Any) -> dict[str, Any] | None:
         """Another kind, layer or head in the compare panel (`evt`: its pick event): figures of the kept
         translations."""
-        return None if session is None else compare_value(self.use(session), event_data(evt))
+        if session is None:
+            return None
+        with self.results.using(session):
+            return compare_value(session, event_data(evt))
 
     def on_restore_compare(self, text: str, other: str, method: str, beam: float, model: str | None,
                            length_penalty: float, tab: str, view_json: str):
@@ -459,9 +471,16 @@ class Explorer:
 
     def limits(self, label: str) -> tuple[int, int, dict[str, int]] | None:
         """(layers, heads, layers per kind) of a model, for validating a link's layer, head and heads switched
-        off (None if it cannot be loaded)."""
+        off: the loaded model's, else its config.json's (a page load never waits for a model to load); None
+        if neither can be read."""
         try:
-            cfg = self.registry.get(label).model.config
+            if self.registry.is_loaded(label):
+                cfg = self.registry.get(label).model.config
+            else:
+                directory = self.registry.directory(label)
+                if directory is None:
+                    return None
+                cfg = read_config(directory)
         except Exception:
             return None
         kinds = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
@@ -474,10 +493,9 @@ class Explorer:
             labels = [model] + labels
         view, notes = ViewState.from_query(params, labels, limits=self.limits, default_model=model,
                                            default_length_penalty=self.default_length_penalty)
-        try:
-            tr = self.registry.get(view.model) if view.model else None
-        except Exception:  # the model's own error shows when it translates
-            tr = None
+        # only a model loaded already: loading is model work, and a page load never waits for it (the link's
+        # translation loads it, on the batcher's thread)
+        tr = self.registry.get(view.model) if view.model and self.registry.is_loaded(view.model) else None
         client = json.dumps({"view": view.client(), "tab": view.tab, "translate": bool(view.text.strip()),
                              "yours": view.yours,
                              "known": {"lp": f"{view.length_penalty:g}", "compare": view.compare}})

@@ -31,7 +31,7 @@ class Inside:
 
     def __init__(self, explorer: Explorer):
         self.xp = explorer
-        self.snapshots = LearningSnapshots()
+        self.snapshots = LearningSnapshots(store=explorer.results)  # the float32 snapshot models count there
 
     # ------------------------------------------------------------------------- how this weight is computed
 
@@ -44,18 +44,18 @@ class Inside:
         if data.get("merged"):
             return {"message": "Untick “Merge subwords into words” to click single tokens: a merged cell "
                                "mixes several tokens, and each has its own query and key."}
-        self.xp.use(result)
         tr = self.xp.translator(result.model)
         cfg = tr.model.config
         limits = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
-        try:
-            kind, layer, head, query, key = read_cell(data, limits, cfg.n_heads)
-            row = self.xp.batcher.call(tr.inside_head, result.translation, kind, layer, head, query,
-                                       result.candidate, work=work_on(result))
-            rows = ROWS_INPUT if data.get("rows") == ROWS_INPUT else ROWS_PREDICTED
-            value = inside_value(row, result.attention, key, rows, result.translation.entities)
-        except ValueError as err:
-            return {"message": str(err)}
+        with self.xp.results.using(result):  # a released result's gr.Error is a ValueError: checked first
+            try:
+                kind, layer, head, query, key = read_cell(data, limits, cfg.n_heads)
+                row = self.xp.batcher.call(tr.inside_head, result.translation, kind, layer, head, query,
+                                           result.candidate, work=work_on(result))
+                rows = ROWS_INPUT if data.get("rows") == ROWS_INPUT else ROWS_PREDICTED
+                value = inside_value(row, result.attention, key, rows, result.translation.entities)
+            except ValueError as err:
+                return {"message": str(err)}
         value["measure_note"] = data.get("measure") == "norm"
         value["rev"] = data.get("rev")
         return value

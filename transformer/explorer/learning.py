@@ -1,9 +1,11 @@
 """Watching the model learn: a checkpoint's training snapshots (`hub.SNAPSHOTS_DIR`: int8 weights at a few
 steps, with their validation scores in snapshots.json) and the same sentence translated by each.
 
-`LearningSnapshots` loads each snapshot's weights once (as a float32 copy of the checkpoint's model) and keeps
-the translator; each (model, step, sentence) is translated once (greedy, as validation decodes) and its value
-kept, so a step already seen costs no model work. No gradio here.
+`LearningSnapshots` loads each snapshot's weights (as a float32 copy of the checkpoint's model) and keeps the
+translator, counted in the app's `ResultStore` with the results (one byte budget): the least recently used
+of them all is released first, and a released snapshot is loaded again when it is asked for. Each (model,
+step, sentence) is translated once (greedy, as validation decodes) and its value kept, so a step already
+seen costs no model work. No gradio here.
 """
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ import logging
 import math
 import threading
 from collections import Counter, OrderedDict
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +27,9 @@ from transformer.translator import Translation, Translator
 
 from .inside_views import token_text
 from .payload import ATTENTION_COLORS
+
+if TYPE_CHECKING:
+    from .results import ResultStore
 
 log = logging.getLogger(__name__)
 
@@ -67,31 +74,62 @@ def snapshot_maps(result: Translation) -> dict[str, Any]:
     return {"maps": maps, "src": text[0], "tgt_in": text[1], "tgt_out": text[2], "colorscale": ATTENTION_COLORS}
 
 
-class LearningSnapshots:
-    """Snapshot translators (each loaded once) and the values of the steps seen (each computed once)."""
+@dataclass(eq=False)
+class SnapshotModel:
+    """A snapshot's float32 model as the results store counts it (its tensors, each once) and releases it (the
+    model dropped; a translation running on it keeps its own reference until it ends)."""
 
-    def __init__(self, max_values: int = 64):
-        self._translators: dict[tuple[str, int], Translator] = {}
+    translator: Translator | None
+    tensors: tuple = ()
+    released: bool = False
+
+    def release(self) -> None:
+        self.translator, self.tensors, self.released = None, (), True
+
+
+class LearningSnapshots:
+    """Snapshot translators (each loaded when asked for and not held; counted in `store` when given) and the
+    values of the steps seen (each computed once)."""
+
+    def __init__(self, max_values: int = 64, store: ResultStore | None = None):
+        self._models: dict[tuple[str, int], SnapshotModel] = {}
         self._values: OrderedDict[tuple[str, int, str], dict[str, Any]] = OrderedDict()
         self.max_values = max_values  # a value holds every map of its translation: about 1 MB for en-de
+        self.store = store  # where the float32 models count (the app's results store); None: kept, uncounted
         self.loads: Counter[tuple[str, int]] = Counter()  # how often each snapshot's weights were read
         self._lock = threading.Lock()
 
     def translator(self, label: str, base: Translator, directory: Path, step: int) -> Translator:
-        """The model as it was at `step` (a float32 copy of `base`'s with the snapshot's weights), loaded once."""
+        """The model as it was at `step` (a float32 copy of `base`'s with the snapshot's weights): loaded
+        unless held, and counted in the store as just used."""
         key = (label, step)
+        counted: AbstractContextManager = self.store.lock if self.store is not None else nullcontext()
         with self._lock:
-            if key not in self._translators:
-                model = copy.deepcopy(base.model)
-                weights = load_int8_weights(snapshot_file(directory, step))
-                missing, unexpected = model.load_state_dict(weights, strict=False)
-                if unexpected or [m for m in missing if m not in _tied(model)]:
-                    raise ValueError(f"snapshot step {step} does not fit {label}: missing {missing[:3]}, "
-                                     f"unexpected {unexpected[:3]}")
-                self.loads[key] += 1
-                self._translators[key] = Translator(model.eval(), base.tokenizer, name=f"{label}@{step}",
-                                                    truecaser=base.truecaser)
-            return self._translators[key]
+            entry = self._models.get(key)
+            if entry is None or entry.released:
+                entry = self._models[key] = self._load(label, base, directory, step)
+            with counted:  # the store releases under its lock: checked and kept in one go
+                if entry.released:  # released by the store since it was looked up
+                    entry = self._models[key] = self._load(label, base, directory, step)
+                translator = entry.translator
+                if self.store is not None:
+                    self.store.keep(entry)
+            return translator
+
+    def _load(self, label: str, base: Translator, directory: Path, step: int) -> SnapshotModel:
+        model = copy.deepcopy(base.model)
+        weights = load_int8_weights(snapshot_file(directory, step))
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+        if unexpected or [m for m in missing if m not in _tied(model)]:
+            raise ValueError(f"snapshot step {step} does not fit {label}: missing {missing[:3]}, "
+                             f"unexpected {unexpected[:3]}")
+        self.loads[(label, step)] += 1
+        translator = Translator(model.eval(), base.tokenizer, name=f"{label}@{step}", truecaser=base.truecaser)
+        tensors: dict[int, Any] = {}  # by storage: the search model's blocks may share the model's
+        for module in (model, translator.search_model):
+            for tensor in module.state_dict().values():
+                tensors.setdefault(tensor.untyped_storage().data_ptr(), tensor)
+        return SnapshotModel(translator, tuple(tensors.values()))
 
     def value(self, label: str, base: Translator, directory: Path, step: int, text: str) -> dict[str, Any]:
         """What the slider shows at `step` for `text`: the snapshot's translation, its maps and its scores."""

@@ -73,13 +73,7 @@ class ModelRegistry:
         config.json without loading it) says so, so that a class does not pick it for English."""
         out = []
         for label in self.labels() if labels is None else labels:
-            directory = self.directory(label)
-            toy = False
-            if directory is not None and (directory / "config.json").is_file():
-                try:
-                    toy = json.loads((directory / "config.json").read_text())["src_vocab_size"] <= TOY_VOCAB_LIMIT
-                except (ValueError, KeyError, TypeError, OSError):
-                    toy = False
+            toy = is_toy_checkpoint(self.directory(label))
             does = TOY_TASKS.get(label.removeprefix("toy-"), "works on letters")
             out.append((f"{label} (a toy task, not a translator: it {does})" if toy else label, label))
         return out
@@ -134,6 +128,16 @@ def is_toy(tr: Translator) -> bool:
     return tr.tokenizer.vocab_size <= TOY_VOCAB_LIMIT
 
 
+def is_toy_checkpoint(directory: Path | None) -> bool:
+    """`is_toy` for a checkpoint not loaded: read from its config.json (False when it cannot be read)."""
+    if directory is None or not (directory / "config.json").is_file():
+        return False
+    try:
+        return json.loads((directory / "config.json").read_text())["src_vocab_size"] <= TOY_VOCAB_LIMIT
+    except (ValueError, KeyError, TypeError, OSError):
+        return False
+
+
 # ----------------------------------------------------------------------------- the examples a model is shown with
 
 EXAMPLES_EN = [  # our own sentences: everyday English first, one caption last
@@ -157,7 +161,7 @@ EXAMPLES_TOY = ["h e l l o", "a b c d e f g", "g r a d i e n t", "z y x w v", "t
 def examples_for(tr: Translator | None, directory: Path | None = None) -> list[str]:
     """Sentences the model knows how to handle: letters for a toy task, captions for a model trained on
     Multi30k alone (its training.json names no other corpus), everyday English otherwise."""
-    if tr is not None and is_toy(tr):
+    if is_toy(tr) if tr is not None else is_toy_checkpoint(directory):
         return EXAMPLES_TOY
     training = directory / "training.json" if directory is not None else None
     if training is not None and training.is_file():

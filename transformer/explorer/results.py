@@ -13,8 +13,9 @@ import logging
 import os
 import sys
 import threading
-from collections import OrderedDict
-from collections.abc import Callable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,9 +84,10 @@ def work_on(result: Result, beam_size: int = 1) -> int:
 MAX_ABLATIONS = 16  # ablated translations a result keeps (a click back to an earlier mask needs no model pass)
 
 
-def ablate(tr: Translator, result: Result, off: Any) -> Result:
+def ablate(tr: Translator, result: Result, off: Any, guard: AbstractContextManager = nullcontext()) -> Result:
     """`result`'s source translated again with the heads `off` switched off (the same method, beam and length
-    penalty): a new Result whose `base` is the one with every head on. No heads: the base itself. Cached."""
+    penalty): a new Result whose `base` is the one with every head on. No heads: the base itself. Cached; the
+    new one is added holding `guard` (the store's lock: `ResultStore`)."""
     base = result.base or result
     off = read_off(off)
     if not off:
@@ -98,29 +100,41 @@ def ablate(tr: Translator, result: Result, off: Any) -> Result:
             translation = tr.translate(base.source, method=t.method, beam_size=t.beam_size,
                                        length_penalty=base.length_penalty, return_attention=True,
                                        head_mask=head_mask_of(off, tr))
-        if len(base.ablated) >= MAX_ABLATIONS:
-            base.ablated.pop(next(iter(base.ablated)))
-        base.ablated[off] = Result(base.model, base.source, translation, base.length_penalty,
-                                   {0: translation.attention}, off=off, base=base, own=base.own)
+        made = Result(base.model, base.source, translation, base.length_penalty, {0: translation.attention},
+                      off=off, base=base, own=base.own)
+        with guard:
+            if len(base.ablated) >= MAX_ABLATIONS:
+                base.ablated.pop(next(iter(base.ablated)))
+            base.ablated[off] = made
+            if base.released:  # released while it ran: the new arrays go too
+                made.release()
+        return made
     return base.ablated[off]
 
 
-def with_norms(tr: Translator, result: Result) -> Result:
-    """The current candidate's ‖α f(x)‖ maps (one teacher-forced pass, with the result's heads off), cached."""
+def with_norms(tr: Translator, result: Result, guard: AbstractContextManager = nullcontext()) -> Result:
+    """The current candidate's ‖α f(x)‖ maps (one teacher-forced pass, with the result's heads off), cached;
+    added holding `guard`."""
     if result.candidate not in result.norms:
-        result.norms[result.candidate] = tr.attention_for(result.translation, result.candidate, measure="norm")
+        norms = tr.attention_for(result.translation, result.candidate, measure="norm")
+        with guard:
+            result.norms[result.candidate] = norms
     return result
 
 
 
-def select_candidate(tr: Translator, result: Result, index: Any) -> Result:
-    """Point the result at n-best candidate `index` (one teacher-forced pass the first time; cached)."""
+def select_candidate(tr: Translator, result: Result, index: Any,
+                     guard: AbstractContextManager = nullcontext()) -> Result:
+    """Point the result at n-best candidate `index` (one teacher-forced pass the first time; cached; added
+    holding `guard`)."""
     n = len(result.translation.candidates)
     if isinstance(index, bool) or not isinstance(index, (int, float)) or index != int(index) or not 0 <= index < n:
         raise user_error(f"candidate must be 1 to {n}.", "No such candidate")
     index = int(index)
     if index not in result.attentions:
-        result.attentions[index] = tr.attention_for(result.translation, candidate=index)
+        attention = tr.attention_for(result.translation, candidate=index)
+        with guard:
+            result.attentions[index] = attention
     result.candidate = index
     return result
 
@@ -251,15 +265,21 @@ class ResultStore:
     """Every result the sessions keep (their `Result`s and compare sessions), least recently used first, within
     `max_bytes` for the whole process; the oldest are released when a new or grown one passes it.
 
-    `keep(x)` after a result is made or grows (another candidate, heads off, norms, the tree); `use(x)` before
-    an event reads one: a released result is a `gr.Error` that says to translate again. The entry just kept is
+    `keep(x)` after a result is made or grows (another candidate, heads off, norms, the tree); `using(x)` around
+    an event that reads one: a released result is a `gr.Error` that says to translate again. The entry just kept is
     never released by its own `keep`, so one result larger than the whole budget lives until the next; an entry
-    over a quarter of the budget first drops its oldest ablations."""
+    over a quarter of the budget first drops its oldest ablations.
+
+    Ownership: a kept result's arrays are added (`guard=store.lock`), dropped and released only under `lock`, and
+    an event reads one only inside `using`, which pins it: a pinned result is never released or trimmed (the
+    store may pass its budget until it is unpinned)."""
 
     def __init__(self, max_bytes: int | None = None):
         self.max_bytes = results_budget() if max_bytes is None else int(max_bytes)
         self._entries: OrderedDict[int, tuple[Any, int]] = OrderedDict()  # id(root) -> (root, bytes)
-        self._lock = threading.Lock()
+        self.lock = threading.RLock()  # reentrant: `keep` inside a model pass that adds under it
+        self._lock = self.lock
+        self._pins: Counter[int] = Counter()  # id(root) -> events reading it now
         self.released = 0  # entries released so far (for the logs and the benches)
 
     @property
@@ -276,38 +296,61 @@ class ResultStore:
             return id(_root(item)) in self._entries
 
     def use(self, item: Any) -> Any:
-        """`item`, marked as just used; a `gr.Error` saying so when its arrays were released."""
-        if item is not None and (getattr(item, "released", False) or getattr(_root(item), "released", False)):
-            raise user_error("This translation is no longer kept on the server: the app keeps only the most recent "
-                             "ones for everyone together. Press Translate again to see it.", "Translation expired")
+        """`item`, marked as just used; a `gr.Error` saying so when its arrays were released. Only a check: an
+        event that goes on to read the arrays holds `using`."""
         if item is not None:
             with self._lock:
-                if id(_root(item)) in self._entries:
-                    self._entries.move_to_end(id(_root(item)))
+                self._check(item)
         return item
+
+    @contextmanager
+    def using(self, item: Any) -> Iterator[Any]:
+        """`use(item)`, and `item` pinned until the block ends: not released nor trimmed under its reader."""
+        if item is None:
+            yield item
+            return
+        key = id(_root(item))
+        with self._lock:
+            self._check(item)
+            self._pins[key] += 1
+        try:
+            yield item
+        finally:
+            with self._lock:
+                self._pins[key] -= 1
+                if self._pins[key] <= 0:
+                    del self._pins[key]
+
+    def _check(self, item: Any) -> None:
+        """Under the lock: a `gr.Error` if `item` was released, else it becomes the most recently used."""
+        if getattr(item, "released", False) or getattr(_root(item), "released", False):
+            raise user_error("This translation is no longer kept on the server: the app keeps only the most recent "
+                             "ones for everyone together. Press Translate again to see it.", "Translation expired")
+        if id(_root(item)) in self._entries:
+            self._entries.move_to_end(id(_root(item)))
 
     def keep(self, item: Any) -> Any:
         """Count `item` (a Result, one of its ablations, or a compare session) as it is now, newest; release the
         oldest entries while the store is over its budget. Returns `item`."""
         if item is None:
             return item
-        self.use(item)
         root = _root(item)
-        if isinstance(root, Result):
-            self._trim(root, keep=item)
-        size = _size_of(root)
         released = []
-        with self._lock:
-            self._entries[id(root)] = (root, size)
+        with self._lock:  # released here, not after: a `using` that checked before must find it pinned or gone
+            self._check(item)
+            if isinstance(root, Result) and not self._pins[id(root)]:
+                self._trim(root, keep=item)
+            self._entries[id(root)] = (root, _size_of(root))
             self._entries.move_to_end(id(root))
             total = sum(s for _, s in self._entries.values())
-            while total > self.max_bytes and len(self._entries) > 1:
-                _, (old, old_size) = self._entries.popitem(last=False)
+            for key in [k for k in self._entries if k != id(root) and not self._pins[k]]:  # oldest first
+                if total <= self.max_bytes:
+                    break
+                old, old_size = self._entries.pop(key)
+                old.release()
                 total -= old_size
                 released.append(old)
             self.released += len(released)
-        for old in released:  # outside the lock: dropping arrays frees memory, nothing else waits on it
-            old.release()
         if released:
             heap.trim()  # what the arrays' small blocks freed goes back to the system too (heap.py)
             log.info("results store: released %d result(s); %d kept, %.1f MB of %.1f MB", len(released),

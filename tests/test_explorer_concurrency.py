@@ -1,0 +1,122 @@
+"""The explorer under concurrency: a page load never waits for model work, a result in use is never released
+under its reader, and the learning tab's snapshot models count against a budget."""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from transformer.batching import Batcher
+from transformer.explorer.callbacks import Explorer
+from transformer.explorer.registry import ModelRegistry
+
+ROOT = Path(__file__).resolve().parents[1]
+TOYS = ("toy-copy", "toy-reverse")
+WAIT_S = 60  # how long a test waits for something that must happen (never a speed bound)
+
+
+@pytest.fixture
+def busy_explorer(tmp_path):
+    """(an Explorer over two toy checkpoints, the second not loaded, an event that frees its model worker, which
+    is held busy until then)."""
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    for name in TOYS:
+        os.symlink(ROOT / "checkpoints" / name, checkpoints / name)
+    batcher = Batcher()
+    explorer = Explorer(ModelRegistry(checkpoints), tmp_path / "exports", strict=True, batcher=batcher)
+    assert explorer.default_model == TOYS[0] and not explorer.registry.is_loaded(TOYS[1])
+    release, started = threading.Event(), threading.Event()
+    holder = threading.Thread(target=batcher.call, args=(lambda: (started.set(), release.wait(WAIT_S)),))
+    holder.start()
+    assert started.wait(WAIT_S)
+    yield explorer, release
+    release.set()
+    holder.join(WAIT_S)
+    batcher.close()
+
+
+def test_a_link_to_a_model_not_loaded_yet_loads_the_page_while_the_model_is_busy(busy_explorer):
+    """A link to the second model, with a head switched off that it does not have, opened while the worker is
+    held: the page load returns, the link validated against the model's config.json (4 heads), without
+    queueing a load behind the model work."""
+    explorer, release = busy_explorer
+    restored: list = []
+    load = threading.Thread(target=lambda: restored.append(
+        explorer.restore(TOYS[1], {"model": [TOYS[1]], "text": ["h e l l o"], "off": ["c1.6"]})))
+    load.start()
+    load.join(WAIT_S)
+    still_waiting = load.is_alive()
+    release.set()  # frees the worker either way, so a failure does not hang the test
+    load.join(WAIT_S)
+    assert not still_waiting and restored[0].view.model == TOYS[1]
+    assert restored[0].view.off == () and "c1.6" in restored[0].note
+    assert not explorer.registry.is_loaded(TOYS[1])  # the link's translation loads it, as model work
+
+
+class Event:
+    """What a gradio event carries (`EventData._data`)."""
+
+    def __init__(self, data):
+        self._data = data
+
+
+def test_a_result_read_by_a_waiting_event_is_not_released_under_it(busy_explorer):
+    """A clicked cell waits for the model (held busy) after its result was checked; meanwhile other sessions'
+    translations fill the store past its budget. The cell is then answered with its numbers, not an error: the
+    result it reads is pinned while it is in use, and released only once it is not."""
+    from transformer.explorer.inside import Inside
+    from transformer.explorer.results import ResultStore, held_bytes, run_translation
+
+    explorer, release = busy_explorer
+    tr = explorer.default_translator
+    mine, _ = run_translation(tr, explorer.default_model, "h e l l o", "greedy", 1, 1.0)
+    explorer.results = ResultStore(max_bytes=held_bytes(mine) * 3 // 2)  # room for one result
+    explorer.keep(mine)
+    answers: list = []
+    cell = {"kind": "cross", "layer": 0, "head": 0, "query": 0, "key": 0, "rows": "predicted"}
+    click = threading.Thread(target=lambda: answers.append(Inside(explorer).cell(mine, Event(cell))))
+    click.start()
+    deadline = threading.Event()
+    for _ in range(WAIT_S * 20):  # the click's model work is queued: its result was checked
+        if explorer.batcher.waiting:
+            break
+        deadline.wait(0.05)
+    assert explorer.batcher.waiting == 1
+    for text in ("w o r l d", "a b c"):  # other sessions' results, made here while the worker is held
+        explorer.keep(run_translation(tr, explorer.default_model, text, "greedy", 1, 1.0)[0])
+    release.set()
+    click.join(WAIT_S)
+    assert not click.is_alive() and answers, "the click ended in an error"
+    same, _ = run_translation(tr, explorer.default_model, "h e l l o", "greedy", 1, 1.0)
+    assert answers[0] == Inside(explorer).cell(same, Event(cell))  # the cell's numbers, as from a kept result
+    explorer.keep(run_translation(tr, explorer.default_model, "x y z", "greedy", 1, 1.0)[0])
+    assert mine.released  # once no event reads it, it goes like any other
+
+
+def test_snapshot_models_count_against_the_results_budget_and_come_back_when_asked(tmp_path):
+    """The learning tab's float32 snapshot models are counted in the results store; with room for one, the next
+    snapshot releases the first, and a new sentence at the first step loads it again."""
+    from transformer.explorer.inside import Inside
+
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    os.symlink(ROOT / "checkpoints" / "en-de", checkpoints / "en-de")
+    batcher = Batcher()
+    try:
+        explorer = Explorer(ModelRegistry(checkpoints), tmp_path / "exports", strict=True, batcher=batcher)
+        inside = Inside(explorer)
+        steps = inside.learn_index("en-de")["steps"]
+        model_bytes = sum(p.numel() * p.element_size() for p in explorer.default_translator.model.parameters())
+        before = explorer.results.bytes
+        assert "translation" in inside.learn("en-de", "", Event({"step": steps[-1], "text": "A dog runs."}))
+        assert explorer.results.bytes - before >= model_bytes
+        explorer.results.max_bytes = explorer.results.bytes + model_bytes // 2  # room for one snapshot model
+        assert "translation" in inside.learn("en-de", "", Event({"step": steps[-2], "text": "A dog runs."}))
+        assert explorer.results.bytes <= explorer.results.max_bytes
+        assert "translation" in inside.learn("en-de", "", Event({"step": steps[-1], "text": "The cat sleeps."}))
+        assert inside.snapshots.loads[("en-de", steps[-1])] == 2 and inside.snapshots.loads[("en-de", steps[-2])] == 1
+    finally:
+        batcher.close()
