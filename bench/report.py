@@ -37,6 +37,7 @@ META = ("cpu", "machine", "date", "command", "source")  # shown above a result's
 
 # The command that measures each bench's headline numbers (a bench missing here gets `python bench/NAME.py`).
 COMMANDS = {
+    "alignment_anchor": "python bench/alignment_anchor.py",
     "app_latency": "python bench/app_latency.py --checkpoint checkpoints/en-de --runs 30",
     "browser_latency": "python bench/browser_latency.py --checkpoint checkpoints/en-de --reps 10",
     "decode_latency": "python bench/decode_latency.py --checkpoint checkpoints/en-de --compare checkpoints/multi30k-en-de "
