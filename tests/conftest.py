@@ -15,12 +15,6 @@ from transformer.model import Transformer
 torch.set_num_threads(1)
 
 
-def pytest_configure(config):
-    # Used by tests that start subprocesses (which also carry their own subprocess timeouts);
-    # enforced when pytest-timeout is installed, documentation otherwise.
-    config.addinivalue_line("markers", "timeout(seconds): upper bound on the test's run time")
-
-
 def tiny_config(**overrides) -> ModelConfig:
     """A model small enough for a unit test: d_model 32, 1+1 layers, 16-symbol vocabulary."""
     values = dict(

@@ -455,7 +455,7 @@ def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client)
     with ThreadPoolExecutor(len(texts)) as pool:
         outputs = list(pool.map(press, range(len(texts))))
     tr = app.DEFAULT_TRANSLATOR  # the server's model, loaded the same way (same precision)
-    for text, (method, beam), out in zip(texts, settings, outputs):
+    for text, (method, beam), out in zip(texts, settings, outputs, strict=True):
         alone = tr.translate(text, method=method, beam_size=beam, length_penalty=share.DEFAULT_LENGTH_PENALTY)
         translation, _, table, payload = out[:4]
         assert translation == alone.text and payload["source"] == text
@@ -818,12 +818,9 @@ def test_export_folders_of_apps_no_longer_running_are_removed_and_no_others(tmp_
     assert not dead.exists() and alive.exists() and own.exists() and other.exists()
 
 
-def test_the_app_caps_uploads(app):
-    assert app.launch_options()["max_file_size"] == "1mb"
-
-
-def test_a_page_load_never_queues_behind_model_work(app):
-    """The restore a page load runs has its own concurrency group; compare, tree and heads-off share "model"."""
+def test_a_page_loads_restore_has_a_concurrency_group_apart_from_the_model_events(app):
+    """The restore a page load runs has its own concurrency group; compare, tree and heads-off share "model" (that a
+    page load completes while the model is busy: test_limits.py)."""
     groups = {fn.name: fn.concurrency_id for fn in app.demo.fns.values()}
     assert groups["on_restore"] == "restore" and groups["on_compare"] == "model"
 

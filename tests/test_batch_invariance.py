@@ -107,7 +107,7 @@ def test_a_sentence_gets_the_same_bits_in_any_batch_and_order(served):
             pick = unseen + [i for i in pick if i not in unseen][: size - len(unseen)]
             rng.shuffle(pick)
         seen.update(pick)
-        for i, got in zip(pick, tr.translate_sources([sources[i] for i in pick], "beam", 5)):
+        for i, got in zip(pick, tr.translate_sources([sources[i] for i in pick], "beam", 5), strict=True):
             assert_identical(got, alone[i])
     assert len(seen) == len(SENTENCES)
 
@@ -124,7 +124,7 @@ def test_greedy_is_batch_invariant_too(served):
     alone = [tr.translate(s, method="greedy", top_k=3) for s in SENTENCES[::3]]
     sources = [tr.source(s) for s in SENTENCES[::3]]
     order = random.Random(1).sample(range(len(sources)), len(sources))
-    for i, got in zip(order, tr.translate_sources([sources[i] for i in order], "greedy", top_k=3)):
+    for i, got in zip(order, tr.translate_sources([sources[i] for i in order], "greedy", top_k=3), strict=True):
         assert_identical(got, alone[i])
 
 

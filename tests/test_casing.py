@@ -86,6 +86,6 @@ MIXED = ["WHERE DOES YOUR BROTHER WORK?", "my sister lives in berlin", "Tomorrow
 @pytest.mark.parametrize("method, beam", [("beam", 5), ("greedy", 1)])
 def test_one_input_path_batch_equals_single_equals_evaluation(default, method, beam):
     batch = default.translate_batch(MIXED, method=method, beam_size=beam)
-    for text, out in zip(MIXED, batch):
+    for text, out in zip(MIXED, batch, strict=True):
         assert out == (default.translate(text, method=method, beam_size=beam).text if text else "")
     assert translate_texts(default, MIXED, method=method, beam_size=beam) == batch

@@ -85,7 +85,7 @@ def test_beam_width_one_is_greedy(seed):
     src = sources(20, lengths=(6, 2, 9, 4), seed=seed)
     greedy = greedy_decode(model, src, max_len=20)
     beam = beam_search(model, src, beam_size=1, length_penalty=0.6, max_len=20)
-    for g, nbest in zip(greedy, beam):
+    for g, nbest in zip(greedy, beam, strict=True):
         assert nbest[0].tokens == g.tokens
         assert nbest[0].log_prob == pytest.approx(g.log_prob, abs=1e-5)
 

@@ -59,14 +59,15 @@ def test_all_ones_mask_changes_nothing_bit_for_bit(make_model, attention):
         return
     assert torch.equal(plain.logits, masked.logits)
     for a, b in zip(plain.attention.encoder + plain.attention.decoder + plain.attention.cross,
-                    masked.attention.encoder + masked.attention.decoder + masked.attention.cross):
+                    masked.attention.encoder + masked.attention.decoder + masked.attention.cross, strict=True):
         assert torch.equal(a, b)
 
 
 def test_all_ones_mask_leaves_greedy_and_beam_search_as_they_are(make_model):
     model = make_model(n_encoder_layers=2, n_decoder_layers=2)
     src, _ = batch()
-    for a, b in zip(greedy_decode(model, src, max_len=8), greedy_decode(model, src, max_len=8, head_mask=ones(model))):
+    masked = greedy_decode(model, src, max_len=8, head_mask=ones(model))
+    for a, b in zip(greedy_decode(model, src, max_len=8), masked, strict=True):
         assert a.tokens == b.tokens and a.log_prob == b.log_prob
     plain = beam_search(model, src, beam_size=3, max_len=8)
     masked = beam_search(model, src, beam_size=3, max_len=8, head_mask=ones(model))

@@ -42,7 +42,7 @@ def test_round_trip_gives_identical_logits(tmp_path, make_model, tie):
     assert isinstance(loaded, PretrainedTransformer) and not loaded.training
     assert loaded.config == model.config
     assert torch.equal(loaded(SRC, TGT), model(SRC, TGT))
-    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
+    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
     if tie:  # still one shared matrix after loading, stored once in the file
         assert loaded.src_embed.weight is loaded.tgt_embed.weight is loaded.generator.weight

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 import threading
+import urllib.error
+import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -229,6 +231,27 @@ def test_a_short_translation_goes_before_long_model_work_that_waited_first(app, 
     assert short.result(WAIT_S).text and heads_off.result(WAIT_S).off and tree.result(WAIT_S)[0]
     assert ran[0] == "short" and sorted(ran[1:]) == ["heads off", "tree"]
     pool.shutdown()
+
+
+def test_an_upload_over_the_cap_is_refused_and_one_under_it_taken(app, served):
+    """The page uploads nothing, yet gradio's upload route is open to anyone: it takes at most the launch's cap."""
+    url, _ = served
+    cap = app.demo.max_file_size  # in bytes, as the launch set it
+
+    def upload(size: int) -> int:
+        boundary = uuid.uuid4().hex
+        head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"x.bin\"\r\n"
+                "Content-Type: application/octet-stream\r\n\r\n")
+        body = head.encode() + b"x" * size + f"\r\n--{boundary}--\r\n".encode()
+        request = urllib.request.Request(url + "gradio_api/upload", body,
+                                         {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        try:
+            with urllib.request.urlopen(request, timeout=WAIT_S) as response:
+                return response.status
+        except urllib.error.HTTPError as err:
+            return err.code
+
+    assert cap is not None and upload(cap + 1) == 413 and upload(1024) == 200
 
 
 def test_one_export_is_one_file_on_disk_served_from_where_it_was_written(app, served):

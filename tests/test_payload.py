@@ -162,7 +162,7 @@ def test_entropy_colours_are_plotlys_viridis_at_the_scaled_score():
 
     def rgb(c):
         return np.array([float(x) for x in c[4:-1].split(",")])
-    for g, e in zip(got, expected):  # 256 levels: within one step of 255 per channel
+    for g, e in zip(got, expected, strict=True):  # 256 levels: within one step of 255 per channel
         assert np.abs(rgb(g) - rgb(e)).max() <= 2.0, (g, e)
 
 

@@ -45,7 +45,7 @@ def test_per_token_log_probabilities_add_up_to_the_total(translator):
 def test_a_batch_scores_as_each_alone(translator):
     pairs = [("We drink tea at five.", "Wir trinken Tee um fünf."), ("The children play.", "Die Kinder spielen.")]
     together = translator.score([p[0] for p in pairs], [p[1] for p in pairs])
-    for (src, tgt), s in zip(pairs, together):
+    for (src, tgt), s in zip(pairs, together, strict=True):
         assert s.log_prob == pytest.approx(translator.score([src], [tgt])[0].log_prob, abs=1e-4)
 
 

@@ -141,7 +141,7 @@ def test_resume_half_way_gives_identical_weights(tmp_path, straight_run):
     final = load_state(run_dir)
     assert_same_weights(final["model"], straight_run["model"])
     assert final["progress"]["epoch"] == straight_run["progress"]["epoch"]
-    for a, b in zip(final["optimizer"]["state"].values(), straight_run["optimizer"]["state"].values()):
+    for a, b in zip(final["optimizer"]["state"].values(), straight_run["optimizer"]["state"].values(), strict=True):
         assert torch.equal(a["exp_avg"], b["exp_avg"]) and torch.equal(a["exp_avg_sq"], b["exp_avg_sq"])
 
 

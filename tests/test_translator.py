@@ -141,7 +141,7 @@ BATCH = ["Dogs bark at the postman.", "An old woman with a red hat is selling ap
 @pytest.mark.parametrize("method,beam,alpha", [("beam", 4, 0.6), ("greedy", 1, 0.6), ("beam", 3, 1.8)])
 def test_a_padded_batch_gives_each_sentence_what_it_gets_alone(tr, method, beam, alpha):
     batched = tr.translate_sources([tr.source(t) for t in BATCH], method, beam, alpha, top_k=3)
-    for text, b in zip(BATCH, batched):
+    for text, b in zip(BATCH, batched, strict=True):
         alone = tr.translate(text, method=method, beam_size=beam, length_penalty=alpha, top_k=3)
         assert [c.ids for c in b.candidates] == [c.ids for c in alone.candidates]
         assert [c.score for c in b.candidates] == pytest.approx([c.score for c in alone.candidates], abs=1e-4)
