@@ -297,4 +297,4 @@ demo.queue(default_concurrency_limit=2, max_size=64)
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    demo.launch(**launch.launch_options())
+    launch.serve(demo, when_up=EXPLORER.preload)  # the model's preload waits for gradio's check

@@ -247,9 +247,15 @@ class Explorer:
         searcher = search_process_from_env()
         explorer = cls(registry, export_dir, strict=bool(override), batcher=Batcher(searcher=searcher))
         explorer.serving_path = path
-        if searcher is not None and explorer.default_translator is not None:
-            searcher.preload_in_background(explorer.default_translator)  # start-up does not wait for it
         return explorer
+
+    def preload(self) -> None:
+        """The default model loaded in the search process, in the background (a search asked for meanwhile waits
+        for it); `python app.py` calls it once the app serves (`launch.serve`), so that the load does not compete
+        with gradio's check of its own page."""
+        searcher = self.batcher.searcher
+        if searcher is not None and self.default_translator is not None:
+            searcher.preload_in_background(self.default_translator)
 
     @property
     def default_length_penalty(self) -> float:

@@ -40,6 +40,19 @@ def launch_options() -> dict[str, Any]:
                 max_file_size="1mb")  # the page uploads nothing; a request to gradio's upload route gets 1 MB
 
 
+def serve(demo: gr.Blocks, when_up: Callable[[], Any] = lambda: None) -> None:
+    """`python app.py`: launch `demo` with `launch_options()`, call `when_up()`, then serve until interrupted.
+
+    Gradio's launch fetches its own page once, with a 3 s limit, and exits (a `ValueError` about a share link)
+    if that fetch times out, although the page answers. Start-up work that can wait, such as the search
+    process's model load, is therefore started by `when_up`, after that check: on a busy machine it made the
+    fetch miss its limit."""
+    demo.launch(**launch_options(), prevent_thread_lock=True)
+    log.info("serving at %s", demo.local_url)
+    when_up()
+    demo.block_thread()
+
+
 def session_limited(slots: SessionSlots, generations: SessionGenerations | None = None) -> Callable[..., Handler]:
     """A decorator over `slots` and the sessions' `generations`: see `per_session` inside (its `newest` is
     `newest_answer(generations)`, for a handler called inside another)."""
