@@ -55,6 +55,21 @@ def wait_for_title(page, kind: str, *parts: str) -> None:
         arg=[f"#focus-{kind} .gtitle", list(parts)], timeout=TIMEOUT_MS)
 
 
+def views_drawn(page, kind: str | None = None) -> None:
+    """Wait for explorer.js's own signals: the views of the tab on screen drawn (`data-views`) and, for a `kind`, its
+    focus map drawn by Plotly with its click handler attached (`data-drawn`)."""
+    page.wait_for_function(
+        "(k) => { const e = document.querySelector('#explorer .explorer'); if (!e) return false; "
+        "const p = k && document.querySelector(`#focus-${k} .plot`); "
+        "return (e.dataset.views || '').startsWith('views-') && (!k || Boolean(p && p.dataset.drawn)); }",
+        arg=kind, timeout=TIMEOUT_MS)
+
+
+def painted(page) -> None:
+    """Wait until the browser has painted what is on screen now (two animation frames), before a screenshot."""
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+
+
 def choose(page, elem_id: str, option: str) -> None:
     """A gradio dropdown (the model selector)."""
     page.locator(f"#{elem_id} input").click()
@@ -178,7 +193,7 @@ def check_example_and_markup(page, watched: tuple[list[str], list[str], list[str
     page.wait_for_function(
         "() => [...document.querySelectorAll('#focus-cross .xtick text')]"
         ".some(t => t.textContent.includes('<unk>') || t.textContent.includes('<img'))")
-    page.wait_for_timeout(500)
+    views_drawn(page, "cross")  # every label of the markup's translation is on the page
     assert dialogs == []
     assert source.input_value() == EVIL
     assert page.locator("img[src='x']").count() == 0
@@ -420,7 +435,7 @@ def check_tree(page) -> None:
     page.wait_for_function(f"document.querySelector('#tree-panel').dataset.selected === '{best}'")
     ready(page, "#tree-panel", "tree-")
     page.locator("#search").scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
+    painted(page)
     page.locator("#search").screenshot(path=str(SCREENSHOT_TREE))
 
 
@@ -442,7 +457,8 @@ def check_compare(page, text: str, other: str, translation: str) -> None:
     ready(page, "#compare-panel", "compare-")
     page.locator("#compare-head select").select_option(label="Head 2")
     page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.includes('head 2')")
-    page.wait_for_timeout(300)
+    ready(page, "#compare-panel", "compare-")
+    painted(page)
     page.locator("#tabs").screenshot(path=str(SCREENSHOT_COMPARE))
 
 
@@ -460,7 +476,8 @@ def check_link_in_a_new_page(context, link: str, state: str, translation: str, m
     wait_for_title(fresh, "cross", "layer 1", "head 2")
     assert fresh.locator("#model input").input_value() == model
     assert fresh.locator("#link-note").count() == 0 or not fresh.locator("#link-note").is_visible()
-    fresh.wait_for_timeout(300)
+    views_drawn(fresh, "cross")
+    painted(fresh)
     fresh.screenshot(path=str(SCREENSHOT_LINK), full_page=True)
     assert d2 == [] and x2 == [] and e2 == [], (d2, x2, e2)
 
@@ -552,7 +569,9 @@ def test_browser_bad_link_parameters():
         page.wait_for_function("(document.querySelector('#link-note textarea, #link-note input') || {}).value")
         assert "5000 characters" in page.locator("#link-note textarea, #link-note input").first.input_value()
         assert page.locator("#beam input[type=number]").input_value() == "3"
-        page.wait_for_timeout(500)
+        page.wait_for_function("window.__attention && window.__attention.share.ready")  # the page's restore done
+        views_drawn(page)  # nothing translated: the explorer's empty views
+        assert page.evaluate("document.querySelector('#explorer .explorer').dataset.ready") == "empty"
         assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
         assert page.locator("img[src='x']").count() == 0
 

@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import ROOT, app_env, shared_app  # noqa: E402
-from test_browser import CHROMIUM, open_page, chromium, sync_api  # noqa: E402,F401
+from test_browser import CHROMIUM, open_page, chromium, sync_api, views_drawn  # noqa: E402,F401
 from toy_snapshots import SNAPSHOT_STEPS, toy_run_with_snapshots  # noqa: E402
 
 SHOTS = ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())
@@ -27,6 +27,7 @@ PANEL = "document.querySelector('#inside-panel')"
 LEARN = "document.querySelector('#learn-panel')"
 READY = "(s) => ((document.querySelector(s) || {}).dataset || {}).ready || ''"
 FOCUS_Z = "(k) => document.querySelector(`#focus-${k} .plot`).__view.z"
+CELLS = "() => document.querySelector('#explorer .explorer').dataset.cells || '0'"  # clicks explorer.js handled
 
 
 @pytest.fixture(scope="module")
@@ -136,20 +137,22 @@ def test_browser_a_bad_yours_in_a_link_is_a_note(server):
         assert page.locator("img[src='x']").count() == 0
 
 
+def click_focus(page, kind: str, x: float, y: float) -> None:
+    """One click at (x, y) px of the focus map of `kind`, once explorer.js says the map is drawn and can take it;
+    waits until the page has handled it (its click count grew): a click the page drops fails the test."""
+    views_drawn(page, kind)
+    before = page.evaluate(CELLS)
+    page.locator(f"#focus-{kind} .nsewdrag").first.click(position={"x": x, "y": y})
+    page.wait_for_function(f"(n) => ({CELLS})() !== n", arg=before)
+
+
 def click_cell(page, kind: str, i: int, j: int) -> dict:
     """Click cell (query i, key j) of the focus map of `kind` and wait for the panel's numbers."""
+    views_drawn(page, kind)
     z = page.evaluate(FOCUS_Z, kind)
-    ready = f"({READY})('#inside-panel').startsWith('cell-{kind}-')"
-    for attempt in range(4):  # a click while Plotly redraws the map just shown (a loaded machine) can be lost
-        area = page.locator(f"#focus-{kind} .nsewdrag").first
-        box = area.bounding_box()
-        area.click(position={"x": box["width"] * (j + 0.5) / len(z[0]), "y": box["height"] * (i + 0.5) / len(z)})
-        try:
-            page.wait_for_function(ready, timeout=15_000)
-            break
-        except sync_api.TimeoutError:
-            if attempt == 3:
-                raise
+    box = page.locator(f"#focus-{kind} .nsewdrag").first.bounding_box()
+    click_focus(page, kind, box["width"] * (j + 0.5) / len(z[0]), box["height"] * (i + 0.5) / len(z))
+    page.wait_for_function(f"({READY})('#inside-panel').startsWith('cell-{kind}-')")  # "busy" until it answers
     return page.evaluate(f"{PANEL}.__value")
 
 
@@ -182,8 +185,7 @@ def test_browser_how_a_weight_is_computed(server, reference):
         # the mean over heads: no single head to explain
         page.locator("#head select").select_option(label="mean over heads")
         page.wait_for_function("document.querySelector('#focus-cross .gtitle').textContent.includes('mean')")
-        area = page.locator("#focus-cross .nsewdrag").first
-        area.click(position={"x": 5, "y": 5})
+        click_focus(page, "cross", 5, 5)
         page.wait_for_function(f"{PANEL}.querySelector('.message').textContent.includes('single head')")
         # a head switched off: the panel says so
         page.locator("#head select").select_option(label="Head 1")
