@@ -1,0 +1,116 @@
+"""A session's answers count only while they answer its newest request (`launch.SessionGenerations`,
+`launch.newest_answer`), and the heads-off answer carries its texts with its maps. The browser side of the same
+rule is tests/test_browser_order.py."""
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from app_server import app_env, import_app  # noqa: E402
+
+from transformer.explorer.launch import (EDIT, GENERATION, NEW, SESSION, SessionGenerations, newest_answer,
+                                         rerun_ticket, stamped)
+
+
+def test_the_newest_request_of_a_session_wins_and_nothing_is_kept_after():
+    generations = SessionGenerations()
+    old = generations.begin("s", EDIT)
+    new = generations.begin("s", NEW)
+    assert new > old
+    assert generations.finish("s", old) is False  # heads off asked before the translation: dropped
+    assert generations.finish("s", new) is True
+    assert generations.sessions() == 0
+    later = generations.begin("s", NEW)
+    assert later > new and generations.finish("s", later) is True  # numbers keep growing for the page
+
+
+def test_an_edit_that_starts_during_a_new_translation_is_void():
+    generations = SessionGenerations()
+    translation = generations.begin("s", NEW)
+    assert generations.begin("s", EDIT) is None  # it would change the result about to be replaced
+    assert generations.finish("s", translation) is True
+    edit = generations.begin("s", EDIT)
+    assert edit is not None and generations.finish("s", edit) is True
+
+
+def test_sessions_never_drop_each_others_answers():
+    generations = SessionGenerations()
+    mine, theirs = generations.begin("a", EDIT), generations.begin("b", NEW)
+    assert generations.begin("a", EDIT) is not None  # b's translation is not a's
+    assert generations.finish("b", theirs) is True
+    assert generations.finish("a", mine) is False  # a's second request is newer
+    assert generations.sessions() == 1
+
+
+def run_in_session(session: str, fn, *args):
+    token = SESSION.set(session)
+    try:
+        return fn(*args)
+    finally:
+        SESSION.reset(token)
+
+
+def test_an_older_answer_is_skipped_and_the_newer_one_carries_its_generation():
+    newest = newest_answer(SessionGenerations())
+    started, release = threading.Event(), threading.Event()
+
+    def slow(text: str) -> dict:
+        started.set()
+        release.wait(10)
+        return {"text": text, "gen": GENERATION.get()}
+
+    def fast(text: str) -> dict:
+        return {"text": text, "gen": GENERATION.get()}
+
+    answers = {}
+    thread = threading.Thread(target=lambda: answers.update(old=run_in_session("s", newest(EDIT)(slow), "long")))
+    thread.start()
+    assert started.wait(10)
+    answers["new"] = run_in_session("s", newest(NEW)(fast), "short")
+    release.set()
+    thread.join(10)
+    assert answers["new"]["text"] == "short" and isinstance(answers["new"]["gen"], int)
+    assert answers["old"] == gr.skip()  # every output, the session's result too, kept
+
+
+def test_a_handler_called_inside_another_answers_as_one_request_and_outside_a_session_as_itself():
+    newest = newest_answer(SessionGenerations())
+    inner = newest(EDIT)(lambda: GENERATION.get())
+    outer = newest(NEW)(lambda: (GENERATION.get(), inner()))
+    generation, nested = run_in_session("s", outer)
+    assert nested == generation  # not a second, newer request that would drop the first
+    assert newest(NEW)(lambda: GENERATION.get())() is None  # in-process callers (tests, benches): no ordering
+    with pytest.raises(ValueError):
+        newest("sometimes")
+
+
+@pytest.mark.parametrize("data, ticket", [({"ticket": 3}, 3), ({"ticket": True}, None), ({"ticket": "3"}, None),
+                                          ({"ticket": 0}, None), ({"ticket": 2 ** 60}, None), ({}, None)])
+def test_a_reruns_ticket_is_sent_back_only_when_it_is_a_small_positive_int(data, ticket):
+    assert rerun_ticket(data) == ticket
+
+
+def test_a_payload_carries_its_generation_and_ticket_without_changing_the_one_kept():
+    kept = {"rev": 1}
+    token = GENERATION.set(7)
+    try:
+        out = stamped(kept, 2)
+    finally:
+        GENERATION.reset(token)
+    assert out == {"rev": 1, "gen": 7, "answers": 2} and kept == {"rev": 1}
+    assert stamped(kept) is kept and stamped(None, 2) is None
+
+
+def test_the_heads_off_answer_carries_the_texts_with_the_maps():
+    """One response: the translation box and the maps cannot change seconds apart."""
+    app = import_app(app_env()[0])
+    reruns = [fn for fn in app.demo.fns.values() if fn.name == "on_rerun"]
+    assert len(reruns) == 1
+    outputs = {getattr(c, "elem_id", None) for c in reruns[0].outputs}
+    assert {"translation", "nbest", "notice", "explorer"} <= outputs, outputs
+    assert not [fn for fn in app.demo.fns.values() if fn.name == "rerun_texts"]
