@@ -37,6 +37,7 @@ gr.set_static_paths([page.PLOTLY_JS, EXPLORER.export_dir])  # (exports.py), neve
 REGISTRY, EXPORT_DIR, DEFAULT_MODEL = EXPLORER.registry, EXPLORER.export_dir, EXPLORER.default_model
 DEFAULT_TRANSLATOR, STARTUP_ERROR = EXPLORER.default_translator, EXPLORER.startup_error
 per_session = launch.session_limited(EXPLORER.slots)  # a session's model requests: at most its slots in flight
+launch_options = launch.launch_options  # what `python app.py` launches with (the tests read it here too)
 INSIDE = Inside(EXPLORER)  # how one weight is computed, a translation of one's own, the model learning
 
 # ----------------------------------------------------------------------------- the page: its panels and handlers
@@ -82,8 +83,7 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
 
     def show_rerun(self, result: Result | None, answers: int | None = None) -> dict:
         """Heads switched off or on, or norms (attention tab): maps, translation, n-best list and notes together."""
-        r = self.results
-        texts = dict(zip((r.translation, r.nbest, r.notice), EXPLORER.rerun_texts(result)))
+        texts = dict(zip(((r := self.results).translation, r.nbest, r.notice), EXPLORER.rerun_texts(result)))
         return {self.states.result: result} | texts | self.show_result(result, answers)
 
     def on_nbest_select(self, result: Result | None, evt: gr.EventData) -> dict:
