@@ -2,8 +2,11 @@
 under its reader, and the learning tab's snapshot models count against a budget."""
 from __future__ import annotations
 
+import inspect
 import os
+import sys
 import threading
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -18,9 +21,8 @@ WAIT_S = 60  # how long a test waits for something that must happen (never a spe
 
 
 @pytest.fixture
-def busy_explorer(tmp_path):
-    """(an Explorer over two toy checkpoints, the second not loaded, an event that frees its model worker, which
-    is held busy until then)."""
+def toy_explorer(tmp_path):
+    """An Explorer over two toy checkpoints, the second not loaded."""
     checkpoints = tmp_path / "checkpoints"
     checkpoints.mkdir()
     for name in TOYS:
@@ -28,14 +30,21 @@ def busy_explorer(tmp_path):
     batcher = Batcher()
     explorer = Explorer(ModelRegistry(checkpoints), tmp_path / "exports", strict=True, batcher=batcher)
     assert explorer.default_model == TOYS[0] and not explorer.registry.is_loaded(TOYS[1])
+    yield explorer
+    batcher.close()
+
+
+@pytest.fixture
+def busy_explorer(toy_explorer):
+    """(`toy_explorer`, an event that frees its model worker, which is held busy until then)."""
     release, started = threading.Event(), threading.Event()
-    holder = threading.Thread(target=batcher.call, args=(lambda: (started.set(), release.wait(WAIT_S)),))
+    holder = threading.Thread(target=toy_explorer.batcher.call,
+                              args=(lambda: (started.set(), release.wait(WAIT_S)),))
     holder.start()
     assert started.wait(WAIT_S)
-    yield explorer, release
+    yield toy_explorer, release
     release.set()
     holder.join(WAIT_S)
-    batcher.close()
 
 
 def test_a_link_to_a_model_not_loaded_yet_loads_the_page_while_the_model_is_busy(busy_explorer):
@@ -120,3 +129,44 @@ def test_snapshot_models_count_against_the_results_budget_and_come_back_when_ask
         assert inside.snapshots.loads[("en-de", steps[-1])] == 2 and inside.snapshots.loads[("en-de", steps[-2])] == 1
     finally:
         batcher.close()
+
+
+def waiting_at(thread: threading.Thread, function: Any, text: str) -> bool:
+    """Whether `thread`'s innermost Python frame is `function` at its line that reads `text` (a `with lock:`
+    waiting for the lock: acquiring it runs no Python)."""
+    lines, first = inspect.getsourcelines(function)
+    at = {first + i for i, line in enumerate(lines) if text in line}
+    frame = sys._current_frames().get(thread.ident)
+    return frame is not None and frame.f_code is function.__code__ and frame.f_lineno in at
+
+
+def test_heads_switched_off_are_added_to_a_kept_result_only_under_the_stores_lock(busy_explorer):
+    """A rerun's new ablation, computed while another thread holds the store's lock (as `keep` does when it
+    trims a result's ablations), waits for that lock before it is added: the result's ablations never change
+    under the holder's walk."""
+    from transformer.explorer import results
+
+    explorer, release = busy_explorer
+    base, _ = results.run_translation(explorer.default_translator, explorer.default_model, "h e l l o", "greedy",
+                                      1, 1.0)
+    explorer.keep(base)
+    done: list = []
+    rerun = threading.Thread(target=lambda: done.append(explorer.rerun(base, Event({"off": [["cross", 0, 1]]}))))
+    rerun.start()
+    pause = threading.Event()
+    for _ in range(WAIT_S * 20):  # the rerun waits for the worker
+        if explorer.batcher.waiting:
+            break
+        pause.wait(0.05)
+    worker = explorer.batcher._thread
+    with explorer.results.lock:
+        release.set()  # the worker computes the ablation now
+        for _ in range(WAIT_S * 20):  # until it waits for this lock in `ablate`, or the rerun is over without it
+            if waiting_at(worker, results.ablate, "with guard:") or not rerun.is_alive():
+                break
+            pause.wait(0.05)
+        assert rerun.is_alive(), "the ablation was added while another thread held the store's lock"
+        assert not base.ablated
+    rerun.join(WAIT_S)
+    assert done and done[0].base is base and list(base.ablated) == [(("cross", 0, 1),)]
+    assert base.ablated[(("cross", 0, 1),)] is done[0]
