@@ -235,9 +235,10 @@ def wait_until(condition, within_s: float) -> bool:
     return True
 
 
-def child_with(tmp_path: Path, translate_sources: str) -> str:
+def child_with(tmp_path: Path, translate_sources: str, also: str = "") -> str:
     """An executable that runs the real search process with `Translator.translate_sources` replaced by the
-    Python body given (`real` is the original): the child's answers go wrong in a real process and pipe."""
+    Python body given (`real` is the original), after the code `also`: the child's answers go wrong in a real
+    process and pipe."""
     script = tmp_path / "child.py"
     body = "\n".join("    " + line for line in translate_sources.strip().splitlines())
     script.write_text(f"""#!{sys.executable}
@@ -257,6 +258,7 @@ def translate_sources(self, sources, *args, **kwargs):
 
 
 Translator.translate_sources = translate_sources
+{also}
 sys.argv = [sys.argv[0]] + sys.argv[3:]  # after "-m transformer.search_process"
 runpy.run_module("transformer.search_process", run_name="__main__", alter_sys=True)
 """)
@@ -391,6 +393,50 @@ def test_an_answer_that_cannot_come_back_whole_is_searched_in_the_app(toy, tmp_p
         assert_identical(got[0], alone)
         assert_identical(got[1], tr.translate("w o r l d", "greedy", 1, 1.0))
         assert searcher.pid == pid and searcher.searches == 0
+    finally:
+        batcher.close()
+        searcher.close()
+
+
+HALF_AN_ANSWER = """
+import os, struct, time
+from multiprocessing.connection import Connection
+whole = Connection._send_bytes  # what send and send_bytes write a message with
+
+
+def send_message(self, buf):
+    data = bytes(buf)
+    if len(data) > 2000:  # a search's answer (not a load's): its size and half of it, then silence
+        os.write(self.fileno(), struct.pack("!i", len(data)) + data[:len(data) // 2])
+        time.sleep(600)
+    whole(self, buf)
+
+
+Connection._send_bytes = send_message
+"""
+
+
+def test_a_child_that_stops_halfway_through_its_answer_is_lost_after_the_timeout(toy, tmp_path):
+    """The child sends half of its answer and sleeps: the read is bounded by the search's timeout like the wait
+    for its first byte, the child is killed, and the press is answered from the app."""
+    tr, alone = toy
+    python = child_with(tmp_path, "return real(self, sources, *args, **kwargs)", also=HALF_AN_ANSWER)
+    searcher = SearchProcess(threads=torch.get_num_threads(), timeout_s=3, python=python)
+    batcher = Batcher(searcher=searcher)
+    try:
+        searcher.preload(tr)
+        pid = searcher.pid
+        answers: list = []
+        press = threading.Thread(target=lambda: answers.append(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0)))
+        press.start()
+        press.join(60)
+        waited_for_good = press.is_alive()
+        if waited_for_good:
+            os.kill(pid, signal.SIGKILL)  # ends an unbounded read, so that the test ends
+        press.join(30)
+        assert not waited_for_good and answers
+        assert_identical(answers[0], alone)
+        assert gone(pid)
     finally:
         batcher.close()
         searcher.close()

@@ -34,6 +34,8 @@ import json
 import logging
 import os
 import pickle
+import select
+import struct
 import subprocess
 import sys
 import threading
@@ -236,10 +238,9 @@ class SearchProcess:
         """Send `request`, wait at most `timeout_s` for the answer; the child's own exception raised as it is."""
         self._ensure_started()
         try:
+            deadline = time.monotonic() + timeout_s
             self._post(ForkingPickler.dumps(request), timeout_s)
-            if not self._receive.poll(timeout_s):
-                raise TimeoutError(f"no answer in {timeout_s:.0f} s")
-            data = self._receive.recv_bytes()
+            data = self._read(deadline, timeout_s)
         except (OSError, EOFError, TimeoutError) as err:  # died (broken pipe, closed pipe) or hung
             self._fail()
             code = self._process.poll() if self._process is not None else None
@@ -264,6 +265,30 @@ class SearchProcess:
         if status == "error":
             raise value
         return value
+
+    def _read(self, deadline: float, timeout_s: float) -> bytes:
+        """One message from the child (`Connection`'s framing: a 4-byte size, or -1 and an 8-byte one), all of it
+        by `deadline` (monotonic): a child that stops halfway through its answer is as lost as a silent one."""
+        fd = self._receive.fileno()
+        poller = select.poll()  # not select.select: no limit on the descriptor's number
+        poller.register(fd, select.POLLIN)
+
+        def exactly(n: int) -> bytes:
+            chunks, left = [], n
+            while left:
+                if not poller.poll(max(0, int(1000 * (deadline - time.monotonic())) + 1)):
+                    raise TimeoutError(f"no answer in {timeout_s:.0f} s")
+                chunk = os.read(fd, min(left, 1 << 20))
+                if not chunk:
+                    raise EOFError("the search process closed its pipe")
+                chunks.append(chunk)
+                left -= len(chunk)
+            return b"".join(chunks)
+
+        size, = struct.unpack("!i", exactly(4))
+        if size == -1:
+            size, = struct.unpack("!Q", exactly(8))
+        return exactly(size)
 
     def _post(self, data: bytes | memoryview, timeout_s: float) -> None:
         """Send `data` as one message. A large one is written by a helper thread, waited for at most
@@ -313,10 +338,10 @@ class CheckpointChanged(RuntimeError):
 
 def load_origin(origin: Origin) -> Translator:
     """The translator `origin` names, loaded here only if its files are still the ones the app loaded."""
-    directory, quantize, digest = origin
+    directory, precision, digest = origin
     if checkpoint_digest(directory) != digest:
         raise CheckpointChanged(f"{directory} changed on disk since the app loaded it")
-    translator = load_pretrained(directory, quantize=quantize)
+    translator = load_pretrained(directory, quantize=precision)
     if translator.origin != tuple(origin):  # rewritten while this process loaded it
         raise CheckpointChanged(f"{directory} changed on disk since the app loaded it")
     return translator
