@@ -52,7 +52,7 @@ def client():
 
 
 def test_the_app_serves_its_everyday_searches_from_a_search_process(app):
-    """The app's batcher has a search process, a live child of this process, with the default model loaded."""
+    """The app's batcher has a search process, a live child of this process, that serves the default model."""
     searcher = app.EXPLORER.batcher.searcher
     assert searcher is not None and searcher.pid is not None
     assert searcher.serves(app.DEFAULT_TRANSLATOR)
@@ -384,18 +384,20 @@ def test_training_helpers(app, tmp_path):
 def test_launch_options_default_and_env(app, monkeypatch):
     monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
     monkeypatch.delenv("GRADIO_SERVER_PORT", raising=False)
-    opts = app.launch_options()
+    opts = app.launch.launch_options()
     assert (opts["server_name"], opts["server_port"]) == ("127.0.0.1", 7860)
     assert opts["share"] is False and not opts["allowed_paths"]
     monkeypatch.setenv("GRADIO_SERVER_NAME", "0.0.0.0")
     monkeypatch.setenv("GRADIO_SERVER_PORT", "8123")
-    assert (app.launch_options()["server_name"], app.launch_options()["server_port"]) == ("0.0.0.0", 8123)
+    opts = app.launch.launch_options()
+    assert (opts["server_name"], opts["server_port"]) == ("0.0.0.0", 8123)
     assert app.demo._queue.max_size is not None  # bounded queue
 
 
 # ----------------------------------------------------------------------------- the running app, through its API
 
 
+@pytest.mark.slow  # a running app in its own process
 def test_api_exposes_only_translate_with_three_inputs(client):
     api = client.view_api(print_info=False, return_format="dict")
     assert list(api["named_endpoints"]) == ["/translate"] and not api["unnamed_endpoints"]
@@ -406,6 +408,7 @@ def test_api_exposes_only_translate_with_three_inputs(client):
 
 @needs_trained
 @pytest.mark.parametrize("method,beam", [("greedy", 1), ("beam", 1), ("beam", 5)])
+@pytest.mark.slow  # a running app in its own process
 def test_api_translates_reversal(client, method, beam):
     text, notice, table = client.predict("h e l l o", method, beam, api_name="/translate")
     assert text == "o l l e h" and notice == ""
@@ -413,11 +416,13 @@ def test_api_translates_reversal(client, method, beam):
     assert len(table["data"]) == (1 if method == "greedy" else beam)
 
 
+@pytest.mark.slow  # a running app in its own process
 def test_api_runs_with_any_model(client):
     text, notice, table = client.predict("a b c", "beam", 3, api_name="/translate")
     assert isinstance(text, str) and 1 <= len(table["data"]) <= 3
 
 
+@pytest.mark.slow  # a running app in its own process
 def test_api_empty_input_is_a_friendly_error(client):
     for empty in ("", "   "):
         with pytest.raises(AppError, match="Type a sentence") as info:
@@ -426,22 +431,26 @@ def test_api_empty_input_is_a_friendly_error(client):
 
 
 @pytest.mark.parametrize("beam,match", [(0, "less than minimum value 1"), (17, "greater than maximum value 10")])
+@pytest.mark.slow  # a running app in its own process
 def test_api_beam_out_of_range_is_a_clear_error(client, beam, match):
     with pytest.raises(AppError, match=match):
         client.predict("h e l l o", "beam", beam, api_name="/translate")
 
 
+@pytest.mark.slow  # a running app in its own process
 def test_api_unknown_method_is_a_clear_error(client):
     with pytest.raises(AppError, match="not in the list of choices"):
         client.predict("h e l l o", "sampling", 3, api_name="/translate")
 
 
+@pytest.mark.slow  # a running app in its own process
 def test_api_html_input_comes_back_as_plain_text(client):
     text, notice, table = client.predict(EVIL + " h e l l o <b>x</b>", "beam", 2, api_name="/translate")
     for s in [text, notice] + [str(c) for row in table["data"] for c in row]:
         assert "&lt;" not in s and "&amp;" not in s  # nothing HTML-escaped server side: the UI shows text as text
 
 
+@pytest.mark.slow  # a running app in its own process
 def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client):
     """Six users press Translate at once (the page's request): the server decodes them together
     (transformer/batching.py); each gets its own translation, n-best and attention, as alone."""
@@ -493,11 +502,13 @@ def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):
         results.run_translation(app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL, "h e l l o", "beam", 3, translate=busy)
 
 
+@pytest.mark.slow  # a running app in its own process
 def test_api_over_long_input_is_truncated_with_notice(client):
     text, notice, _ = client.predict("a " * 300, "greedy", 1, api_name="/translate")
     assert "only the first" in notice and "tokens were translated" in notice
 
 
+@pytest.mark.slow  # a running app in its own process
 def test_server_does_not_serve_repository_files(client):
     import urllib.error
     import urllib.request

@@ -76,6 +76,9 @@ SENTENCES = [
 ATTENTION = ("encoder", "decoder", "cross")
 
 
+pytestmark = pytest.mark.slow  # the shipped model over many batches, and the search process
+
+
 def assert_identical(got: Translation, alone: Translation) -> None:
     """Bit for bit: every candidate (ids, text, score, log-probability), every step, every attention map."""
     assert [(c.ids, c.text, c.score, c.log_prob) for c in got.candidates] == \

@@ -44,6 +44,9 @@ ENV, WHICH = app_env()
 TIMEOUT_MS = 60_000  # a busy 2-core machine
 
 
+pytestmark = pytest.mark.slow  # Chromium: `pytest -m "not slow"` leaves it out
+
+
 def focus_title(page, kind: str) -> str:
     return page.locator(f"#focus-{kind} .gtitle").first.text_content() or ""
 

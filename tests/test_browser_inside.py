@@ -30,6 +30,9 @@ FOCUS_Z = "(k) => document.querySelector(`#focus-${k} .plot`).__view.z"
 CELLS = "() => document.querySelector('#explorer .explorer').dataset.cells || '0'"  # clicks explorer.js handled
 
 
+pytestmark = pytest.mark.slow  # Chromium: `pytest -m "not slow"` leaves it out
+
+
 @pytest.fixture(scope="module")
 def toy_run():
     return toy_run_with_snapshots(Path(tempfile.gettempdir()) / "attention-app-toy-learning")

@@ -24,6 +24,9 @@ REFERENCES = ["Ein kleiner Junge wirft Steine in den Fluss.", "Zwei alte Männer
               "Eine Frau in einem roten Kleid tanzt."]
 
 
+pytestmark = pytest.mark.slow  # real processes: `pytest -m "not slow"` leaves it out
+
+
 @pytest.fixture(scope="module")
 def tr():
     return load_pretrained(FLAGSHIP)

@@ -42,6 +42,9 @@ CAPTIONS = [
 ]
 
 
+pytestmark = pytest.mark.slow  # training runs: `pytest -m "not slow"` leaves it out
+
+
 def write_corpus(directory: Path, pairs: list[tuple[str, str]], splits=("train", "val")) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     for split in splits:

@@ -26,6 +26,9 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git"
                                reason="not a git checkout")
 
 
+pytestmark = pytest.mark.slow  # real processes: `pytest -m "not slow"` leaves it out
+
+
 def git(*args: str, stdin: bytes | None = None) -> bytes:
     return subprocess.run(["git", *args], cwd=ROOT, input=stdin, capture_output=True, check=True).stdout
 

@@ -56,6 +56,9 @@ print(json.dumps({"growth_mb": rss_mb() - start, "kept_mb": size[0] / 2**20}))
 """
 
 
+pytestmark = pytest.mark.slow  # child processes: `pytest -m "not slow"` leaves it out
+
+
 def run(mode: str) -> dict:
     out = subprocess.run([sys.executable, "-c", WORKLOAD, mode], cwd=REPO, capture_output=True, text=True,
                          timeout=120, check=True)

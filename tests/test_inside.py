@@ -199,6 +199,7 @@ def toy_explorer(toy_run, tmp_path_factory):
     xp.batcher.close()
 
 
+@pytest.mark.slow  # trains a toy model
 def test_the_slider_loads_each_snapshot_once_and_caches_it(toy_run, toy_explorer, monkeypatch):
     inside = Inside(toy_explorer)
     label = toy_explorer.default_model
@@ -223,6 +224,7 @@ def test_the_slider_loads_each_snapshot_once_and_caches_it(toy_run, toy_explorer
     assert [h["step"] for h in first["history"]] == list(SNAPSHOT_STEPS)
 
 
+@pytest.mark.slow  # trains a toy model
 def test_each_snapshot_translates_with_its_own_weights(toy_run, toy_explorer):
     inside, label = Inside(toy_explorer), toy_explorer.default_model
     base = toy_explorer.translator(label)
@@ -241,6 +243,7 @@ def test_each_snapshot_translates_with_its_own_weights(toy_run, toy_explorer):
     assert entropy(early) > 1.2 * entropy(late)  # measured: 1.61 and 1.21 nats
 
 
+@pytest.mark.slow  # trains a toy model
 def test_bad_steps_and_a_model_without_snapshots(toy_explorer):
     inside, label = Inside(toy_explorer), toy_explorer.default_model
     bad = inside.learn(label, "a b", Event({"step": 5}))

@@ -28,6 +28,9 @@ TOY = ROOT / "checkpoints" / "toy-reverse"  # loads in a moment: for the failure
 PRECISION = "int8" if int8_available() else None
 
 
+pytestmark = pytest.mark.slow  # child processes: `pytest -m "not slow"` leaves it out
+
+
 @pytest.fixture(scope="module")
 def served():
     """(translator, a started search process on this process's torch threads)."""

@@ -26,6 +26,9 @@ GRADIO_DROPDOWN_ERROR = "Cannot read properties of undefined (reading '0')"
 STAGES = ((1280, 720, True), (1366, 768, True), (1920, 1080, True), (1920, 1080, False))
 
 
+pytestmark = pytest.mark.slow  # Chromium: `pytest -m "not slow"` leaves it out
+
+
 def open_at(browser, url: str, width: int, height: int):
     page = browser.new_page(viewport={"width": width, "height": height})
     page.set_default_timeout(TIMEOUT_MS)

@@ -33,6 +33,9 @@ TINY_RUN = [
 N_STEPS = 80  # about seven epochs
 
 
+pytestmark = pytest.mark.slow  # training runs: `pytest -m "not slow"` leaves it out
+
+
 def run_train(run_dir: Path, *extra: str) -> train.Trainer:
     """In-process `python -m transformer.train`."""
     return train.main([*TINY_RUN, "--run-dir", str(run_dir), *extra])
