@@ -37,6 +37,9 @@ EXPLORER = "((document.querySelector('#explorer .explorer') || {}).__explorer ||
 DROPPED = "on_rerun: answer"  # what the app logs when it drops an answer (transformer/explorer/launch.py)
 
 
+pytestmark = pytest.mark.slow  # Chromium: `pytest -m "not slow"` leaves it out
+
+
 @pytest.fixture(scope="module")
 def server():
     with running_app({"TRANSFORMER_CHECKPOINT": str(EN_DE), "TRANSFORMER_THREADS": "1"}) as app:
