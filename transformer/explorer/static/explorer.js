@@ -11,7 +11,9 @@
 // with those Python functions, and with the same views of the model's float32 maps (within 0.005 per cell).
 // Two things need the model, so they go back to the server with gr.HTML's `trigger("rerun", {off, measure})`:
 // heads switched off (the translation, n-best list and maps without them) and the norm maps ‖α f(x)‖
-// (computed only when asked). The answer is a new payload; everything else stays in the browser.
+// (computed only when asked). The answer is a new payload; everything else stays in the browser. Each payload
+// carries the generation of the request it answers (one older than a payload drawn is ignored) and, for a
+// rerun, the ticket the page sent (`setPayload`).
 
 function initExplorer(root, props, watch) {
   "use strict";
