@@ -98,34 +98,6 @@ def test_a_search_error_comes_back_as_itself_and_the_child_goes_on(served):
         "It rains.", "greedy").text
 
 
-def test_a_lost_child_costs_only_time(served):
-    """A child found dead is replaced before the search; one that stops answering mid-search is killed after the
-    timeout, and the batcher searches here; either way the answer is the lone one."""
-    tr, searcher = served
-    alone = tr.translate("The kettle is boiling.", "beam", 5)
-    batcher = Batcher(searcher=searcher)
-    try:
-        old = searcher.pid
-        os.kill(old, signal.SIGKILL)
-        deadline = time.monotonic() + 20
-        while searcher.pid is not None and time.monotonic() < deadline:  # reaped (all its threads ended)
-            time.sleep(0.05)
-        assert searcher.pid is None
-        searches = searcher.searches
-        assert_identical(batcher.translate(tr, "The kettle is boiling.", "beam", 5, timeout_s=300), alone)
-        new = searcher.pid
-        assert new not in (None, old) and searcher.searches == searches + 1  # a new child answered
-        os.kill(new, signal.SIGSTOP)  # alive, never answering
-        searcher.timeout_s = 3
-        try:
-            assert_identical(batcher.translate(tr, "The kettle is boiling.", "beam", 5, timeout_s=300), alone)
-        finally:
-            searcher.timeout_s = search_process.SEARCH_TIMEOUT_S
-        assert gone(new) and searcher.pid is None and searcher.searches == searches + 1 and searcher.available
-    finally:
-        batcher.close()
-
-
 def test_a_child_that_never_answers_is_left_alone_for_a_backoff_after_a_few_tries():
     """A child that exits at once (here: /bin/true instead of python) is lost every time; after MAX_FAILURES
     the searcher serves nothing while it backs off, and the batcher searches here."""
@@ -173,52 +145,26 @@ def test_the_app_searches_in_a_child_unless_told_not_to(monkeypatch, caplog):
         stat = Path(f"/proc/{searcher.pid}/stat").read_text().rpartition(")")[2].split()
         assert int(stat[1]) == os.getpid()  # its parent is this process
     finally:
-        searcher.close()
+        searcher.close(timeout_s=0.5)  # still importing torch: killed, not waited for
     monkeypatch.setenv(callbacks.ENV_SEARCH_PROCESS, "0")
     with caplog.at_level("INFO", logger="transformer.explorer.callbacks"):
         assert callbacks.search_process_from_env() is None
     assert "TRANSFORMER_SEARCH_PROCESS=0" in caplog.text
 
 
-def test_a_checkpoint_the_child_cannot_load_is_searched_here(tmp_path, caplog):
-    """The app loaded a checkpoint that is corrupt by the time the child loads it: a preload in the background
-    logs it, the search is done in the app and answers as alone; the child goes on serving."""
-    import shutil
-
-    copy = tmp_path / "toy-reverse"
-    shutil.copytree(ROOT / "checkpoints" / "toy-reverse", copy)
-    tr = load_pretrained(copy)
-    (copy / "model.safetensors").write_bytes(b"not a checkpoint")
-    alone = tr.translate("h e l l o", "greedy")
-    searcher = SearchProcess(threads=1)
-    batcher = Batcher(searcher=searcher)
-    try:
-        with caplog.at_level("ERROR", logger="transformer.search_process"):
-            searcher.preload_in_background(tr).join(120)
-        assert "could not load" in caplog.text
-        with pytest.raises(SearchProcessLost, match="could not load"):
-            searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
-        pid = searcher.pid
-        assert pid is not None
-        assert_identical(batcher.translate(tr, "h e l l o", "greedy", timeout_s=120), alone)
-        assert searcher.pid == pid and searcher.searches == 0
-    finally:
-        batcher.close()
-        searcher.close()
 
 
-def test_the_float32_serving_path_gives_the_same_bits_in_the_child_too():
-    """TRANSFORMER_PRECISION=fp32 (or a CPU without int8 kernels): the child loads the float32 search model."""
+def test_the_float32_serving_path_gives_the_same_bits_in_the_child_too(served):
+    """TRANSFORMER_PRECISION=fp32 (or a CPU without int8 kernels): the child loads the float32 search model (the
+    served fixture's child, which loads a checkpoint per origin)."""
+    _, searcher = served
     tr = load_pretrained(SERVED)
     assert tr.origin == (str(SERVED.resolve()), None, checkpoint_digest(SERVED))
-    searcher = SearchProcess(threads=torch.get_num_threads())
-    try:
-        sources = [tr.source(s) for s in SENTENCES[1::6]]
-        theirs = searcher.search(tr, sources, "beam", 5, 1.0)
-        for got, expected in zip(theirs, tr.translate_sources(sources, "beam", 5, 1.0)):
-            assert_identical(got, expected)
-    finally:
-        searcher.close()
+    sources = [tr.source(s) for s in SENTENCES[1::8]]
+    theirs = searcher.search(tr, sources, "beam", 5, 1.0)
+    assert len(theirs) == len(sources)
+    for got, expected in zip(theirs, tr.translate_sources(sources, "beam", 5, 1.0), strict=True):
+        assert_identical(got, expected)
 
 
 # ----------------------------------------------------------------------------- failures end in the app's search
@@ -276,6 +222,47 @@ def toy():
     return tr, tr.translate("h e l l o", "greedy", 1, 1.0)
 
 
+@pytest.fixture(scope="module")
+def toy_child(toy):
+    """A started search process that has loaded the toy, shared by the tests below that leave a live child behind
+    (the last of them kills it); each test starts it again when it needs one (`start` is idempotent)."""
+    tr, _ = toy
+    searcher = SearchProcess(threads=torch.get_num_threads())
+    searcher.preload(tr)
+    yield searcher
+    searcher.close()
+
+
+def test_a_checkpoint_the_child_cannot_load_is_searched_here(toy, toy_child, tmp_path, caplog):
+    """The app loaded a checkpoint that is corrupt by the time the child loads it: a preload in the background
+    logs it, the search is done in the app and answers as alone; the child goes on serving."""
+    import shutil
+
+    searcher = toy_child
+    searcher.start()
+    copy = tmp_path / "toy-reverse"
+    shutil.copytree(TOY, copy)
+    tr = load_pretrained(copy)
+    (copy / "model.safetensors").write_bytes(b"not a checkpoint")
+    alone = tr.translate("h e l l o", "greedy")
+    pid, searches = searcher.pid, searcher.searches
+    batcher = Batcher(searcher=searcher)
+    try:
+        with caplog.at_level("ERROR", logger="transformer.search_process"):
+            searcher.preload_in_background(tr).join(120)
+        assert "could not load" in caplog.text
+        with pytest.raises(SearchProcessLost, match="could not load"):
+            searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
+        assert pid is not None
+        assert_identical(batcher.translate(tr, "h e l l o", "greedy", timeout_s=120), alone)
+        assert searcher.pid == pid and searcher.searches == searches
+        toy_tr, toy_alone = toy  # the child goes on serving the checkpoints it can load
+        assert_identical(searcher.search(toy_tr, [toy_tr.source("h e l l o")], "greedy", 1, 1.0)[0], toy_alone)
+        assert searcher.pid == pid and searcher.searches == searches + 1
+    finally:
+        batcher.close()
+
+
 def test_a_child_that_cannot_start_leaks_no_descriptor_and_its_search_runs_in_the_app(toy):
     """Popen's OSError (here: no such python) is `SearchProcessLost`, every pipe end is closed, and the batcher
     answers from the app."""
@@ -314,14 +301,14 @@ def test_after_failures_the_child_is_tried_again_after_a_backoff_and_comes_back(
     the fault is gone (python is there again), a search after the backoff starts a child, which answers, and
     the count starts over."""
     tr, alone = toy
-    searcher = SearchProcess(threads=torch.get_num_threads(), python="/bin/true")
+    searcher = SearchProcess(threads=torch.get_num_threads(), python="/bin/true", backoff_s=0.5)
     try:
         for _ in range(search_process.MAX_FAILURES):
             with pytest.raises(SearchProcessLost):
                 searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
         assert not searcher.serves(tr)
         searcher.python = sys.executable
-        assert wait_until(lambda: searcher.serves(tr), within_s=search_process.BACKOFF_S + 30)
+        assert wait_until(lambda: searcher.serves(tr), within_s=searcher.backoff_s + 30)
         assert_identical(searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)[0], alone)
         assert searcher.pid is not None and searcher.failures == 0
     finally:
@@ -375,31 +362,12 @@ def test_a_hung_preload_holds_up_neither_a_search_nor_close(toy, tmp_path):
         batcher.close()
 
 
-@pytest.mark.parametrize("answer", [
-    "return [lambda: None for _ in sources]  # cannot be pickled there",
-    "return [Unreadable() for _ in sources]  # cannot be unpickled here",
-    "return real(self, sources, *args, **kwargs)[:-1]  # one translation short",
-], ids=["unpicklable", "unreadable", "short"])
-def test_an_answer_that_cannot_come_back_whole_is_searched_in_the_app(toy, tmp_path, answer):
-    """A real child whose answer fails on its way back: the search raises `SearchProcessLost` (no other error,
-    no caller left waiting); the batcher answers each press from the app; the child goes on."""
-    tr, alone = toy
-    searcher = SearchProcess(threads=torch.get_num_threads(), python=child_with(tmp_path, answer))
-    batcher = Batcher(window_s=0.2, searcher=searcher)
-    try:
-        sources = [tr.source("h e l l o"), tr.source("w o r l d")]
-        with pytest.raises(SearchProcessLost):
-            searcher.search(tr, sources, "greedy", 1, 1.0)
-        pid = searcher.pid
-        futures = [batcher.submit(tr, text, "greedy", 1, 1.0) for text in ("h e l l o", "w o r l d")]
-        got = [f.result(60) for f in futures]
-        assert_identical(got[0], alone)
-        assert_identical(got[1], tr.translate("w o r l d", "greedy", 1, 1.0))
-        assert searcher.pid == pid and searcher.searches == 0
-    finally:
-        batcher.close()
-        searcher.close()
-
+# How the shared faulty child answers a search: the test writes its case into the child's mode file first.
+FAULTS = {
+    "unpicklable": "return [lambda: None for _ in sources]  # cannot be pickled there",
+    "unreadable": "return [Unreadable() for _ in sources]  # cannot be unpickled here",
+    "short": "return real(self, sources, *args, **kwargs)[:-1]  # one translation short",
+}
 
 HALF_AN_ANSWER = """
 import os, struct, time
@@ -409,7 +377,7 @@ whole = Connection._send_bytes  # what send and send_bytes write a message with
 
 def send_message(self, buf):
     data = bytes(buf)
-    if len(data) > 2000:  # a search's answer (not a load's): its size and half of it, then silence
+    if len(data) > 2000 and mode() == "halfway":  # a search's answer (not a load's): its size and half, then silence
         os.write(self.fileno(), struct.pack("!i", len(data)) + data[:len(data) // 2])
         time.sleep(600)
     whole(self, buf)
@@ -419,15 +387,66 @@ Connection._send_bytes = send_message
 """
 
 
-def test_a_child_that_stops_halfway_through_its_answer_is_lost_after_the_timeout(toy, tmp_path):
+@pytest.fixture(scope="module")
+def faulty_child(toy, tmp_path_factory):
+    """(searcher, its mode file): one real child, started and with the toy loaded, whose search answers as its
+    mode file says when it answers (a case of FAULTS, "halfway", or anything else: whole), shared by the tests
+    below; the last ("halfway") kills it."""
+    tr, _ = toy
+    folder = tmp_path_factory.mktemp("faulty")
+    mode = folder / "mode"
+    mode.write_text("whole")
+    cases = "".join(f"if mode() == {case!r}:\n    {body}\n" for case, body in FAULTS.items())
+    also = f"def mode():\n    return open({str(mode)!r}).read()\n" + HALF_AN_ANSWER
+    searcher = SearchProcess(threads=torch.get_num_threads(), python=child_with(folder, cases + WHOLE, also=also),
+                             backoff_s=0.1)
+    searcher.preload(tr)
+    yield searcher, mode
+    searcher.close()
+
+
+WHOLE = "return real(self, sources, *args, **kwargs)"
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_an_answer_that_cannot_come_back_whole_is_searched_in_the_app(toy, faulty_child, fault):
+    """A real child whose answer fails on its way back: the search raises `SearchProcessLost` (no other error,
+    no caller left waiting); the batcher answers each press from the app; the child goes on, and answers whole
+    once its answers can travel again."""
+    tr, alone = toy
+    searcher, mode = faulty_child
+    searcher.start()
+    mode.write_text(fault)
+    batcher = Batcher(window_s=0.2, searcher=searcher)
+    try:
+        sources = [tr.source("h e l l o"), tr.source("w o r l d")]
+        pid, searches = searcher.pid, searcher.searches
+        with pytest.raises(SearchProcessLost):
+            searcher.search(tr, sources, "greedy", 1, 1.0)
+        futures = [batcher.submit(tr, text, "greedy", 1, 1.0) for text in ("h e l l o", "w o r l d")]
+        got = [f.result(60) for f in futures]
+        assert_identical(got[0], alone)
+        assert_identical(got[1], tr.translate("w o r l d", "greedy", 1, 1.0))
+        assert searcher.pid == pid and searcher.searches == searches
+    finally:
+        batcher.close()
+        mode.write_text("whole")
+    assert wait_until(lambda: searcher.available, within_s=10)  # past a short backoff if the failures reached it
+    assert_identical(searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)[0], alone)
+    assert searcher.pid == pid and searcher.searches == searches + 1 and searcher.failures == 0
+
+
+def test_a_child_that_stops_halfway_through_its_answer_is_lost_after_the_timeout(toy, faulty_child):
     """The child sends half of its answer and sleeps: the read is bounded by the search's timeout like the wait
     for its first byte, the child is killed, and the press is answered from the app."""
     tr, alone = toy
-    python = child_with(tmp_path, "return real(self, sources, *args, **kwargs)", also=HALF_AN_ANSWER)
-    searcher = SearchProcess(threads=torch.get_num_threads(), timeout_s=3, python=python)
+    searcher, mode = faulty_child
+    searcher.start()
+    searcher.preload(tr)
+    searcher.timeout_s = 3
+    mode.write_text("halfway")
     batcher = Batcher(searcher=searcher)
     try:
-        searcher.preload(tr)
         pid = searcher.pid
         answers: list = []
         press = threading.Thread(target=lambda: answers.append(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0)))
@@ -442,10 +461,11 @@ def test_a_child_that_stops_halfway_through_its_answer_is_lost_after_the_timeout
         assert gone(pid)
     finally:
         batcher.close()
-        searcher.close()
+        mode.write_text("whole")
+        searcher.timeout_s = search_process.SEARCH_TIMEOUT_S
 
 
-def test_a_checkpoint_rewritten_after_the_app_loaded_it_is_searched_in_the_app(toy, tmp_path):
+def test_a_checkpoint_rewritten_after_the_app_loaded_it_is_searched_in_the_app(toy, toy_child, tmp_path):
     """A training export rewrites the weights while the app serves the old ones: the replacement child sees
     the files are not the ones the app loaded and does not load them, so the answer is still the app's model's
     (a reverse task's weights replaced by a copy task's of the same shapes)."""
@@ -455,16 +475,48 @@ def test_a_checkpoint_rewritten_after_the_app_loaded_it_is_searched_in_the_app(t
     copy = tmp_path / "toy-reverse"
     shutil.copytree(TOY, copy)
     tr = load_pretrained(copy)
-    searcher = SearchProcess(threads=torch.get_num_threads())
+    searcher = toy_child
     batcher = Batcher(searcher=searcher)
     try:
-        searcher.preload(tr)
+        searcher.preload(tr)  # the shared child (or a new one) loads the copy
+        searches = searcher.searches
         shutil.copyfile(ROOT / "checkpoints" / "toy-copy" / "model.safetensors", copy / "model.safetensors")
         old = searcher.pid
         os.kill(old, signal.SIGKILL)
         assert wait_until(lambda: searcher.pid is None, within_s=20)
         assert_identical(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0, timeout_s=120), alone)
-        assert not searcher.serves(tr) and searcher.searches == 0
+        assert not searcher.serves(tr) and searcher.searches == searches
+        assert searcher.pid not in (None, old)  # the replacement started, and refused the rewritten copy
     finally:
         batcher.close()
-        searcher.close()
+
+
+def test_a_lost_child_costs_only_time(toy, toy_child):
+    """A child found dead is replaced before the search; one that stops answering mid-search is killed after the
+    timeout, and the batcher searches here; either way the answer is the lone one. (It kills the shared child: the
+    last test to use it.)"""
+    tr, _ = toy
+    searcher = toy_child
+    searcher.start()
+    alone = tr.translate("h e l l o", "beam", 5)
+    batcher = Batcher(searcher=searcher)
+    try:
+        old = searcher.pid
+        os.kill(old, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while searcher.pid is not None and time.monotonic() < deadline:  # reaped (all its threads ended)
+            time.sleep(0.05)
+        assert searcher.pid is None
+        searches = searcher.searches
+        assert_identical(batcher.translate(tr, "h e l l o", "beam", 5, timeout_s=300), alone)
+        new = searcher.pid
+        assert new not in (None, old) and searcher.searches == searches + 1  # a new child answered
+        os.kill(new, signal.SIGSTOP)  # alive, never answering
+        searcher.timeout_s = 1  # it has loaded the toy: the search's own timeout, which a toy search is far within
+        try:
+            assert_identical(batcher.translate(tr, "h e l l o", "beam", 5, timeout_s=300), alone)
+        finally:
+            searcher.timeout_s = search_process.SEARCH_TIMEOUT_S
+        assert gone(new) and searcher.pid is None and searcher.searches == searches + 1 and searcher.available
+    finally:
+        batcher.close()
