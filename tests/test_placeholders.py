@@ -11,7 +11,9 @@ from transformer.config import ModelConfig
 from transformer.decoding import Hypothesis, PlaceholderRule, beam_search, greedy_decode
 from transformer.hub import CheckpointError, load_checkpoint, save_checkpoint
 from transformer.model import Transformer
-from transformer.placeholders import encode_marked, entity_spans, find_entities, mark_entities, splice
+from transformer.placeholders import (
+    candidates, encode_marked, entity_spans, find_entities, mark_entities, splice, with_titles,
+)
 from transformer.tokenizer import TextTokenizer
 from transformer.training.augment import copied_words, placeholder_pairs, with_placeholders
 from transformer.training.trainer import grown_vocabulary
@@ -182,3 +184,20 @@ def test_a_reference_is_marked_as_training_marks_targets(tokenizer):
     ids = encode_marked(tokenizer, [marked], tokenizer.vocab_size)[0]
     assert ids[0] == tokenizer.vocab_size and ids.count(tokenizer.vocab_size) == 2
     assert ids.count(tokenizer.vocab_size + 1) == 1 and ids.count(tokenizer.vocab_size + 2) == 1
+
+
+@pytest.mark.parametrize("text,entity", [
+    ("We met Mr. Tanaka at the station.", "Mr. Tanaka"), ("Ask Mrs. Oyelaran about the key.", "Mrs. Oyelaran"),
+    ("Dr. Smith is late again.", "Dr. Smith"), ("They walked to St. Kilda after school.", "St. Kilda"),
+])
+def test_a_title_and_the_name_after_it_are_one_entity(text, entity):
+    """Apart, the title's dot reads as the end of a sentence; together they are one name, copied whole."""
+    found = find_entities(text, known=lambda w: w.lower() in {"smith", "st"}, copied={"Mr", "Dr"}, one_case=False,
+                          limit=8)
+    assert entity in [e.text for e in found]
+    assert not any(e.text in (entity.split(".")[0], entity.split(" ")[1]) for e in found)  # neither part alone
+
+
+def test_a_title_not_before_a_name_stays_as_it_was():
+    words = candidates("The Dr. said no. Mr. 5 and Dr.smith")
+    assert [w[2] for w in with_titles("The Dr. said no. Mr. 5 and Dr.smith", words)] == [w[2] for w in words]

@@ -202,3 +202,25 @@ def test_the_search_copy_is_called_directly_and_the_float32_model_keeps_its_hook
     finally:
         hook.remove()
     assert fired
+
+
+@pytest.mark.parametrize("source,text,expected", [
+    ("We go to the beach on Friday!", "Wir gehen am Freitag an den Strand.", "Wir gehen am Freitag an den Strand!"),
+    ("Is it raining?", "Regnet es.", "Regnet es?"), ('She asked: "Why?"', 'Sie fragte: "Warum."', 'Sie fragte: "Warum?"'),
+    ("Is it raining?", "Regnet es?", "Regnet es?"), ("It rains.", "Es regnet.", "Es regnet."),
+    ("Wait!", "Warte...", "Warte..."), ("Why?", "Warum", "Warum"),
+])
+def test_a_final_exclamation_or_question_mark_survives(source, text, expected):
+    from transformer.translator import with_final_mark
+
+    assert with_final_mark(source, text) == expected
+
+
+def test_the_shipped_model_keeps_the_final_mark_and_the_title_with_the_name():
+    """Our own sentences: the exclamation mark the model turned into a full stop, and a title whose dot the model
+    read as a sentence's end, come out right; the tokens stay the model's own."""
+    tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
+    shout = tr.translate("We are going to the beach on Friday!", return_attention=False)
+    assert shout.text.endswith("!") and shout.candidates[0].text.endswith("!")
+    met = tr.translate("We met Mr. Tanaka at the station.", return_attention=False)
+    assert "Mr. Tanaka" in met.text and met.text.count(".") == 2  # the title's dot and the sentence's own

@@ -86,18 +86,45 @@ def placeholder_text(k: int) -> str:
     return PLACEHOLDER.format(k + 1)
 
 
+TITLES = ("Mr", "Mrs", "Ms", "Dr", "Prof", "St")  # before a name, with their dot: one entity with the name
+
+
+def with_titles(text: str, words: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """`words` (`candidates(text)`) with each title, its dot and the capitalised word after it as one:
+    "Mr. Tanaka". Apart, the title's dot read as a sentence's end ("Wir haben Mr getroffen. Tanaka ...")."""
+    out: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(words):
+        start, end, word = words[i]
+        after = words[i + 1] if i + 1 < len(words) else None
+        if (word in TITLES and after is not None and after[2][:1].isupper() and not is_number(after[2])
+                and re.fullmatch(r"\.\s+", text[end:after[0]])):
+            out.append((start, after[1], text[start:after[1]]))
+            i += 2
+            continue
+        out.append(words[i])
+        i += 1
+    return out
+
+
 def find_entities(text: str, known: Callable[[str], bool], copied: set[str], one_case: bool,
                   limit: int) -> list[Entity]:
     """The entities of a prepared sentence, left to right, at most `limit` distinct texts (later ones are
     left as text). `known(word)`: the training English holds the word; `copied`: capitalised words the
-    training data copies; `one_case`: the sentence was typed all in lower or all in upper case."""
+    training data copies; `one_case`: the sentence was typed all in lower or all in upper case. A title
+    before a name is one entity with it (`with_titles`)."""
     found, distinct = [], set()
     elided = {}  # "o'brien" typed in one case: a letter, an apostrophe and a word the training English never holds
     if one_case:
         elided = {m.start(): (m.end(), m.group()) for m in _ELIDED.finditer(text) if not known(m.group(2))}
-    for start, end, word in candidates(text):
+    for start, end, word in with_titles(text, candidates(text)):
         if start in elided:
             end, word = elided[start]
+        if word.split(".", 1)[0] in TITLES and " " in word:  # "Mr. Smith": a name, whatever its words
+            if word in distinct or len(distinct) < limit:
+                distinct.add(word)
+                found.append(Entity(start, end, word))
+            continue
         unseen = not all(known(part) for part in word.split("-"))  # "O'Brien" is one part, "well-known" two
         if is_number(word):
             is_entity = True

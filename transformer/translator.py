@@ -154,6 +154,20 @@ class Translation:
         return self.attention.steps if self.attention is not None else []
 
 
+_CLOSING = "\"'”’»)]"  # after a sentence's final mark: quotes and brackets
+
+
+def with_final_mark(source: str, text: str) -> str:
+    """`text` (a translation of `source`) ending in the source's final "!" or "?" where it ends in "." instead:
+    the model, trained mostly on statements, sometimes turns an exclamation or a question into one. The tokens
+    (and the maps) stay the model's own; only the text shown is mended."""
+    mark = source.rstrip().rstrip(_CLOSING)[-1:]
+    body = text.rstrip().rstrip(_CLOSING)
+    if mark not in ("!", "?") or not body.endswith(".") or body.endswith(".."):
+        return text
+    return body[:-1] + mark + text[len(body):]
+
+
 def as_head_mask(head_mask, config, device: torch.device | str = "cpu") -> HeadMask | None:
     """`head_mask` as a checked `HeadMask` of 0/1 float tensors: a `HeadMask`, or a dict of kind -> (L, H)
     array-like (kinds left out: every head on); None stays None (every head on)."""
@@ -262,7 +276,8 @@ class Translator:
         return self.truecaser is None or self.truecaser.knows(word)
 
     def _candidate(self, hyp: Hypothesis, source: Source) -> Candidate:
-        text = self.tokenizer.decode(strip_specials(hyp.tokens, self.model), source.entities)
+        text = with_final_mark(source.text, self.tokenizer.decode(strip_specials(hyp.tokens, self.model),
+                                                                   source.entities))
         return Candidate(text, self.tokenizer.ids_to_tokens(hyp.tokens), hyp.tokens, hyp.score, hyp.log_prob)
 
     def translate(
