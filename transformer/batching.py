@@ -1,61 +1,12 @@
 """Dynamic batching: translations asked for at about the same time, from any threads, decoded together,
-everyday ones in the order they came, expensive ones after them, the cheapest first.
+everyday ones in the order they came, expensive ones after them, the cheapest first. One worker thread runs all
+the model work of the process; an expensive search serves cheaper waiting work at its pause points. Every
+request gets what it gets alone, bit for bit. How and why: docs/serving.md.
 
     batcher = Batcher()                                   # one worker thread: all model work of the process
     r = batcher.translate(tr, "A dog runs.", "beam", 5, 0.6)      # blocks; a `Translation` with attention
     f = batcher.submit(tr, "A cat sleeps.", "greedy", 1, 0.6)     # a Future of one
     batcher.call(tr.attention_for, r, 2, work=search_work(len(r.src_ids)))  # other model work, and its work
-
-A class of 30 pressing Translate within a few seconds: decoded one by one, the last waits for all
-30; as one padded batch, the 30 take little more than a few alone (`Translator.translate_sources`).
-This is what model servers call a dynamic batcher (Triton's dynamic batcher, TorchServe's
-`batch_size` / `max_batch_delay`, Ray Serve's `@serve.batch`), in process, for a Gradio app whose own
-`batch=True` mode would hand every item of a batch the first user's session state.
-
-How a batch forms. One worker thread runs all the model work, so two passes never compete for the
-cores. When a translation is the oldest waiting request, the worker waits for company until `window_s`
-after its arrival; then it takes a round of waiting requests (below). While it decodes, new requests
-queue and form the next round, so under load batches grow by themselves; a lone request waits
-`window_s` (10 ms) at most. During a burst (the last round, less than `burst_gap_s` ago, held at least
-`burst_min` translations) its users are about to come back: the next round waits for as many, as long as
-they keep arriving (no gap over `settle_s`, 100 ms) and at most `burst_window_s` (0.5 s) after its oldest
-request arrived or the last round ended, whichever is later (a round answers its searches one by one, so
-its first users may be back before it ends), rather than decoding the first few alone while the others arrive (on 2 cores, their arrival and
-the last batch's answers slow such a small batch to about the time of a full one).
-
-Everyday requests first, then the cheapest. Every request has a work estimate, `search_work`: its
-source's padded length (its `SOURCE_BUCKETS` bucket) times its beam width; other model work (`call`)
-says its own, in the same units. A round takes the waiting everyday requests (work up to `light_work`:
-a typed sentence at beam 5) in the order they came, then the others cheapest first (oldest first among
-equals), up to `max_batch` requests and `max_work` work, so a short translation that arrives while long
-ones wait goes before them at the next round, and a class's presses keep their order. No request starves: one passed over by `max_skips` rounds that took a request which
-arrived after it goes first, oldest first, whatever its cost.
-
-Never long away from the queue. An expensive search (over `light_work`) does not hold the worker to its end: at its pause
-points (`decoding.pause_points`: after every search step, between the sentences' encoder and attention
-passes) the worker takes a round of waiting requests cheaper than it and serves them there, nested on
-the same thread, then goes back to the search, which has its tensors as it left them. It does so only
-once the search has run `pause_s` (50 ms), and after each such round the search runs at least as long
-as that round took, so cheap work never takes more than half the worker from an expensive search, and a
-short translation waits about one pause slice and one step, not a whole long search.
-
-Grouping. A round's translations with the same translator, method, beam width, length penalty, top-k
-and source bucket are one search (`Translator.translate_sources`: a bucket is what it batches anyway),
-at most `max_batch` sentences and `max_work` work; the round runs its searches and calls cheapest first.
-Every request has its own future and gets its own `Translation` (n-best and attention cut out of the
-batch for its sentence alone), bit for bit what it gets alone (`tests/test_batch_invariance.py`), so how
-requests are grouped, ordered or paused never changes an answer. If a search fails (or answers fewer
-translations than it was given), its requests are decoded one by one, so a bad request fails alone and no
-caller is left waiting.
-
-A search process. Given a `searcher` (`search_process.SearchProcess`, as the app does), the worker sends
-its everyday searches (all of a class's burst) to a child process and waits for them holding no GIL, so
-that they run beside Gradio's event loop and the threads that build the answers' payloads instead of
-taking turns with them; the worker stays the one scheduler, and calls and expensive searches (with their
-pause points) still run here. A lost child costs nothing but time: the search runs here instead.
-
-Back-pressure. At most `max_waiting` requests wait; one more raises `BatcherBusy` at once, with a
-message for the user, instead of a hang. `translate(..., timeout_s=...)` gives up the same way.
 """
 from __future__ import annotations
 
@@ -91,8 +42,7 @@ MAX_WORK = 5120
 PAUSE_S = 0.05  # how long an expensive search runs before cheaper waiting work may run at its pause points
 MAX_SKIPS = 4  # rounds that may pass a request over for later, cheaper ones before it goes first
 # Work up to which a request is an everyday one: a typed sentence of up to 64 tokens at beam 5. These go first,
-# in the order they came, and a search of them never pauses: in a class's burst every press is one, and
-# reordering or pausing them only delayed the longer sentences (p95 5.6 s against 2.5 s in arrival order).
+# in the order they came, and a search of them never pauses (docs/serving.md says why).
 LIGHT_WORK = 320
 
 

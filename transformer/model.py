@@ -94,8 +94,7 @@ def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int) -> Tensor:
     """List of id lists -> (B, max_len) LongTensor, right-padded. One tensor of all ids, scattered through a
-    mask, not a copy per row: the host builds each training batch between a GPU's kernel launches, and a
-    16,384-token en-de batch took 3.6 ms instead of 11.7 (2 EPYC cores)."""
+    mask, not a copy per row: the host builds each training batch between a GPU's kernel launches."""
     lengths = [len(s) for s in seqs]
     out = torch.full((len(seqs), max(lengths)), pad_id, dtype=torch.long)
     real = torch.arange(out.size(1)) < torch.tensor(lengths)[:, None]  # (B, max_len)
@@ -199,8 +198,8 @@ class MultiHeadAttention(nn.Module):
         each head's output (and its returned map) before the output projection.
         """
         p = self.dropout if self.training else 0.0
-        # Training on a CPU takes the explicit path even without dropout: SDPA's CPU backward was 1.5x slower
-        # per step in bf16 (2-core AMX Xeon), and its dropout draws a random number per element.
+        # Training on a CPU takes the explicit path even without dropout: SDPA's CPU backward was slower per step
+        # in bf16 (docs/model.md), and its dropout draws a random number per element.
         if need_weights or (self.training and q.device.type == "cpu"):
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, T_q, T_k)
             if mask is not None:

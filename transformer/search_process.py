@@ -5,28 +5,10 @@
     translations = searcher.search(tr, [tr.source("A dog runs.")], "beam", 5, 0.6)   # = tr.translate_sources(...)
     searcher.close()
 
-Why. A search is thousands of small torch operations, each a little Python. In the app's process that Python
-shares one GIL with Gradio's event loop and the threads that build the page's payloads: during a class's burst
-a round of 29 beam-5 translations took 1.0 to 1.2 s there, against 0.5 s alone (2 EPYC cores, one torch
-thread; `bench/load.py`). The child has a GIL of its own; the worker thread that waits for it holds none. Its
-heap keeps freed blocks for the next step (`heap.keep`), where the app's gives them back (`main`).
-
-Same bits. The child loads the checkpoint the way the parent did (`Translator.origin`: the directory and the
-`quantize` of `load_pretrained`) and runs torch on the parent's number of threads (float32 sums round by how
-they are split over threads), so a search gives there exactly what it gives in the parent
-(`tests/test_search_process.py`).
-
-Failures. Whatever goes wrong ends in `SearchProcessLost`, and the batcher then searches in its own process:
-a child that cannot start (an OSError from the pipes or `Popen`: no descriptor is left open), dies, stops
-answering (killed after the timeout; a child new to a checkpoint gets the start-up time to load it), answers
-something that cannot be pickled there or unpickled here, or answers too few translations. A search waits at
-most `LOCK_WAIT_S` for a preload or a start (it runs here meanwhile), and `close` never waits on them. After
-`MAX_FAILURES` failures in a row the next child waits for a backoff (`BACKOFF_S`, doubled after each further
-failure, at most `MAX_BACKOFF_S`; `available` is False meanwhile), so that a lasting fault costs little and a
-passing one heals. A checkpoint is the same only when its files are (`hub.checkpoint_digest`, part of
-`Translator.origin`): one the child cannot load, or rewritten since the app loaded it (a training export),
-is searched in the app from then on, never with the new weights beside the app's tokenizer. An error of the
-search itself (a ValueError) comes back as itself. The child ends when its parent does: its pipe closes.
+The child loads each checkpoint as the parent did and runs on the parent's threads and int8 kernels, so a search
+gives there exactly what it gives here. Whatever goes wrong ends in `SearchProcessLost`, and the search runs in
+the app instead; waits are bounded, and a failing child is tried again after a backoff. How and why:
+docs/serving.md.
 """
 from __future__ import annotations
 
@@ -403,9 +385,7 @@ def main(argv: list[str]) -> None:
 
     torch.set_num_threads(threads)  # the parent's: float32 sums round by how they are split over threads
     quantize.use_int8_kernels(kernels_from_argv(argv))
-    # A search's blocks are the same few MB every step of every round, freed once its answer is sent: served from
-    # the heaps and kept there, not mmap'ed afresh (a page fault for every page) as the app's are (`heap.give_back`).
-    # Beam 5, 30 sentences, one EPYC thread: the search took 246-269 ms so, against 543-623 ms given back.
+    # A search's blocks are the same every step of every round: kept in the heap, not mapped afresh (docs/serving.md)
     heap.keep()
     serve(Connection(receive_fd, writable=False), Connection(send_fd, readable=False))
 

@@ -57,11 +57,8 @@ def torch_threads(cores: int | None = None) -> int:
     """torch threads for the model: every core but one, at least one; `TRANSFORMER_THREADS` overrides.
 
     The core left over runs Gradio's threads and, where the app runs on the machine the page is seen on (a laptop,
-    a classroom's computer), the browser. On 2 EPYC cores with Chromium beside the app, one torch thread drew a
-    translation in 300-391 ms (p50) against 385-418 ms with two, and a head switched off in 298-335 against 355-391
-    ms (bench/browser_latency.py). Alone on the machine (a Space: its users' browsers are elsewhere), one thread
-    served a class's burst as fast or faster with the search process (bench/load.py: 31.9 and 33.6 requests/s
-    against 30.4 and 29.8 with two; docs/deploy.md)."""
+    a classroom's computer), the browser: a translation is drawn sooner so, and a class's burst is served as fast
+    (docs/deploy.md)."""
     value = os.environ.get("TRANSFORMER_THREADS", "")
     if value.isdigit() and int(value) > 0:
         return int(value)
@@ -78,10 +75,9 @@ REQUEST_TIMEOUT_S = 60.0  # a Translate press that waits longer for the batcher 
 def search_process_from_env(python: str = sys.executable) -> SearchProcess | None:
     """The app's search process (`transformer.search_process`), started now on torch's threads (`python`
     runs it), unless `TRANSFORMER_SEARCH_PROCESS` is 0; a child that cannot start now is tried again later
-    (`SearchProcess`'s backoff), its searches run in the app meanwhile. A class's burst of 90 beam-5 presses
-    ran at 30.1 to 35.1 requests/s with it (p95 1.10 to 1.45 s) against 19.3 to 20.5 (p95 1.88 to 1.97 s)
-    without (2 EPYC cores, bench/load.py, alternated): its searches no longer wait for the GIL, nor for the
-    app's heap. It costs about 390 MB of memory."""
+    (`SearchProcess`'s backoff), its searches run in the app meanwhile. Its searches no longer wait for the
+    app's GIL, nor for its heap, which serves a class's burst much faster, for the memory of a second copy of
+    the model (docs/serving.md, docs/deploy.md)."""
     if os.environ.get(ENV_SEARCH_PROCESS, "").strip() == "0":
         log.info("searches run in the app's process (%s=0)", ENV_SEARCH_PROCESS)
         return None
@@ -212,8 +208,8 @@ class Explorer:
         self._head_figures: dict[str | None, tuple[go.Figure, pd.DataFrame]] = {}
         # Loading runs on the batcher's thread too: torch's OpenMP (libgomp) keeps a thread pool for every thread
         # that runs parallel work, and once the pools hold more threads than there are cores, each parallel
-        # region wakes its threads by futex instead of spinning. Loaded on the main thread, the model then translated
-        # in 75.8 ms instead of 28.5 (2 EPYC cores, 2 threads: bench/thread_pools.py).
+        # region wakes its threads by futex instead of spinning: loaded on the main thread, the model then translated
+        # several times slower (bench/thread_pools.py).
         registry.runner = self.batcher.call
         self.default_model = registry.default()
         self.default_translator: Translator | None = None

@@ -50,7 +50,7 @@ QUANT_SCALE = 65535  # weights in [0, 1] as uint16: steps of 1.5e-5, so a hover'
 SMALL_QUANT_SCALE = 255
 MAX_WEIGHT_BYTES = 96_000  # uint16 only while its raw bytes (all kinds) stay within this: ~13 words on en-de
 MASS_SCALE = 65535  # a row's kept mass as uint16
-PACK_LEVEL = 6  # zlib default. 9 took 3.8 ms, not 2.2, on a 13-word en-de payload (2-core EPYC): 0.1-2 % fewer bytes
+PACK_LEVEL = 6  # zlib's default: a higher level took longer for few bytes fewer
 KINDS = ATTENTION_KINDS
 # light to dark, white = no attention; the canvas model view and the Plotly heatmaps share it
 ATTENTION_COLORS = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
@@ -176,7 +176,7 @@ def _with_entities(words: list[str], entities: Sequence[str]) -> list[str]:
 @functools.cache
 def _score_palette() -> np.ndarray:
     """SCORE_COLORS sampled by Plotly at 256 levels, once: Plotly parses and validates the colour scale on
-    every `sample_colorscale` call (4 ms a payload, most of a warm payload's time)."""
+    every `sample_colorscale` call, most of a warm payload's time."""
     return np.array(sample_colorscale(SCORE_COLORS, np.linspace(0.0, 1.0, 256).tolist(), colortype="rgb"),
                     dtype=object)
 
