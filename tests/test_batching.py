@@ -74,7 +74,7 @@ def test_concurrent_users_each_get_their_own_translation_as_alone(tr, batcher):
         results = [f.result(60) for f in futures]
     holder.join()
     assert batcher.stats.sizes[-1] == len(REQUESTS)  # one round: three groups of options, decoded as batches
-    for result, expected, (text, *_) in zip(results, alone, REQUESTS):
+    for result, expected, (text, *_) in zip(results, alone, REQUESTS, strict=True):
         assert result.model_input == text
         assert_same(result, expected)
 
