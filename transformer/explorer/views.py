@@ -184,28 +184,6 @@ def model_view(att: Attention, kind: str, opts: ViewOptions, suffix: str = "") -
     return viz.model_view(w, q, k, title=f"{KIND_TITLES[kind]}: every layer (rows) × head (columns){suffix}")
 
 
-def rollout_view(att: Attention, opts: ViewOptions) -> go.Figure:
-    if att.encoder.shape[0] == 0:
-        return viz.placeholder_figure("This model has no encoder layers.")
-    r = viz.rollout(att.encoder)  # over all tokens: specials carry mass through the layers too
-    r, q, k, _ = transform(r, att.src_tokens, att.src_tokens, opts.hide_special, opts.merge_subwords)
-    if _empty(r):
-        return viz.placeholder_figure("Nothing left to show after hiding special tokens.")
-    return viz.rollout_figure(r, q, title="Encoder attention rollout (all layers, heads averaged)")
-
-
-def entropy_grid(att: Attention, kind: str) -> tuple[go.Figure, pd.DataFrame]:
-    """Head summary figure and the clickable table of the same numbers (column 0 = layer label)."""
-    weights, _, _ = kind_maps(att, kind, ROWS_INPUT)
-    if weights.shape[0] == 0:
-        return viz.placeholder_figure(f"This model has no {kind} layers."), pd.DataFrame()
-    scores = viz.head_entropy(weights)
-    fig = viz.head_summary(scores, "entropy (nats)", title=f"{KIND_TITLES[kind]}: entropy per head")
-    table = pd.DataFrame(np.round(scores, 2), columns=[f"H{h + 1}" for h in range(scores.shape[1])])
-    table.insert(0, "layer", [f"L{layer + 1}" for layer in range(scores.shape[0])])
-    return fig, table
-
-
 def step_view(att: Attention, step: Any, opts: ViewOptions) -> tuple[go.Figure, str]:
     """Decoding step `step` (1-based): the chosen token, top-5 next tokens and that step's cross-attention row."""
     if not att.steps:
@@ -234,10 +212,6 @@ def hidden_text(masses: dict[str, float | None]) -> str:
         return "Special tokens are shown (tick \"Hide <bos>/<eos>\" to hide them and renormalise rows)."
     parts = ", ".join(f"{KIND_TITLES[k].lower()} {v:.1%}" for k, v in shown.items())
     return f"Attention mass hidden on <bos>/<eos>/<pad> in the focus views (rows renormalised): {parts}."
-
-
-def candidate_suffix(result: Result) -> str:
-    return f" · candidate {result.candidate + 1}" if result.candidate else ""
 
 
 def load_train_log(directory: Path | None) -> list[dict[str, Any]]:
