@@ -94,7 +94,8 @@ def html_template() -> str:
 def js_on_load() -> str:
     """explorer.js plus the call that starts it on the component (`element`, `props`, `watch` from gr.HTML);
     it asks the server for a model pass (heads switched off, norms) with gr.HTML's `trigger("rerun", ...)`."""
-    return share_js() + (STATIC_DIR / "explorer.js").read_text(encoding="utf-8") + "\ninitExplorer(element, props, watch);\n"
+    return (share_js() + (STATIC_DIR / "inflate.js").read_text(encoding="utf-8")
+            + (STATIC_DIR / "explorer.js").read_text(encoding="utf-8") + "\ninitExplorer(element, props, watch);\n")
 
 
 @cache
