@@ -193,3 +193,75 @@ def test_the_command_scores_gold_pairs_of_the_shipped_model(tmp_path):
     assert result["opens_on"][0]["kind"] == "head" and len(result["opens_on"]) == 2
     # a model whose attention knew nothing of the words would not get most of six short sentences right
     assert result["best"]["dev"]["aer"] < 50
+
+
+# --- what the app opens on and says ----------------------------------------------------------------------
+
+def _scores(best: dict, read_outs: list[dict]) -> dict:
+    return {"pairs": {"dev": 3, "test": 5}, "best": best, "read_outs": read_outs}
+
+
+def _read_out(kind: str, layer, head, rows: str, dev: float, test=(80.0, 70.0)) -> dict:
+    return {"kind": kind, "layer": layer, "head": head, "rows": rows, "dev": {"aer": dev},
+            "test": {"precision": test[0], "recall": test[1]}}
+
+
+CROSS = {"tags": [[[], ["align"]], [["align"], []]], "shares": {"align": [[0.1, 0.6], [0.7, 0.2]]}}
+
+
+def test_the_cross_view_opens_on_the_best_read_out_and_the_steps_on_the_best_predicting_one(tmp_path):
+    """alignment.json's `best` (here a shifted head) opens the cross view with its rows; the steps view opens
+    on the predicting read-out with the lowest dev AER the page can show (a layer mean here; the mean of all
+    is left out); without the file, both open on the head analysis' alignment head, rows by predicted word."""
+    import json
+
+    from transformer.explorer import head_views as hv
+
+    assert hv.opening_read_outs(tmp_path, CROSS) == {
+        "cross": {"layer": 1, "head": 0, "rows": "predicted token", "agreement": ""},
+        "steps": {"layer": 1, "head": 0, "rows": "predicted token"}}
+    best = _read_out("head", 0, 1, "shifted", 9.0, (90.32, 88.0))
+    read_outs = [best, _read_out("head", 1, 0, "predicting", 20.0), _read_out("layer", 1, None, "predicting", 12.0),
+                 _read_out("all", None, None, "predicting", 10.0)]
+    (tmp_path / "alignment.json").write_text(json.dumps(_scores(best, read_outs)), encoding="utf-8")
+    opens = hv.opening_read_outs(tmp_path, CROSS)
+    assert {k: v for k, v in opens["cross"].items() if k != "agreement"} == {
+        "layer": 0, "head": 1, "rows": "decoder input token"}
+    assert opens["steps"] == {"layer": 1, "head": -1, "rows": "predicted token"}
+    assert "90 in 100" in opens["cross"]["agreement"] and "88 in 100" in opens["cross"]["agreement"]
+
+
+def test_the_agreement_reads_its_numbers_and_says_nothing_without_them(tmp_path):
+    """The sentence takes the best read-out's test precision and recall, and eflomal's only where the anchor
+    was run on the same gold split; no scores, no sentence."""
+    import json
+
+    from transformer.explorer.head_views import agreement
+
+    scores = _scores(_read_out("head", 0, 1, "shifted", 9.0, (90.32, 87.6)), [])
+    missing = tmp_path / "none.json"
+    assert agreement(scores, missing) == ("Of the links this map draws, 90 in 100 are ones a person also drew; of a "
+                                          "person's links, it finds 88 in 100 (our own 5 test sentences).")
+    anchor = tmp_path / "anchor.json"
+    eflomal = {"grow_diag_final_and": {"test": {"precision": 98.36, "recall": 93.08}}}
+    anchor.write_text(json.dumps({"gold_pairs": {"dev": 3, "test": 5}, "aer": eflomal}), encoding="utf-8")
+    assert agreement(scores, anchor).endswith("(our own 5 test sentences). A statistical aligner, eflomal, gets "
+                                              "98 and 93.")
+    anchor.write_text(json.dumps({"gold_pairs": {"dev": 3, "test": 6}, "aer": eflomal}), encoding="utf-8")
+    assert "eflomal" not in agreement(scores, anchor)
+    assert agreement({"pairs": {"test": 5}}, anchor) == ""
+
+
+def test_the_heads_tab_says_what_the_cross_view_opens_on_and_how_far_it_agrees():
+    """en-de's Heads tab figure carries the opening read-out and its agreement, as the page shows it."""
+    from transformer.explorer.head_views import head_figures, head_info
+
+    info = head_info(CHECKPOINT)
+    if info is None or not (CHECKPOINT / "alignment.json").is_file():
+        pytest.skip("checkpoints/en-de has no head analysis or alignment scores")
+    figure, _ = head_figures("en-de", CHECKPOINT)
+    texts = [a.text for a in figure.layout.annotations]
+    opens = info["opens_on"]["cross"]
+    note = next(t for t in texts if "Cross-attention opens on" in t)
+    assert f"layer {opens['layer'] + 1}, head {opens['head'] + 1}" in note
+    assert opens["agreement"] in note.replace("<br>", " ")

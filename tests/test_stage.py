@@ -270,24 +270,30 @@ def test_greedy_vs_beam_leaves_the_second_sentence_out_of_the_link():
                                ".includes('greedy')")
 
 
-def test_cross_attention_opens_on_the_strongest_alignment_head():
-    """A payload whose head analysis names alignment heads (en-de's, 6+4 layers of 8 heads): cross-attention opens
-    on the tagged head with the largest alignment share, the encoder on its last layer's mean; a head chosen
-    by hand then holds on every kind."""
+def test_cross_attention_opens_on_the_read_out_that_aligns_best():
+    """A payload with en-de's head analysis and alignment scores (6+4 layers of 8 heads): cross-attention opens
+    on the read-out with the lowest AER on the dev gold (alignment.json's `best`: its layer, head and rows) and
+    says how far it agrees with a person; the steps on the best predicting read-out; the encoder on its last
+    layer's mean, and the decoder gets its rows back; rows or a head chosen by hand then hold on every kind."""
     from test_payload import make_attention
 
     from transformer.explorer.head_views import head_info
     from transformer.explorer.payload import attention_payload
 
-    heads = head_info(ROOT / "checkpoints" / "en-de")
-    if heads is None:
-        pytest.skip("checkpoints/en-de has no head analysis")
-    roles = json.loads((ROOT / "checkpoints" / "en-de" / "head_roles.json").read_text(encoding="utf-8"))["kinds"]["cross"]
-    tagged = [(roles["shares"]["align"][l][h], l, h) for l, row in enumerate(roles["tags"]) for h, t in enumerate(row)
-              if "align" in t]
-    _, layer, head = max(tagged)
+    checkpoint = ROOT / "checkpoints" / "en-de"
+    heads = head_info(checkpoint)
+    if heads is None or not (checkpoint / "alignment.json").is_file():
+        pytest.skip("checkpoints/en-de has no head analysis or alignment scores")
+    scores = json.loads((checkpoint / "alignment.json").read_text(encoding="utf-8"))
+    best = scores["best"]
+    rows = {"shifted": "decoder input token", "predicting": "predicted token"}[best["rows"]]
+    shown = [r for r in scores["read_outs"] if r["rows"] == "predicting" and r["kind"] in ("head", "layer")]
+    steps = min(shown, key=lambda r: r["dev"]["aer"])
+    steps_head = "mean over heads" if steps["head"] is None else f"head {steps['head'] + 1}"
     payload = attention_payload(make_attention(6, 4, 8), model="en-de", heads=heads)
     server = shared_app(ENV)
+    title = "(s) => { const t = document.querySelector(s + ' .gtitle'); return t ? t.textContent : ''; }"
+    checked = "document.querySelector('#rows input:checked').value"
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1366, "height": 768})
         page.set_default_timeout(TIMEOUT_MS)
@@ -296,15 +302,31 @@ def test_cross_attention_opens_on_the_strongest_alignment_head():
         page.wait_for_function(f"!!{EXPLORER}")  # the explorer's own object, not only a ready mark on the page
         page.evaluate(f"(p) => {EXPLORER}.setPayload(p)", payload)
         page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
-        page.wait_for_function("(t) => document.querySelector('#focus-cross .gtitle') && "
-                               "document.querySelector('#focus-cross .gtitle').textContent.includes(t)",
-                               arg=f"layer {layer + 1} · head {head + 1}")
+        page.wait_for_function(f"({title})('#focus-cross').includes('layer {best['layer'] + 1} · head {best['head'] + 1}')")
+        assert page.evaluate(checked) == rows
+        note = page.locator("#agreement")
+        assert note.is_visible() and note.text_content() == heads["opens_on"]["cross"]["agreement"]
+        assert "in 100" in note.text_content()
+        page.evaluate(f"{EXPLORER}.update({{tab: 'steps'}})")
+        page.wait_for_function(f"({title})('#step-plot').includes('layer {steps['layer'] + 1}, {steps_head}')")
+        assert note.is_hidden()
+        page.evaluate(f"{EXPLORER}.update({{tab: 'decoder'}})")
+        page.wait_for_function(f"({title})('#focus-decoder').includes('layer 4 · mean over heads')")
+        assert page.evaluate(checked) == "predicted token"  # the rows the cross default set are given back
         page.evaluate(f"{EXPLORER}.update({{tab: 'encoder'}})")
-        page.wait_for_function("document.querySelector('#focus-encoder .gtitle') && document.querySelector("
-                               "'#focus-encoder .gtitle').textContent.includes('layer 6 · mean over heads')")
-        page.locator("#head select").select_option("2")
+        page.wait_for_function(f"({title})('#focus-encoder').includes('layer 6 · mean over heads')")
+        # rows chosen on the cross view end its default: its layer and head stay, the note goes
         page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
-        page.wait_for_function("document.querySelector('#focus-cross .gtitle').textContent.includes('head 3')")
+        page.wait_for_function(f"({checked}) === '{rows}'")
+        other = next(r for r in ("decoder input token", "predicted token") if r != rows)
+        page.locator(f"#rows input[value='{other}']").check()
+        page.evaluate(f"{EXPLORER}.update({{tab: 'encoder'}})")
+        page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
+        page.wait_for_function(f"({title})('#focus-cross').includes('layer {best['layer'] + 1} · head {best['head'] + 1}')")
+        assert page.evaluate(checked) == other and note.is_hidden()
+        page.locator("#head select").select_option("2")
+        page.evaluate(f"{EXPLORER}.update({{tab: 'encoder'}})")
+        page.wait_for_function(f"({title})('#focus-encoder').includes('head 3')")
 
 
 def test_a_map_saves_as_png_and_svg_at_projector_resolution_with_its_title():

@@ -2,7 +2,7 @@
 
 `python -m transformer.training.head_analysis` writes `head_importance.json` and `head_roles.json` into a
 checkpoint directory. `head_info` reads what the attention tab needs per head (importance, role tags,
-every role's share); `head_figures` draws the Heads tab: one importance heatmap per attention kind
+every role's share, the read-out each cross-attention view opens on: `opening_read_outs`); `head_figures` draws the Heads tab: one importance heatmap per attention kind
 (role tags in the cells) above that kind's pruning curve (importance order, reverse, random), and a
 table of how many heads of each kind carry each role. Pure plotly and pandas, no gradio, no torch.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import viz
+from .share import MEAN_HEADS, ROWS_INPUT, ROWS_PREDICTED
 from transformer.config import ATTENTION_KINDS
 
 log = logging.getLogger(__name__)
@@ -25,6 +27,9 @@ log = logging.getLogger(__name__)
 KINDS = ATTENTION_KINDS
 KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
 HEAD_FILES = ("head_importance.json", "head_roles.json")
+ALIGNMENT_FILE = "alignment.json"  # `python -m transformer.training.alignment`: every read-out's AER on our gold set
+ANCHOR_FILE = Path(__file__).resolve().parents[2] / "bench" / "results" / "alignment_anchor.json"  # eflomal on it
+ROWS_OF = {"shifted": ROWS_INPUT, "predicting": ROWS_PREDICTED}  # alignment.py's read-outs as the page's rows
 ROLE_CODES = {"prev": "P", "next": "N", "self": "S", "rare": "R", "sink": "K", "align": "A"}  # cell letters
 ORDERS = (("importance", "least important first", "#d62728"), ("random", "random order (mean of seeds)", "#7f7f7f"),
           ("reverse", "most important first", "#1f77b4"))
@@ -56,7 +61,7 @@ def head_info(directory: Path | None) -> dict[str, Any] | None:
         kinds = {kind: {"importance": importance["importance"][kind], "tags": roles["kinds"][kind]["tags"],
                         "shares": roles["kinds"][kind]["shares"]} for kind in KINDS}
         return {"kinds": kinds, "names": roles["names"], "thresholds": roles["thresholds"], "codes": ROLE_CODES,
-                "alignment": alignment_head(kinds["cross"])}
+                "opens_on": opening_read_outs(directory, kinds["cross"])}
     except (KeyError, TypeError):
         log.warning("incomplete head analysis in %s", directory)
         return None
@@ -64,7 +69,7 @@ def head_info(directory: Path | None) -> dict[str, Any] | None:
 
 def alignment_head(cross: dict[str, Any]) -> list[int] | None:
     """[layer, head] (0-based) of the cross-attention head tagged as an alignment head with the largest alignment
-    share: the head the cross-attention view opens on. None when the analysis tags none."""
+    share: what the cross-attention views open on without alignment.json. None when the analysis tags none."""
     tags, shares = cross["tags"], cross["shares"].get("align")
     if shares is None:
         return None
@@ -73,6 +78,90 @@ def alignment_head(cross: dict[str, Any]) -> list[int] | None:
         return None
     _, layer, head = max(tagged)
     return [layer, head]
+
+
+def read_alignment(directory: Path | None) -> dict[str, Any] | None:
+    """A checkpoint's alignment.json, or None when it is missing or unreadable."""
+    path = directory / ALIGNMENT_FILE if directory is not None else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        scores = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        log.warning("unreadable %s", path)
+        return None
+    return scores if isinstance(scores, dict) else None
+
+
+def _shown(read_out: dict[str, Any]) -> dict[str, Any] | None:
+    """A read-out of alignment.json as the page's view (layer, head or MEAN_HEADS, rows); None for one the
+    page cannot show (the mean of all layers)."""
+    if read_out.get("kind") not in ("head", "layer") or read_out.get("rows") not in ROWS_OF:
+        return None
+    layer, head = read_out.get("layer"), read_out.get("head")
+    if not isinstance(layer, int) or not (head is None or isinstance(head, int)):
+        return None
+    return {"layer": layer, "head": MEAN_HEADS if head is None else head, "rows": ROWS_OF[read_out["rows"]]}
+
+
+def opening_read_outs(directory: Path | None, cross: dict[str, Any]) -> dict[str, Any] | None:
+    """What the cross-attention views open on: {"cross": view, "steps": view}, each {"layer", "head", "rows"},
+    the cross view's with `agreement` (a sentence for the page, or "") when measured.
+
+    With alignment.json, the cross view opens on the read-out that aligns best on the gold set's dev part
+    (its `best`); the steps view shows the row of the word being chosen, so it opens on the best read-out of
+    the predicting rows the page can show (a head or a layer's mean). Without it, both open on the alignment
+    head of the head analysis (`alignment_head`), rows labelled by the predicted word; None when neither
+    names one."""
+    scores = read_alignment(directory)
+    if scores is not None:
+        try:
+            best = _shown(scores["best"])
+            predicting = [r for r in scores["read_outs"] if r.get("rows") == "predicting" and _shown(r)]
+            steps = _shown(min(predicting, key=lambda r: r["dev"]["aer"])) if predicting else best
+            if best is not None and steps is not None:
+                return {"cross": {**best, "agreement": agreement(scores)}, "steps": steps}
+        except (KeyError, TypeError, ValueError):
+            log.warning("incomplete %s in %s", ALIGNMENT_FILE, directory)
+    head = alignment_head(cross)
+    if head is None:
+        return None
+    view = {"layer": head[0], "head": head[1], "rows": ROWS_PREDICTED}
+    return {"cross": {**view, "agreement": ""}, "steps": view}
+
+
+def opening_note(view: dict[str, Any]) -> str:
+    """The Heads tab's line on the cross view's opening read-out: which it is and how far it agrees."""
+    head = "the mean over heads" if view["head"] == MEAN_HEADS else f"head {view['head'] + 1}"
+    words = "the word the decoder reads" if view["rows"] == ROWS_INPUT else "the word it writes"
+    sentences = re.split(r"(?<=\.) (?=[A-Z])", view["agreement"])  # one a line: the figure is not wide
+    return "\n".join([f"Cross-attention opens on layer {view['layer'] + 1}, {head}, each row read as {words}: "
+                      "the map that agrees best with a person's word links.", *sentences])
+
+
+def _in_100(value: Any) -> int:
+    return int(round(float(value)))
+
+
+def agreement(scores: dict[str, Any], anchor_path: Path = ANCHOR_FILE) -> str:
+    """How far the read-out the cross view opens on agrees with a person, in plain words: its precision and
+    recall on the gold set's test part, and eflomal's on the same sentences where the anchor was run on them
+    (bench/alignment_anchor.py); "" when the scores say too little."""
+    try:
+        test, pairs = scores["best"]["test"], int(scores["pairs"]["test"])
+        text = (f"Of the links this map draws, {_in_100(test['precision'])} in 100 are ones a person also drew; "
+                f"of a person's links, it finds {_in_100(test['recall'])} in 100 (our own {pairs} test sentences).")
+    except (KeyError, TypeError, ValueError):
+        return ""
+    try:
+        anchor = json.loads(anchor_path.read_text(encoding="utf-8"))
+        if anchor["gold_pairs"] != scores["pairs"]:  # another gold set: not the same sentences
+            return text
+        eflomal = anchor["aer"]["grow_diag_final_and"]["test"]
+        return (text + f" A statistical aligner, eflomal, gets {_in_100(eflomal['precision'])} and "
+                f"{_in_100(eflomal['recall'])}.")
+    except (OSError, ValueError, KeyError, TypeError):
+        return text
 
 
 def _cell_text(tags: list[str]) -> str:
@@ -165,7 +254,14 @@ def head_figures(label: str | None, directory: Path | None) -> tuple[go.Figure, 
     importance, roles = analysis
     try:
         title = f"Heads of {label}: importance (Michel et al., 2019) and pruning" if label else "Heads"
-        return importance_and_pruning_figure(importance, roles, title), role_table(roles)
+        figure = importance_and_pruning_figure(importance, roles, title)
+        opens = opening_read_outs(directory, roles["kinds"]["cross"])
+        if opens and opens["cross"]["agreement"]:
+            note = "<br>".join(viz.escape_label(line) for line in opening_note(opens["cross"]).split("\n"))
+            figure.add_annotation(text=note, x=0.5, y=1.065, xref="paper", yref="paper", showarrow=False,
+                                  xanchor="center", yanchor="bottom", font=dict(size=13, color="#444"))
+            figure.update_layout(margin_t=150, height=800, title_y=0.985, title_yanchor="top")  # the note under the title
+        return figure, role_table(roles)
     except (KeyError, TypeError, ValueError, IndexError):
         log.warning("incomplete head analysis in %s", directory)
         return viz.placeholder_figure(NO_ANALYSIS), pd.DataFrame(columns=["attention", "role", "heads"])

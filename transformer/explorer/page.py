@@ -85,6 +85,7 @@ def html_template() -> str:
         "</div>"
         '<p id="ablation" class="note" hidden></p>'
         '<p id="hidden-mass" class="note"></p>'
+        '<p id="agreement" class="note" hidden></p>'  # explorer.js: how far the opening read-out agrees with a person
         f'<div class="tablist" role="tablist" aria-label="Attention views">{tabs}</div>'
         + "".join(_kind_panel(k) for k in KIND_TITLES) + steps + "</div>"
     )

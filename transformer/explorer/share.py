@@ -28,8 +28,9 @@ URL parameters (all optional; layer and head are 1-based as on screen):
                     "hide special tokens" off shows them); only on the attention tab with kind encoder,
                     decoder or cross, a layer, a single head and merge off (the panel explains single
                     tokens); the model says if the translation has no such position
-A link without layer and head opens each kind on its default (cross-attention: the checkpoint's strongest
-alignment head; static/explorer.js `autoPick`).
+A link without layer and head opens each kind on its default (cross-attention: the read-out of the
+checkpoint's alignment.json that aligns best, its rows included, else its strongest alignment head;
+head_views.opening_read_outs, static/explorer.js `autoPick`).
 """
 from __future__ import annotations
 

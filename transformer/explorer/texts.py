@@ -16,7 +16,9 @@ look at. The darker a square, the more the row's word looks at the column's word
 * **Decoder self-attention** (the writing part): every German word looks only at the German words written
   before it, so the squares right of the diagonal stay empty.
 * **Cross-attention** (where writing meets reading): each German word looks back at the English sentence.
-  This is where you can often see which English word a German word comes from.
+  This is where you can often see which English word a German word comes from. It opens on the map that
+  agrees best with the links a person draws between the words of a sentence and its translation, where the
+  model has been checked against them; the line under the controls says how far.
 * **Rows labelled by the word they write**: each decoder row is named after the word the model writes at
   that step ("predicted token"). The model reads the word before it (the "decoder input token"); the
   other naming is one click away.
@@ -54,8 +56,14 @@ at the query in at least 90 % of the rows (Voita et al., 2019); **R**, the large
 sentence's rarest word in at least half of the rows; **K** (sink), at least half of the weight goes to
 &lt;eos&gt;/&lt;bos&gt; and punctuation; **A** (alignment, cross-attention), the largest weight is on the source
 word that IBM Model 1, a statistical word aligner trained on the training pairs, aligns with the predicted
-word, in at least half of the rows. The cross-attention view opens on the alignment head with the largest
-share. **Weight or norm** (the attention tab's "Maps show"): the weight α says how much a query looks
+word, in at least half of the rows. **Which map shows the alignment best** is measured, not guessed: every
+head, each layer's mean and the mean of all heads are read as word links (each German word to the English
+word its row weighs most) and scored against links drawn by hand on sentences of our own, by the alignment
+error rate (AER, Och and Ney, 2003). Each map is read two ways: a row as the word the model writes there, or
+as the word it reads there, one step later (Chen et al., 2020). The cross-attention view opens on the map
+chosen on one part of those sentences, and the numbers above the figures are measured on the rest; the
+steps view, whose row is the word being chosen, opens on the best map read the first way. A model without
+those scores opens on the alignment head with the largest share. **Weight or norm** (the attention tab's "Maps show"): the weight α says how much a query looks
 at a key; Kobayashi et al. (2020) show that the size of what the key then adds, ‖α f(x)‖ (its value vector
 through the head's part of the output projection), tells more; each row is divided by its sum. Rollout
 (Abnar and Zuidema, 2020) multiplies the encoder layers' maps, each averaged with the identity for the

@@ -161,21 +161,48 @@ function initExplorer(root, props, watch) {
     return {z: w, q, k, hidden};
   }
 
-  // Until a layer or head is chosen (state.auto), each kind opens on its own default: cross-attention (and the
-  // steps, which draw it) on the checkpoint's strongest alignment head where its head analysis names one (the
-  // clearest picture of which source word each output word comes from), every other kind on its last layer, mean.
-  // a layer or head set by anyone (a control, a panel, a test) ends the defaults
+  // Until a layer or head is chosen (state.auto), each kind opens on its own default: cross-attention on the
+  // read-out that agrees best with people's word alignments (layer, head and rows: head_views.opening_read_outs;
+  // the rows it sets are given back on leaving it), the steps on the best one of the rows being chosen, every
+  // other kind on its last layer, mean. A layer or head set by anyone (a control, a panel, a test) ends the
+  // defaults; so do rows chosen on the cross view, where the rows are part of its default.
+  let autoRows = null;  // the rows before the cross default set its own, while they are in force
   function chosen(changes) {
-    return ("layer" in changes || "head" in changes) && !("auto" in changes) ? {...changes, auto: false} : changes;
+    if ("rows" in changes) autoRows = null;  // rows chosen by hand are kept
+    const ends = "layer" in changes || "head" in changes || ("rows" in changes && state.tab === "cross");
+    return ends && !("auto" in changes) ? {...changes, auto: false} : changes;
+  }
+
+  function opensOn(view) {
+    const open = data && data.heads && data.heads.opens_on;
+    return open && open[view] ? open[view] : null;
   }
 
   function autoPick() {
-    if (!state.auto || !data) return;
-    const kind = KINDS.includes(state.tab) ? state.tab : "cross";
-    const align = data.heads && data.heads.alignment;
-    if (kind === "cross" && align) { state.layer = align[0]; state.head = align[1]; return; }
-    state.layer = Math.max(mapsOf(kind).shape[0], 1) - 1;
+    if (!state.auto || !data) { autoRows = null; return; }
+    const view = KINDS.includes(state.tab) ? state.tab : "steps";
+    const open = view === "cross" || view === "steps" ? opensOn(view) : null;
+    if (view === "cross" && open && state.rows !== open.rows) {
+      if (autoRows === null) autoRows = state.rows;
+      state.rows = open.rows;
+    } else if ((view !== "cross" || !open) && autoRows !== null) {
+      state.rows = autoRows;
+      autoRows = null;
+    }
+    if (open) { state.layer = open.layer; state.head = open.head; return; }
+    state.layer = Math.max(mapsOf(view === "steps" ? "cross" : view).shape[0], 1) - 1;
     state.head = MEAN;
+  }
+
+  // how far the read-out the cross view opens on agrees with a person: said while that read-out is on screen
+  function showAgreement() {
+    const note = $("#agreement");
+    if (!note) return;
+    const open = opensOn("cross");
+    const on = Boolean(open && open.agreement && state.tab === "cross" && state.layer === open.layer &&
+      state.head === open.head && state.rows === open.rows && !showNorm());
+    note.textContent = on ? open.agreement : "";
+    note.hidden = !on;
   }
   const clampLayer = (n) => Math.min(Math.max(state.layer, 0), n - 1);
   const headOf = (n) => (state.head < n ? state.head : MEAN);
@@ -611,6 +638,7 @@ function initExplorer(root, props, watch) {
   function render() {
     autoPick();
     syncControls();
+    showAgreement();
     $(".explorer").dataset.ready = data ? `payload-${data.rev}` : "empty";
     $(".explorer").dataset.views = "drawing";  // `views-<rev>` once the tab's views are drawn (tests wait on it)
     if (data && !root.offsetWidth) { pending = true; return; }  // drawn when it shows (ResizeObserver below)
