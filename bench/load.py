@@ -257,7 +257,7 @@ def main() -> None:
                                          "load_generator": round(own_cpu_s() - own_cpu, 2),
                                          "server_threads": server_spent}
         report["rss_after_concurrent_mb"] = round(rss_kb(server.pid) / 1024, 1)
-        # the app's search process (transformer/search_process.py), where it runs one: its own memory
+        # the app's search process (transformer/serving/search_process.py), where it runs one: its own memory
         report["rss_children_mb"] = [round(rss_kb(child) / 1024, 1) for child in child_pids(server.pid)]
         time.sleep(PAUSE_S)  # a press alone, not the tail of the burst (the batcher's burst mode ends after 1 s)
         report["sequential"] = sequential_phase(clients[0], sentences, args.sequential, args.api_only, server.pid)

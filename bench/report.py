@@ -131,7 +131,7 @@ def result_section(path: Path) -> str:
 
 CLASS_TABLE = """## Serving paths by CPU class
 
-For each CPU class: the serving path the start-up probe chose (`transformer/serving_path.py`), what the probe
+For each CPU class: the serving path the start-up probe chose (`transformer/serving/kernels.py`), what the probe
 timed (one decoding step's linears at 5 and 40 rows), beam 5 with attention against `MarianMTModel.generate`
 (float32, same architecture, same thread count), a class's burst of 30 users x 3 presses, a lone press through
 `gradio_client`, the first translation drawn in Chromium, and short requests while 6 sessions keep the worst

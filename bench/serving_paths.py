@@ -37,7 +37,7 @@ def one_class(checkpoint: str, threads: int, repeats: int) -> dict:
     from decode_latency import interleaved, marian_generate, percentiles
     from transformer import quantize
     from transformer.hub import read_config
-    from transformer.serving_path import choose_serving_path
+    from transformer.serving.kernels import choose_serving_path
     from transformer.translator import Translator, load_pretrained
 
     start = time.perf_counter()

@@ -454,7 +454,7 @@ def test_api_html_input_comes_back_as_plain_text(client):
 @pytest.mark.slow  # a running app in its own process
 def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client):
     """Six users press Translate at once (the page's request): the server decodes them together
-    (transformer/batching.py); each gets its own translation, n-best and attention, as alone."""
+    (transformer/serving/batching.py); each gets its own translation, n-best and attention, as alone."""
     texts = ["h e l l o", "a b c d", "z y x w v", "g r a d i e n t", "t r a n s f o r m e r", "q u i c k"]
     settings = [("beam", 3), ("beam", 3), ("greedy", 1), ("beam", 2), ("beam", 3), ("greedy", 1)]
     clients = [client] + [Client(shared_app(ENV).url, verbose=False) for _ in texts[1:]]
@@ -499,7 +499,7 @@ def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(a
 
 
 def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):
-    from transformer.batching import BatcherBusy
+    from transformer.serving.batching import BatcherBusy
 
     def busy(*args, **kwargs):
         raise BatcherBusy("The translator is busy: 64 requests are already waiting. Please try again in a few seconds.")
@@ -533,7 +533,7 @@ def test_server_does_not_serve_repository_files(client):
 def test_main_path_records_no_search(app, monkeypatch):
     tr = app.DEFAULT_TRANSLATOR
     calls = []
-    original = tr.translate_sources  # what decodes, alone or in a batch (transformer/batching.py)
+    original = tr.translate_sources  # what decodes, alone or in a batch (transformer/serving/batching.py)
 
     def spy(sources, method="beam", beam_size=5, length_penalty=0.6, max_len=None, return_attention=True, top_k=5,
             record_search=False):

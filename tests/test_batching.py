@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformer.batching import Batcher, BatcherBusy, _Translation, search_work
+from transformer.serving.batching import Batcher, BatcherBusy, _Translation, search_work
 from transformer.translator import load_pretrained
 
 FLAGSHIP = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.batching import Batcher
+from transformer.serving.batching import Batcher
 from transformer.explorer.callbacks import Explorer
 from transformer.explorer.registry import ModelRegistry
 

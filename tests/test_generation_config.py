@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.batching import Batcher
+from transformer.serving.batching import Batcher
 from transformer.config import GenerationConfig
 from transformer.hub import GENERATION_FILE, CheckpointError, load_checkpoint, save_checkpoint
 from transformer.tokenizer import TextTokenizer, toy_tokenizer

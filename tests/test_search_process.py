@@ -1,4 +1,4 @@
-"""The app's search process (`transformer.search_process`): a search there gives, bit for bit, what it gives in
+"""The app's search process (`transformer.serving.search_process`): a search there gives, bit for bit, what it gives in
 the app's own process, alone or through the `Batcher` with concurrent clients; its errors come back as
 themselves; a lost child costs only time; the child never outlives its parent."""
 from __future__ import annotations
@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from test_batch_invariance import SENTENCES, assert_identical, concurrent_answers
-from transformer import search_process
-from transformer.batching import Batcher
+from transformer.serving import search_process
+from transformer.serving.batching import Batcher
 from transformer.hub import checkpoint_digest
 from transformer.quantize import int8_available
-from transformer.search_process import SearchProcess, SearchProcessLost
+from transformer.serving.search_process import SearchProcess, SearchProcessLost
 from transformer.translator import load_pretrained
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,7 +126,7 @@ def test_a_translator_not_from_load_pretrained_is_searched_here(served):
 
 def test_the_child_ends_with_its_parent():
     """A parent killed without closing it: the child's pipe closes and it exits, so no search process is orphaned."""
-    script = ("import os, sys, torch; from transformer.search_process import SearchProcess; "
+    script = ("import os, sys, torch; from transformer.serving.search_process import SearchProcess; "
               "s = SearchProcess(threads=1); s.start(); print(s.pid, flush=True); os.kill(os.getpid(), 9)")
     parent = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert parent.returncode == -signal.SIGKILL, parent.stderr
@@ -208,8 +208,8 @@ def translate_sources(self, sources, *args, **kwargs):
 
 Translator.translate_sources = translate_sources
 {also}
-sys.argv = [sys.argv[0]] + sys.argv[3:]  # after "-m transformer.search_process"
-runpy.run_module("transformer.search_process", run_name="__main__", alter_sys=True)
+sys.argv = [sys.argv[0]] + sys.argv[3:]  # after "-m transformer.serving.search_process"
+runpy.run_module("transformer.serving.search_process", run_name="__main__", alter_sys=True)
 """)
     script.chmod(0o755)
     return str(script)
@@ -248,7 +248,7 @@ def test_a_checkpoint_the_child_cannot_load_is_searched_here(toy, toy_child, tmp
     pid, searches = searcher.pid, searcher.searches
     batcher = Batcher(searcher=searcher)
     try:
-        with caplog.at_level("ERROR", logger="transformer.search_process"):
+        with caplog.at_level("ERROR", logger="transformer.serving.search_process"):
             searcher.preload_in_background(tr).join(120)
         assert "could not load" in caplog.text
         with pytest.raises(SearchProcessLost, match="could not load"):

@@ -3,7 +3,7 @@ same bits whatever else is decoded beside it.
 
     from transformer import load_pretrained
     tr = load_pretrained("checkpoints/en-de", quantize="int8")   # tr.precision == "int8"
-    serving_path.choose_serving_path(config)                     # which of them this CPU runs fastest
+    serving.kernels.choose_serving_path(config)                  # which of them this CPU runs fastest
 
 At beam 5 a decoding step reads every decoder and output weight for a handful of rows, so it is bound by
 memory traffic: int8 weights (a quarter of the bytes) make the search faster. What stays float32, and
@@ -46,7 +46,7 @@ ENGINES = ("x86", "fbgemm", "onednn", "qnnpack")  # torch's quantised CPU kernel
 ROW_BLOCK = 16  # rows per float32 matrix product in the search: one call shape, whatever the batch
 _ACTIVATION_LEVELS = 63  # a row is quantised to [-63, 63]: 7 bits, as fbgemm's reduce_range expects
 INT_MM_MAX_OUT = 4096  # RowInt8Linear's default: `_int_mm` up to this many outputs, wider ones the packed linear
-INT8_KERNELS = ("int_mm", "packed")  # RowInt8Linear's two kernels, the same bits: `serving_path` times both
+INT8_KERNELS = ("int_mm", "packed")  # RowInt8Linear's two kernels, the same bits: `serving.kernels` times both
 
 
 def int8_available() -> bool:
@@ -60,7 +60,7 @@ class RowInt8Linear(nn.Module):
 
     Two kernels give the same bits (`kernel`): torch's `_int_mm` ("int_mm": int8 x int8 -> exact int32, then the
     two scales) and fbgemm/oneDNN's packed dynamic linear ("packed"). Both dequantise as float32(int32 sum) *
-    weight scale, then * row scale + bias. Which is faster depends on the CPU and the shape (`serving_path`
+    weight scale, then * row scale + bias. Which is faster depends on the CPU and the shape (`serving.kernels`
     times them); without a choice, `_int_mm` serves layers of at most `INT_MM_MAX_OUT` outputs."""
 
     def __init__(self, linear: nn.Linear, kernel: str | None = None):
@@ -151,7 +151,7 @@ _process_kernels: Int8Kernels = {}  # `use_int8_kernels`: what this process's in
 
 
 def use_int8_kernels(kernels: Int8Kernels) -> None:
-    """Build this process's int8 search models with `kernels` from now on (the app sets `serving_path`'s choice
+    """Build this process's int8 search models with `kernels` from now on (the app sets `serving.kernels`'s choice
     at start, like torch's thread count; both kernels give the same bits, so it moves only speed)."""
     _process_kernels.clear()
     _process_kernels.update(kernels)
@@ -209,7 +209,7 @@ def search_model(model: Transformer, precision: str = "fp32", quantize=None,
                  int8_kernels: Int8Kernels | None = None) -> Transformer:
     """The model the search runs: `model`'s encoder, embeddings and positions (shared, float32) with a copy
     of its decoder and output projection whose linears are batch-invariant: `RowInt8Linear` for "int8" (each
-    shape's kernel from `int8_kernels`, `serving_path`'s choice), `RowBlockLinear` for "fp32" (`quantize`, a
+    shape's kernel from `int8_kernels`, `serving.kernels`'s choice), `RowBlockLinear` for "fp32" (`quantize`, a
     function of a module, replaces either; the benches pass torch.ao's or torchao's). Eval mode."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")

@@ -18,7 +18,7 @@ columns keys.
 
 `translate_sources` decodes several prepared sources (`Translator.source`) with the
 same options as one padded batch, attention included, each exactly as `translate`
-would alone (`transformer.batching` gathers concurrent requests into such batches).
+would alone (`transformer.serving.batching` gathers concurrent requests into such batches).
 `load_pretrained(..., quantize="int8")` searches with int8 decoder weights
 (`transformer.quantize`); attention and step probabilities stay float32.
 """

@@ -29,13 +29,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from transformer.batching import Batcher
-from transformer.search_process import SearchProcess, SearchProcessLost
+from transformer.serving.batching import Batcher
+from transformer.serving.search_process import SearchProcess, SearchProcessLost
 from transformer import quantize
 from transformer.config import ModelConfig
 from transformer.hub import read_config
 from transformer.quantize import PRECISIONS, int8_available
-from transformer.serving_path import ServingPath, choose_serving_path
+from transformer.serving.kernels import ServingPath, choose_serving_path
 from transformer.translator import Translator
 
 from transformer.hub import training_progress
@@ -73,7 +73,7 @@ REQUEST_TIMEOUT_S = 60.0  # a Translate press that waits longer for the batcher 
 
 
 def search_process_from_env(python: str = sys.executable) -> SearchProcess | None:
-    """The app's search process (`transformer.search_process`), started now on torch's threads (`python`
+    """The app's search process (`transformer.serving.search_process`), started now on torch's threads (`python`
     runs it), unless `TRANSFORMER_SEARCH_PROCESS` is 0; a child that cannot start now is tried again later
     (`SearchProcess`'s backoff), its searches run in the app meanwhile. Its searches no longer wait for the
     app's GIL, nor for its heap, which serves a class's burst much faster, for the memory of a second copy of
@@ -95,7 +95,7 @@ def search_process_from_env(python: str = sys.executable) -> SearchProcess | Non
 
 
 def serving_choice(config: ModelConfig | None = None, probe=choose_serving_path) -> ServingPath:
-    """How the search runs: the precision and int8 kernels `serving_path` measures fastest on this CPU for
+    """How the search runs: the precision and int8 kernels `serving.kernels` measures fastest on this CPU for
     `config`'s shapes (default: `ModelConfig()`), unless `TRANSFORMER_PRECISION` (int8 or fp32) sets the
     precision (int8 still gets the measured kernels). The int8 kernels are set for this process
     (`quantize.use_int8_kernels`). `probe` is the measurement (tests pass timings of their own)."""
@@ -194,7 +194,7 @@ class Explorer:
     A broken auto-discovered default checkpoint does not take the app down (`startup_error` says why),
     unless `strict` (the user named the checkpoint). Exports (.npz) go to `export_dir`. All model work
     runs on `batcher`'s worker thread: translations asked for at the same time are decoded as one batch
-    (`transformer.batching`), everything else (another candidate, the tree) between batches. The sessions'
+    (`transformer.serving.batching`), everything else (another candidate, the tree) between batches. The sessions'
     results are kept in `results` (one byte budget); `slots` caps the model requests one session runs at once."""
 
     def __init__(self, registry: ModelRegistry, export_dir: Path, strict: bool = False,

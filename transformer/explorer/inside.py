@@ -13,7 +13,7 @@ import logging
 import math
 from typing import Any
 
-from transformer.batching import search_work
+from transformer.serving.batching import search_work
 
 from .callbacks import Explorer, event_data
 from .inside_views import check_yours, inside_value, read_cell, yours_value

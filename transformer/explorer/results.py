@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from transformer.batching import BatcherBusy, search_work
+from transformer.serving.batching import BatcherBusy, search_work
 from transformer.placeholders import placeholder_text
 from transformer.translator import Attention, Translation, Translator
 

@@ -1,6 +1,6 @@
 """The batcher's everyday searches in a process of their own, so that they never wait for the app's GIL.
 
-    searcher = SearchProcess(threads=torch.get_num_threads())   # a child process: python -m transformer.search_process
+    searcher = SearchProcess(threads=torch.get_num_threads())   # a child process: python -m transformer.serving.search_process
     searcher.preload(tr)                                         # tr from load_pretrained: the child loads the same
     translations = searcher.search(tr, [tr.source("A dog runs.")], "beam", 5, 0.6)   # = tr.translate_sources(...)
     searcher.close()
@@ -28,11 +28,11 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from . import quantize
-from .hub import checkpoint_digest
-from .translator import Source, Translation, Translator, load_pretrained
+from .. import quantize
+from ..hub import checkpoint_digest
+from ..translator import Source, Translation, Translator, load_pretrained
 
-log = logging.getLogger("transformer.search_process")  # the same name in the child, run as __main__
+log = logging.getLogger("transformer.serving.search_process")  # the same name in the child, run as __main__
 
 Origin = tuple  # `Translator.origin`: (checkpoint directory, quantize, checkpoint digest)
 
@@ -198,9 +198,9 @@ class SearchProcess:
             fds += os.pipe()  # to the child: (its end, ours)
             fds += os.pipe()  # from the child: (ours, its end)
             kernels = json.dumps([[k, n, kernel] for (k, n), kernel in quantize.process_int8_kernels().items()])
-            command = [self.python, "-m", "transformer.search_process", str(fds[0]), str(fds[3]), str(self.threads),
-                       kernels]  # the int8 kernels the app measured fastest (`serving_path`): the child's too
-            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            command = [self.python, "-m", "transformer.serving.search_process", str(fds[0]), str(fds[3]), str(self.threads),
+                       kernels]  # the int8 kernels the app measured fastest (`serving.kernels`): the child's too
+            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds transformer/
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
             process = subprocess.Popen(command, pass_fds=(fds[0], fds[3]), env=env, close_fds=True)
         except (OSError, subprocess.SubprocessError) as err:  # ENOMEM, EMFILE, EAGAIN, no such python
@@ -381,7 +381,7 @@ def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     import torch
 
-    from . import heap
+    from .. import heap
 
     torch.set_num_threads(threads)  # the parent's: float32 sums round by how they are split over threads
     quantize.use_int8_kernels(kernels_from_argv(argv))

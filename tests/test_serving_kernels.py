@@ -13,7 +13,7 @@ from transformer.config import ModelConfig
 from transformer.explorer import callbacks
 from transformer.model import Transformer
 from transformer.quantize import RowInt8Linear, int8_available
-from transformer.serving_path import (
+from transformer.serving.kernels import (
     PROBE_ROWS, SLOW_STEP_MS, ServingPath, choose, step_linears, time_layers,
 )
 
@@ -143,7 +143,7 @@ def test_the_environment_overrides_the_measured_precision(monkeypatch, env, prob
 def test_the_search_process_is_told_the_kernels_the_app_measured(monkeypatch):
     """The child builds its int8 models with the parent's measured kernels (else an AVX2 CPU's everyday
     searches would run on its slow kernel there)."""
-    from transformer.search_process import SearchProcess, kernels_from_argv
+    from transformer.serving.search_process import SearchProcess, kernels_from_argv
 
     chosen = {(256, 768): "packed", (256, 8008): "int_mm"}
     monkeypatch.setattr(quantize, "_process_kernels", {})
@@ -152,7 +152,7 @@ def test_the_search_process_is_told_the_kernels_the_app_measured(monkeypatch):
     try:
         searcher.start()
         argv = list(searcher._process.args)  # the command the child was started with
-        module_args = argv[argv.index("transformer.search_process") + 1:]
+        module_args = argv[argv.index("transformer.serving.search_process") + 1:]
         assert kernels_from_argv(module_args) == chosen
     finally:
         searcher.close()
@@ -185,7 +185,7 @@ def test_the_shipped_model_translates_to_the_same_bits_whichever_int8_kernels_se
 def test_a_kernel_far_behind_the_fastest_is_timed_no_further():
     """The probe stays short where one kernel is a scalar loop: once a call is `LOSER` times slower than the
     fastest candidate, it is not repeated; a close contender gets every repeat."""
-    from transformer.serving_path import LOSER, REPEATS, best_ms
+    from transformer.serving.kernels import LOSER, REPEATS, best_ms
 
     calls = []
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .config import ModelConfig
-from .quantize import INT8_KERNELS, RowBlockLinear, RowInt8Linear, int8_available
+from ..config import ModelConfig
+from ..quantize import INT8_KERNELS, RowBlockLinear, RowInt8Linear, int8_available
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from typing import Any, TypeVar, Union
 
 import torch
 
-from .decoding import pause_points, source_bucket
+from ..decoding import pause_points, source_bucket
 from .search_process import SearchProcess, SearchProcessLost
-from .translator import Source, Translation, Translator, check_options
+from ..translator import Source, Translation, Translator, check_options
 
 log = logging.getLogger(__name__)
 
