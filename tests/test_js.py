@@ -1,5 +1,6 @@
 """The browser code's pure parts under Node's own test runner (tests/js/*.test.js), fed the payloads Python's zlib
-packs as the app does. Skipped only where Node is not installed."""
+packs as the app does and the view transforms' cases with Python's own answers. Skipped only where Node is not
+installed."""
 from __future__ import annotations
 
 import base64
@@ -31,12 +32,47 @@ def python_packed_cases() -> list[dict]:
     return cases
 
 
+# (name, query tokens, key tokens): specials, pieces of one word, punctuation and a placeholder, as the model writes them
+TOKEN_CASES = [
+    ("cross-attention", ["<bos>", "▁Ein", "▁Hund", "▁rennt", ".", "<eos>"], ["▁A", "▁dog", "▁runs", ".", "<eos>"]),
+    ("pieces of words", ["▁Die", "▁Kat", "ze", "▁schl", "äft", ".", "<eos>"],
+     ["▁The", "▁cat", "▁sle", "ep", "s", "▁on", "▁the", "▁so", "fa", ".", "<eos>"]),
+    ("a placeholder", ["<bos>", "⟨1⟩", "▁wohnt", "▁in", "⟨2⟩", "s", ".", "<eos>"],
+     ["⟨1⟩", "▁lives", "▁in", "⟨2⟩", "'", "s", "▁flat", ".", "<eos>"]),
+    ("a row with all its mass on specials", ["<bos>", "▁Ja", "<eos>"], ["▁Yes", "<eos>"]),
+]
+
+
+def python_transform_cases() -> list[dict]:
+    """Random rows over `TOKEN_CASES` with what viz.hide_special and viz.merge_subwords make of them (the functions
+    the Python views use), and each axis as the payload sends it (`payload.token_info`)."""
+    from transformer.explorer import viz
+    from transformer.explorer.payload import token_info
+
+    rng = np.random.default_rng(5)
+    cases = []
+    for name, q, k in TOKEN_CASES:
+        w = rng.random((len(q), len(k))) ** 3
+        if name.startswith("a row with all"):
+            w[1, :-1] = 0.0  # "▁Ja" looks only at <eos>: hidden, its row is all zeros
+        w = (w / w.sum(1, keepdims=True)).astype(np.float32)
+        hw, hq, hk, mass = viz.hide_special(w, q, k)
+        mw, mq, mk = viz.merge_subwords(w, q, k)
+        bw, bq, bk = viz.merge_subwords(hw, hq, hk)
+        cases.append({"name": name, "weights": w.tolist(), "q": token_info(q), "k": token_info(k),
+                      "hidden": {"weights": hw.tolist(), "q": hq, "k": hk, "mass": mass},
+                      "merged": {"weights": mw.tolist(), "q": mq, "k": mk},
+                      "both": {"weights": bw.tolist(), "q": bq, "k": bk}})
+    return cases
+
+
 @pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
 def test_the_browser_codes_pure_parts_pass_their_node_tests(tmp_path):
-    cases = tmp_path / "inflate_cases.json"
-    cases.write_text(json.dumps(python_packed_cases()))
+    inflate_cases, transform_cases = tmp_path / "inflate_cases.json", tmp_path / "transform_cases.json"
+    inflate_cases.write_text(json.dumps(python_packed_cases()))
+    transform_cases.write_text(json.dumps(python_transform_cases()))
+    env = {"INFLATE_CASES": str(inflate_cases), "TRANSFORM_CASES": str(transform_cases), "PATH": "/usr/bin:/bin"}
     done = subprocess.run([NODE, "--test", *sorted(str(p) for p in JS_TESTS.glob("*.test.js"))],
-                          env={"INFLATE_CASES": str(cases), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
-                          timeout=120)
+                          env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "# fail 0" in done.stdout and "# skipped 0" in done.stdout  # Python's cases ran too

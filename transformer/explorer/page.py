@@ -95,8 +95,9 @@ def html_template() -> str:
 def js_on_load() -> str:
     """explorer.js plus the call that starts it on the component (`element`, `props`, `watch` from gr.HTML);
     it asks the server for a model pass (heads switched off, norms) with gr.HTML's `trigger("rerun", ...)`."""
-    return (share_js() + (STATIC_DIR / "inflate.js").read_text(encoding="utf-8")
-            + (STATIC_DIR / "explorer.js").read_text(encoding="utf-8") + "\ninitExplorer(element, props, watch);\n")
+    scripts = ("inflate.js", "transforms.js", "explorer.js")  # the pure parts first: explorer.js calls them
+    return share_js() + "".join((STATIC_DIR / name).read_text(encoding="utf-8") for name in scripts) + \
+        "\ninitExplorer(element, props, watch);\n"
 
 
 @cache

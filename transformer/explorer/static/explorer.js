@@ -6,7 +6,7 @@
 // Loaded by gr.HTML(js_on_load=...): `element` is the component, `props.value` the payload (null before
 // a translation), `props.view` the initial view state, `watch` calls back when the payload changes.
 // User text reaches the page only as `textContent` or as Plotly labels escaped by Python (viz.escape_label).
-// The transforms mirror transformer/explorer/viz.py (hide_special, merge_subwords) and transformer/explorer/logic.py
+// The transforms mirror transformer/explorer/viz.py (hide_special, merge_subwords: static/transforms.js) and views.py
 // (focus_view, model_view, step_view); tests/test_browser.py compares the arrays drawn here
 // with those Python functions, and with the same views of the model's float32 maps (within 0.005 per cell).
 // Two things need the model, so they go back to the server with gr.HTML's `trigger("rerun", {off, measure})`:
@@ -102,11 +102,7 @@ function initExplorer(root, props, watch) {
   const offKey = (off) => (off || []).map((h) => `${KIND_CODE[h[0]]}${h[1] + 1}.${h[2] + 1}`).sort().join(",");
   const isOff = (kind, l, h) => state.off.some((x) => x[0] === kind && x[1] === l && x[2] === h);
 
-  // tokens of one axis: what the transforms need to follow along
-  function axis(info) {
-    return {label: info.label, raw: info.raw, shown: info.shown || info.raw, special: info.special, info,
-      hidden: false, index: info.raw.map((_, i) => i)};  // each position's token index (the inside panel asks by it)
-  }
+  // the transforms' pure parts (axis, hideSpecial, mergeSubwords) are static/transforms.js, loaded before this file
 
   function kindAxes(kind) {
     const t = data.tokens;
@@ -114,43 +110,6 @@ function initExplorer(root, props, watch) {
     if (kind === "encoder") return [axis(t.src), axis(t.src)];
     if (kind === "decoder") return [axis(queries), axis(t.tgt_in)];
     return [axis(queries), axis(t.src)];
-  }
-
-  // viz.hide_special: drop special rows and columns, renormalise rows; hidden = mean mass on removed keys
-  function hideSpecial(w, q, k) {
-    const keepQ = q.special.map((s) => !s), keepK = k.special.map((s) => !s);
-    const rows = [], removed = [];
-    w.forEach((row, i) => {
-      if (!keepQ[i]) return;
-      let gone = 0, total = 0;
-      const kept = [];
-      row.forEach((v, j) => { if (keepK[j]) { kept.push(v); total += v; } else gone += v; });
-      removed.push(gone);
-      rows.push(kept.map((v) => (total > 0 ? v / total : 0)));
-    });
-    const pick = (a, keep) => ({label: a.label.filter((_, i) => keep[i]), raw: a.raw.filter((_, i) => keep[i]),
-      shown: a.shown.filter((_, i) => keep[i]),
-      special: a.special.filter((_, i) => keep[i]), info: a.info, hidden: true,
-      index: a.index ? a.index.filter((_, i) => keep[i]) : undefined});
-    const hidden = removed.length ? removed.reduce((s, v) => s + v, 0) / removed.length : 0;
-    return [rows, pick(q, keepQ), pick(k, keepK), hidden];
-  }
-
-  // viz.merge_subwords: keys summed per word, queries averaged per word (groups from viz.word_groups)
-  function mergeSubwords(w, q, k) {
-    const words = (a) => (a.hidden
-      ? {groups: a.info.groups_hidden, label: a.info.words_hidden, raw: a.info.words_hidden_raw}
-      : {groups: a.info.groups, label: a.info.words, raw: a.info.words_raw});
-    const qw = words(q), kw = words(k);
-    const out = qw.label.map(() => kw.label.map(() => 0));
-    const counts = qw.label.map(() => 0);
-    qw.groups.forEach((g) => { counts[g] += 1; });
-    w.forEach((row, i) => {
-      const gi = qw.groups[i];
-      row.forEach((v, j) => { out[gi][kw.groups[j]] += v / counts[gi]; });
-    });
-    const merged = (x) => ({label: x.label, raw: x.raw, shown: x.raw, special: x.label.map(() => false)});
-    return [out, merged(qw), merged(kw)];
   }
 
   // explorer.transform: hide specials (if asked) then merge subwords (if asked)
