@@ -126,6 +126,7 @@ def measured(precision: str) -> ServingPath:
 @pytest.mark.parametrize("env,probed,expected,why", [
     ("", "int8", "int8", "measured fastest"), ("", "fp32", "fp32", "measured fastest"),
     ("fp32", "int8", "fp32", "set by TRANSFORMER_PRECISION"), ("int8", "fp32", "int8", "set by TRANSFORMER_PRECISION"),
+    ("int8", "int8", "int8", "set by TRANSFORMER_PRECISION"),
     ("int4", "fp32", "fp32", "measured fastest"),
 ])
 def test_the_environment_overrides_the_measured_precision(monkeypatch, env, probed, expected, why):
