@@ -113,6 +113,7 @@ def call_api(url: str, data: list) -> tuple[str, str]:
     ["a b", "beam", "5"], ["a b", "beam", [5]], ["a\x00b\x1b c", "beam", 5], ["a b", "beam", 1e300],
     [None, None, None], [{"a": [1]}, "beam", 5], ["a b", "sideways", 1e300], ["[" * 5000 + "]" * 5000, "beam", 2],
 ])
+@pytest.mark.slow  # a running app in its own process
 def test_the_public_api_answers_bad_values_in_words(args):
     """/translate (text, method, beam width) over HTTP: a translation, or an error whose message says why."""
     event, data = call_api(shared_app(ENV).url, args)

@@ -141,6 +141,7 @@ def test_the_environment_overrides_the_measured_precision(monkeypatch, env, prob
 
 
 @needs_int8
+@pytest.mark.slow  # starts the search process
 def test_the_search_process_is_told_the_kernels_the_app_measured(monkeypatch):
     """The child builds its int8 models with the parent's measured kernels (else an AVX2 CPU's everyday
     searches would run on its slow kernel there)."""
