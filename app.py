@@ -31,6 +31,8 @@ from transformer.explorer.side_panels import build_controls, build_results, buil
 from transformer.explorer.tab_panels import (  # noqa: E402
     build_attention_tab, build_compare_tab, build_inside_panel, build_learn_tab, build_model_tabs, build_tree_tab)
 
+if __name__ == "__main__":  # before start-up, which logs what it chose for this machine (threads, serving path)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 EXPLORER = Explorer.start(Path(__file__).resolve().parent / "checkpoints")  # the default model loads now
 # plotly.js from the installed plotly package; the attention downloads from the folder they are written to
 gr.set_static_paths([page.PLOTLY_JS, EXPLORER.export_dir])  # (exports.py), never copied into gradio's cache
@@ -296,5 +298,4 @@ demo, PAGE = build_demo()
 demo.queue(default_concurrency_limit=2, max_size=64)
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     launch.serve(demo, when_up=EXPLORER.preload)  # the model's preload waits for gradio's check
