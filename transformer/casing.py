@@ -116,7 +116,7 @@ class Truecaser:
         return out
 
 
-NAME_PART_SHARE = 0.05  # "new" is written "New" in 11 % of its mid-sentence uses in en-de's training English
+NAME_PART_SHARE = 0.05  # above how often "new" is written "New" mid-sentence in en-de's training English
 
 
 def _lower(text: str) -> str:

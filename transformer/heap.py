@@ -13,9 +13,9 @@ size from its heaps, which give memory back only from their top, and only past a
 - **A trainer on a CPU** (`keep`) allocates and frees the same few hundred MB of activations every step. Every
   block that goes back to the system comes back as fresh pages, each one a page fault, zeroed by the kernel:
   `keep()` serves every block from the heaps and never trims them, so a step reuses the last step's pages
-  (7 % of a bf16 step of en-de on 2 AMX cores; `bench/train_throughput.py`). The app's search process
+  (`bench/train_throughput.py` measures the gain, docs/model.md). The app's search process
   (`search_process`) keeps them too: a batched search frees and takes the same blocks every step, and given
-  back they made it more than twice as slow (30 sentences at beam 5).
+  back they made it much slower (docs/serving.md).
 
 Where the C library is not glibc, all three do nothing.
 """

@@ -94,7 +94,7 @@ class LearningSnapshots:
     def __init__(self, max_values: int = 64, store: ResultStore | None = None):
         self._models: dict[tuple[str, int], SnapshotModel] = {}
         self._values: OrderedDict[tuple[str, int, str], dict[str, Any]] = OrderedDict()
-        self.max_values = max_values  # a value holds every map of its translation: about 1 MB for en-de
+        self.max_values = max_values  # a value holds every map of its translation
         self.store = store  # where the float32 models count (the app's results store); None: kept, uncounted
         self.loads: Counter[tuple[str, int]] = Counter()  # how often each snapshot's weights were read
         self._lock = threading.Lock()

@@ -371,7 +371,7 @@ def model_view(
     """Every layer x head of `(L, H, Tq, Tk)` weights as small multiples (rows = layers, columns = heads).
 
     z is stored as integer percent (uint8, colour scale 0..100) to keep the JSON
-    small: a 6x8 grid of 40x40 maps is ~0.2 MB. Tick labels are hidden; hover
+    small. Tick labels are hidden; hover
     gives layer, head, "position: token" for query and key, and the percent.
     """
     w = np.asarray(weights)

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MAX_BATCH = 32  # sentences decoded together: a classroom; beam 5 makes it 160 rows per decoder step
-WINDOW_S = 0.01  # how long a lone request waits for company (~5 % of one beam-5 press in the app)
+WINDOW_S = 0.01  # how long a lone request waits for company: a small part of one beam-5 press
 BURST_WINDOW_S = 0.5  # during a burst, how long the first request of a batch may wait for the others
 SETTLE_S = 0.1  # ... as long as they keep coming: a gap this long between two arrivals ends the wait
 BURST_MIN = 4  # a batch this big starts (or continues) a burst

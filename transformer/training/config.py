@@ -104,8 +104,8 @@ PRESETS: dict[str, dict] = {
         placeholders=8, placeholder_copies=2, placeholder_numbering="random", name_swap_copies=2, number_swap_copies=4, bpe_dropout=0.1,
         src_lowercase_prob=0.2, src_no_punct_prob=0.2,
         d_model=256, n_heads=8, n_encoder_layers=6, n_decoder_layers=4, d_ff=1024, dropout=0.1,
-        attention_dropout=0.0, activation_dropout=0.0,  # the paper's sites only: 1.3x the tokens/s on 2 AMX cores
-        max_tokens=4096, accum_steps=2, lr=1e-3, warmup_steps=800, schedule="cosine", max_steps=10000,  # fits 690 min at 2,000 tokens/s
+        attention_dropout=0.0, activation_dropout=0.0,  # the paper's sites only: faster on a CPU (docs/model.md)
+        max_tokens=4096, accum_steps=2, lr=1e-3, warmup_steps=800, schedule="cosine", max_steps=10000,  # fits the CPU budget of docs/model.md
         max_epochs=1000, max_minutes=690, val_every=1000, patience=0, precision="auto", threads=2,
         learning_snapshots="100,300,1000,2500,5000,7500,10000",  # log-spaced: watching it learn (hub.SNAPSHOTS_DIR)
         run_dir="runs/en-de", output="checkpoints/en-de", keep_last=4, average_last=4,
@@ -114,7 +114,7 @@ PRESETS: dict[str, dict] = {
         task="multi30k", vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4, n_decoder_layers=4, d_ff=1024,
         dropout=0.15, max_tokens=3000, lr=1.5e-3, warmup_steps=600, schedule="cosine", max_steps=3400,
         max_epochs=40, max_minutes=112, patience=0,  # no early stop: validation BLEU rises late, as the lr anneals
-        # fp32: bf16 autocast on CPU was 47% slower per step here (2.5 vs 1.7 s), because
+        # fp32: bf16 autocast on CPU was slower per step here (docs/model.md), because
         # oneDNN builds new kernels for every new batch shape.
         precision="fp32", run_dir="runs/multi30k-en-de", output="checkpoints/multi30k-en-de", average_last=5,
     ),

@@ -1,13 +1,13 @@
 """A training micro-batch's forward and backward as one CUDA graph, so that the GPU, not the host, sets the pace.
 
-Run eagerly, a step of the en-de model launches thousands of small kernels: on an H200 a 4,096-token step is
-well under a millisecond of matrix work and some 45 ms of the host launching kernels (docs/model.md). A CUDA
+Run eagerly, a step of the en-de model launches thousands of small kernels: on a fast GPU a step's matrix work
+is a small part of the time the host spends launching kernels (docs/model.md). A CUDA
 graph records those launches once and replays them with one.
 
 A graph is fixed to the shapes and the memory it was recorded with. So:
 
 - each batch is padded to one of a few shapes (`padded_shape`: its row count rounded up to 4 significant
-  binary digits, its lengths to 3; about 10 % more positions computed, and some hundred shapes for a corpus)
+  binary digits, its lengths to 3; a few more positions computed, and some hundred shapes for a corpus)
   and copied into that shape's own input tensors, which its graph reads;
 - rows added to fill a shape repeat the batch's first pair with a target of padding only: their loss and
   their gradients are zero;

@@ -100,6 +100,6 @@ def chunk_rows(device: torch.device) -> int:
 
 def padded_rows(n: int) -> int:
     """`n` rounded up to a multiple of `ROW_MULTIPLE`. oneDNN builds a bf16 matmul kernel for every new row count
-    (about 16 ms on 2 AMX cores, ten times the product itself), and the last chunk's row count changes with
+    (many times the product itself), and the last chunk's row count changes with
     every batch: padded, it takes one of 8 shapes, each built once."""
     return -(-n // ROW_MULTIPLE) * ROW_MULTIPLE

@@ -39,8 +39,8 @@ from .validation import Validator
 log = logging.getLogger(__name__)
 
 QUEUED_STEPS = 2  # optimizer steps the host may queue ahead of the GPU (`Trainer.bound_queue`)
-# torch.compile inside the CUDA graphs made an H200's steps 1.2x (3,000-token batches) to 1.4x (16,384) faster
-# and took about a minute more at the start: it repaid that after 110M to 140M tokens (docs/model.md).
+# torch.compile inside the CUDA graphs made a GPU's steps faster but took longer to start: it repays that only on
+# long runs (docs/model.md has the measured break-even).
 COMPILE_PAYS_TOKENS = 300_000_000
 
 
