@@ -47,11 +47,12 @@ def one_class(checkpoint: str, threads: int, repeats: int) -> dict:
     served = load_pretrained(checkpoint, quantize=path.precision)
     fp32 = Translator(served.model, served.tokenizer, name="fp32", truecaser=served.truecaser)
     int_mm = Translator(served.model, served.tokenizer, name="int8 _int_mm", truecaser=served.truecaser,
-                        search_model=quantize.search_model(served.model, "int8", int8_kernels={
-                            shape: "int_mm" for shape, _ in (path.kernels or quantize_shapes(path))}),
+                        search_model=quantize.search_model(served.model, "int8", int8_kernels=dict.fromkeys(
+                            path.layer_ms["fp32"], "int_mm")),
                         precision="int8")
-    flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("flags")), []) if Path("/proc/cpuinfo").is_file() else []
+    from transformer.training.hardware import cpu_flags
+
+    flags = cpu_flags()
     out: dict = {"cpu": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(),
                  "host_flags": [f for f in ("amx_int8", "avx512_vnni", "avx512_bf16", "avx_vnni", "avx2") if f in flags],
                  "chosen": path.precision, "kernels": {f"{k}x{n}": kernel for (k, n), kernel in path.kernels},
@@ -76,11 +77,6 @@ def one_class(checkpoint: str, threads: int, repeats: int) -> dict:
             row["int_mm_only_vs_marian"] = round(row["marian"]["p50_ms"] / row["int8_int_mm_only"]["p50_ms"], 2)
         out[method if beam == 1 else f"beam{beam}"] = row
     return out
-
-
-def quantize_shapes(path) -> list:
-    """(shape, kernel) pairs for every probed shape (a float32 choice keeps no kernels)."""
-    return [(shape, "int_mm") for shape in path.layer_ms.get("fp32", {})]
 
 
 def main() -> None:

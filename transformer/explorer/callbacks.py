@@ -35,7 +35,7 @@ from transformer import quantize
 from transformer.config import ModelConfig
 from transformer.hub import read_config
 from transformer.quantize import PRECISIONS, int8_available
-from transformer.serving.kernels import ServingPath, choose_serving_path
+from transformer.serving.kernels import ServingPath, choose_serving_path, fastest_int8_kernels
 from transformer.translator import Translator
 
 from transformer.hub import training_progress
@@ -110,17 +110,10 @@ def serving_choice(config: ModelConfig | None = None, probe=choose_serving_path)
         return ServingPath("fp32", reason=f"set by {ENV_PRECISION}")
     measured = probe(config or ModelConfig())
     if value == "int8":  # set by hand, whatever was measured fastest; the kernels are still the measured ones
-        measured = dataclasses.replace(measured, precision="int8", kernels=int8_kernels_of(measured),
+        measured = dataclasses.replace(measured, precision="int8", kernels=fastest_int8_kernels(measured.layer_ms),
                                        reason=f"set by {ENV_PRECISION}")
     quantize.use_int8_kernels(dict(measured.kernels))
     return measured
-
-
-def int8_kernels_of(path: ServingPath) -> tuple[tuple[tuple[int, int], str], ...]:
-    """Each layer shape's faster int8 kernel in `path`'s timings (also where float32 was chosen)."""
-    names = [name for name in path.layer_ms if name.startswith("int8:")]
-    shapes = path.layer_ms.get("fp32", {})
-    return tuple((shape, min(names, key=lambda n: path.layer_ms[n][shape]).split(":", 1)[1]) for shape in shapes)
 
 
 def default_model_config(registry: ModelRegistry) -> ModelConfig | None:

@@ -151,21 +151,26 @@ def time_layers(config: ModelConfig, budget_s: float = PROBE_BUDGET_S) -> dict[s
     return out
 
 
+def fastest_int8_kernels(layer_ms: dict[str, dict[tuple[int, int], float]]) -> tuple[tuple[tuple[int, int], str], ...]:
+    """Each layer shape's faster int8 kernel in `time_layers`' timings (() where no int8 kernel was timed)."""
+    names = [name for name in layer_ms if name.startswith("int8:")]
+    if not names:
+        return ()
+    return tuple((shape, min(names, key=lambda n: layer_ms[n][shape]).split(":", 1)[1]) for shape in layer_ms["fp32"])
+
+
 def choose(layer_ms: dict[str, dict[tuple[int, int], float]], probe_s: float = 0.0) -> ServingPath:
     """The path from measured layer times (`time_layers`' form; tests pass their own): int8 with each shape's
     faster kernel, or float32, whichever step is faster."""
     step_ms = {"fp32": sum(layer_ms["fp32"].values())}
-    kernels: list[tuple[tuple[int, int], str]] = []
+    kernels = fastest_int8_kernels(layer_ms)
     int8_names = [name for name in layer_ms if name.startswith("int8:")]
-    if int8_names:
-        for shape in layer_ms["fp32"]:
-            best = min(int8_names, key=lambda name: layer_ms[name][shape])
-            kernels.append((shape, best.split(":", 1)[1]))
+    if kernels:
         step_ms["int8"] = sum(layer_ms[f"int8:{kernel}"][shape] for shape, kernel in kernels)
         for name in int8_names:  # each kernel alone, for the log
             step_ms[name] = sum(layer_ms[name].values())
-    precision = min(("int8", "fp32") if int8_names else ("fp32",), key=lambda p: step_ms[p])
-    return ServingPath(precision, tuple(kernels) if precision == "int8" else (), step_ms,
+    precision = min(("int8", "fp32") if kernels else ("fp32",), key=lambda p: step_ms[p])
+    return ServingPath(precision, kernels if precision == "int8" else (), step_ms,
                        layer_ms, probe_s, slow=step_ms[precision] > SLOW_STEP_MS)
 
 
