@@ -16,7 +16,7 @@ from transformer.training.augment import (
 from transformer.training.corpora import CorpusSpec
 from transformer.training.data import DataError
 from transformer.training.entities import read_entity_set, survives
-from transformer.training.rare_split import normalise, rare_indices, split_rare
+from transformer.training.rare_split import normalise, rare_indices, split_rare, split_rare_between
 
 
 def test_shared_entities_are_the_ones_written_the_same_on_both_sides():
@@ -84,6 +84,14 @@ def test_rare_split_takes_rare_words_and_drops_their_duplicates_from_train():
     assert sorted(train_en + held_en + dropped) == sorted(OWN_EN)
     (_, _), (held_zeppelin, _) = split_rare(OWN_EN[:1] + OWN_EN[1:], OWN_DE, size=3)
     assert "i like the ZEPPELIN" in held_zeppelin
+
+
+def test_german_to_english_holds_out_the_pairs_english_to_german_does():
+    """Chosen on the English side either way, so the two directions are compared on the same pairs."""
+    forward = split_rare_between(OWN_EN, OWN_DE, "en", "de", size=3)
+    backward = split_rare_between(OWN_DE, OWN_EN, "de", "en", size=3)
+    assert backward[1] == (forward[1][1], forward[1][0]) and backward[0] == (forward[0][1], forward[0][0])
+    assert split_rare(OWN_DE, OWN_EN, size=3)[1][0] != backward[1][0]  # the German side alone picks others
 
 
 def test_the_tatoeba_rare_split_is_disjoint_from_train():

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .data import load_split, resolve_data_dir
-from .rare_split import RARE_SPLIT, split_rare
+from .rare_split import RARE_SPLIT, split_rare_between
 
 ATTRIBUTION = {  # what a model trained on the corpus must carry (model card, README)
     "tatoeba-en-de": "Attribution: www.manythings.org/anki and tatoeba.org",
@@ -60,7 +60,7 @@ class CorpusSpec:
     def load(self, split: str, src_lang: str, tgt_lang: str) -> tuple[list[str], list[str]]:
         """A split's (sources, targets); "rare" is the rare-word split held out of train (rare_split.py)."""
         if split == RARE_SPLIT:
-            return split_rare(*self.load("train", src_lang, tgt_lang))[1]
+            return split_rare_between(*self.load("train", src_lang, tgt_lang), src_lang, tgt_lang)[1]
         return load_split(split, src_lang, tgt_lang, self.directory(), corpus=self.name)
 
 

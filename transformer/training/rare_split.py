@@ -45,3 +45,13 @@ def split_rare(sources: Sequence[str], targets: Sequence[str], size: int = RARE_
     keep = [i for i in range(len(sources)) if i not in held_set and normalise(sources[i]) not in held_english]
     return ([sources[i] for i in keep], [targets[i] for i in keep]), ([sources[i] for i in held],
                                                                         [targets[i] for i in held])
+
+
+def split_rare_between(sources: Sequence[str], targets: Sequence[str], src_lang: str, tgt_lang: str, size: int = RARE_SIZE
+                       ) -> tuple[tuple[list[str], list[str]], tuple[list[str], list[str]]]:
+    """`split_rare` chosen on the English side whichever way the pairs run, so that a German→English
+    model holds out the very pairs an English→German one does (the two are compared on them)."""
+    if src_lang != "en" and tgt_lang == "en":
+        (train_en, train_other), (held_en, held_other) = split_rare(targets, sources, size)
+        return (train_other, train_en), (held_other, held_en)
+    return split_rare(sources, targets, size)

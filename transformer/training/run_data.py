@@ -25,7 +25,7 @@ from .corpora import (
     source_variants,
 )
 from .data import TOY_TASKS, PairDataset, token_batches, toy_pairs
-from .rare_split import RARE_SPLIT, split_rare
+from .rare_split import RARE_SPLIT, split_rare_between
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,9 @@ class RunData:
     def train_pairs(self, corpus: CorpusSpec) -> tuple[list[str], list[str]]:
         """A corpus's training pairs, without its rare-word split when that is held out."""
         src, tgt = corpus.load("train", self.cfg.src_lang, self.cfg.tgt_lang)
-        return split_rare(src, tgt)[0] if corpus.name == self.cfg.rare_holdout else (src, tgt)
+        if corpus.name != self.cfg.rare_holdout:
+            return src, tgt
+        return split_rare_between(src, tgt, self.cfg.src_lang, self.cfg.tgt_lang)[0]
 
     def val_splits(self, corpus: CorpusSpec) -> dict[str, tuple[list[str], list[str]]]:
         """The selection splits of a corpus: val, and the rare-word split when it is held out."""
