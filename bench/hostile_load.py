@@ -5,14 +5,17 @@ page sends them: the longest text (the app's character limit) at beam 10, a comp
 beam 10, the beam-search tree of a longest-text translation, and heads switched off on one (a new set each
 round, with the norm maps). Meanwhile one victim at a time, each from a new session: a page load (the restore
 event every page open runs) or a short translation through the public API (`/translate`, gradio_client), in
-turn, --victims of each: p50, p95 and max seconds. Goals: a page load within 1 s, a short translation within 2 s
-at p95. The page's own events are not public API endpoints, so the hostile requests and the page loads go
+turn, --victims of each: p50, p95 and max seconds. Then, with --link-victims N, N pages opened in Chromium
+(Playwright, /usr/bin/chromium) on a link that carries a short sentence, timed on the page's own clock from
+navigation start until the link's translation is in the translation box, and until its views are drawn. Goals: a page load
+within 1 s, a short translation within 2 s at p95, a link's translation within 3 s. The page's own events are not public API endpoints, so the hostile requests and the page loads go
 through gradio's queue as the browser's do (`tests/app_server.queue_call`).
 Phase "memory": --sessions new sessions one after another (--parallel at a time) each translate the longest input
 as the page does (the result kept in the session), then the server's resident memory (VmRSS) against its memory
 at start. Goal: at most 1 GB more.
 
-Usage: python bench/hostile_load.py [--mode fair|memory|both] [--hostile 8] [--victims 20] [--sessions 200]
+Usage: python bench/hostile_load.py [--mode fair|memory|both] [--hostile 8] [--victims 20] [--link-victims 10]
+                                    [--sessions 200]
                                     [--parallel 4] [--checkpoint PATH] [--threads N] [--max-minutes 30] [--json PATH]
 The server listens on 127.0.0.1 only. Every phase stops at --max-minutes; what was measured by then is
 reported, with `stopped_early`. Prints one JSON object.
@@ -39,7 +42,8 @@ from load import percentile, rss_kb  # noqa: E402  (bench/, the script's own dir
 from machine import cpu_model  # noqa: E402
 
 MAX_INPUT_CHARS = 2000  # transformer/explorer/share.py's limit: the longest text a request may carry
-GOALS = {"page_load_s": 1.0, "short_translation_p95_s": 2.0, "rss_growth_mb": 1000}
+GOALS = {"page_load_s": 1.0, "short_translation_p95_s": 2.0, "link_translation_s": 3.0, "rss_growth_mb": 1000}
+CHROMIUM = "/usr/bin/chromium"
 SENTENCES_EN = [  # my own sentences, repeated to the limit
     "The old lighthouse keeper counted the ships that passed his window every evening.",
     "After the storm, the children collected shells along the empty beach until dark.",
@@ -103,7 +107,43 @@ class Hostile:
                 self.call("on_rerun", [None], session, {"off": off, "measure": "norm"})
 
 
-def fair_phase(url: str, toy: bool, n_hostile: int, n_victims: int, deadline: float) -> dict[str, Any]:
+def link_victims(url: str, sentence: str, n: int, deadline: float) -> tuple[dict[str, list[float]], list[str]]:
+    """Seconds from navigation start until a link's translation shows, and until its views are drawn, for `n`
+    fresh pages (one at a time, each in a new browser context: nothing cached)."""
+    from urllib.parse import urlencode
+
+    from playwright import sync_api
+
+    link = f"{url.rstrip('/')}/?{urlencode({'text': sentence, 'method': 'beam', 'beam': 5})}"
+    marks = ("() => new Promise((done) => { const seen = {}; const tick = () => {"
+             " const t = document.querySelector('#translation textarea, #translation input');"
+             " const e = document.querySelector('#explorer .explorer'); const views = (e && e.dataset.views) || '';"
+             " if (t && t.value.trim() && !seen.translation) seen.translation = performance.now() / 1000;"
+             " if (views.startsWith('views-') && views !== 'views-empty' && !seen.views) seen.views = performance.now() / 1000;"
+             " if (seen.translation && seen.views) done(seen); else requestAnimationFrame(tick); }; tick(); })")
+    times: dict[str, list[float]] = {"translation": [], "views": []}
+    errors: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        for _ in range(n):
+            if time.monotonic() > deadline:
+                break
+            page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+            page.set_default_timeout(60_000)
+            try:
+                page.goto(link, wait_until="commit")
+                seen = page.evaluate(marks)  # on the page's clock: seconds since its navigation started
+                for key in times:
+                    times[key].append(seen[key])
+            except Exception as err:  # counted, not raised: the point is how many fail
+                errors.append(f"{type(err).__name__}: {str(err)[:160]}")
+            page.context.close()
+        browser.close()
+    return times, errors
+
+
+def fair_phase(url: str, toy: bool, n_hostile: int, n_victims: int, deadline: float,
+               n_links: int = 0) -> dict[str, Any]:
     """Victims timed one at a time while `n_hostile` sessions keep their worst requests in flight."""
     from gradio_client import Client
 
@@ -128,6 +168,8 @@ def fair_phase(url: str, toy: bool, n_hostile: int, n_victims: int, deadline: fl
             shorts.append(timed(lambda: client.predict(short, "beam", 5, api_name="/translate")))
         except Exception as err:  # counted, not raised: the point is how many fail
             errors.append(f"{type(err).__name__}: {str(err)[:160]}")
+    links, link_errors = link_victims(url, short, n_links, deadline) if n_links else ({"translation": []}, [])
+    stopped = stopped or len(links["translation"]) + len(link_errors) < n_links
     stop.set()
     for future in futures:  # each finishes the request it has in flight
         future.result()
@@ -136,9 +178,14 @@ def fair_phase(url: str, toy: bool, n_hostile: int, n_victims: int, deadline: fl
             "hostile_error_samples": sorted(set(hostile.errors))[:3], "idle_page_load_s": round(idle_load, 3),
             "idle_short_translation_s": round(idle_short, 3), "page_load": summary(loads),
             "short_translation": summary(shorts), "victim_errors": len(errors), "victim_error_samples": errors[:3],
+            "link_translation": summary(links["translation"]), "link_views": summary(links.get("views", [])),
+            "link_translation_each_s": [round(t, 2) for t in links["translation"]],
+            "link_errors": len(link_errors), "link_error_samples": link_errors[:3],
             "stopped_early": stopped,
             "within_goals": bool(loads and shorts and max(loads) <= GOALS["page_load_s"]
-                                 and percentile(shorts, 95) <= GOALS["short_translation_p95_s"])}
+                                 and percentile(shorts, 95) <= GOALS["short_translation_p95_s"]
+                                 and (not n_links or (links["translation"] and not link_errors
+                                                      and max(links["translation"]) <= GOALS["link_translation_s"])))}
 
 
 def memory_phase(url: str, pid: int, toy: bool, n_sessions: int, parallel: int, deadline: float) -> dict[str, Any]:
@@ -187,6 +234,8 @@ def main() -> None:
     parser.add_argument("--mode", choices=["fair", "memory", "both"], default="both")
     parser.add_argument("--hostile", type=int, default=8, help="sessions sending worst-case requests")
     parser.add_argument("--victims", type=int, default=20, help="page loads, and short translations, timed")
+    parser.add_argument("--link-victims", type=int, default=0,
+                        help="pages opened in Chromium on a link, timed until its translation shows")
     parser.add_argument("--sessions", type=int, default=200, help="memory phase: sessions of the longest input")
     parser.add_argument("--parallel", type=int, default=4, help="memory phase: sessions at a time")
     parser.add_argument("--checkpoint", default=None, help="default: en-de if present, else toy-reverse")
@@ -211,7 +260,7 @@ def main() -> None:
         report["rss_at_start_mb"] = round(rss_kb(server.pid) / 1024, 1)
         if args.mode in ("fair", "both"):
             deadline = time.monotonic() + args.max_minutes * 60
-            report["fair"] = fair_phase(server.url, toy, args.hostile, args.victims, deadline)
+            report["fair"] = fair_phase(server.url, toy, args.hostile, args.victims, deadline, args.link_victims)
         if args.mode in ("memory", "both"):
             deadline = time.monotonic() + args.max_minutes * 60
             report["memory"] = memory_phase(server.url, server.pid, toy, args.sessions, args.parallel, deadline)

@@ -569,8 +569,8 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     assert value["selected"] == trace.nbest[0] and (value["layer"], value["head"]) == (0, 1)
     reference = tr.attention_for_prefix(result.translation, trace.prefix_ids(value["selected"]))
     np.testing.assert_allclose(value["row"], reference.cross[0, 1, -1], atol=1e-6)
-    np.testing.assert_allclose(value["node"]["data"][0]["y"], reference.cross[0, 1, -1], atol=1e-6)
-    assert value["tree"]["data"] and value["tree_rev"] == result.search.rev
+    np.testing.assert_allclose(json.loads(value["node"])["data"][0]["y"], reference.cross[0, 1, -1], atol=1e-6)
+    assert json.loads(value["tree"])["data"] and value["tree_rev"] == result.search.rev
     # opening the tab again costs no decoding; a node, layer and head are one teacher-forced pass (cached)
     app.EXPLORER.on_tree_open(result, "")
     node = trace.nbest[-1]
@@ -603,20 +603,22 @@ def test_compare_figures_hold_both_results_arrays(app):
     assert (value["kind"], value["layer"], value["head"], value["note"]) == ("cross", 1, 2, None)
     for side, text in enumerate(("h e l l o", "h e l l a")):
         own = tr.translate(text, beam_size=3).attention
-        np.testing.assert_allclose(value["pair"]["data"][side]["z"], own.cross[1, 2], atol=1e-6)
+        np.testing.assert_allclose(json.loads(value["pair"])["data"][side]["z"], own.cross[1, 2], atol=1e-6)
         assert value["sources"][side] == text
     w_a, *_ = select_map(session.attentions[0], "cross", 1, 2)
     w_b, *_ = select_map(session.attentions[1], "cross", 1, 2)
-    np.testing.assert_allclose(value["difference"]["data"][0]["z"], w_a - w_b, atol=1e-6)  # same lengths
+    np.testing.assert_allclose(json.loads(value["difference"])["data"][0]["z"], w_a - w_b, atol=1e-6)  # same lengths
     # another kind, layer and head from the panel: the same two translations, no decoding
     other = app.PAGE.on_compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
-    np.testing.assert_allclose(other["pair"]["data"][1]["z"], session.attentions[1].encoder[0].mean(0), atol=1e-6)
+    np.testing.assert_allclose(json.loads(other["pair"])["data"][1]["z"], session.attentions[1].encoder[0].mean(0),
+                               atol=1e-6)
 
 
 def test_difference_of_a_sentence_with_itself_is_zero(app):
     value, _ = app.EXPLORER.on_compare("g r a d i e n t", "g r a d i e n t", "beam", 2, app.DEFAULT_MODEL, 0.6, "")
     assert value["note"] is None
-    assert np.array(value["difference"]["data"][0]["z"]).size and not np.any(value["difference"]["data"][0]["z"])
+    difference = np.array(json.loads(value["difference"])["data"][0]["z"])
+    assert difference.size and not np.any(difference)
 
 
 def test_greedy_vs_beam_side_by_side(app):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import numpy as np
 import pytest
@@ -140,8 +141,19 @@ def test_payload_revisions_differ_and_skeleton_has_every_view():
                     "layer", "head", "rows", "hide", "merge", "step"):
         assert f'id="{view_id}"' in template
     assert "${" not in template and "{{" not in template  # gr.HTML would fill these from the payload
-    assert page.PLOTLY_JS.is_file() and "gradio_api/file=" in page.head_html()
+    assert page.PLOTLY_JS.is_file() and f"gradio_api/file={page.PLOTLY_JS.as_posix()}" in page.head_html()
     assert "initExplorer(element, props, watch)" in page.js_on_load()
+
+
+def test_the_vendored_plotly_bundle_is_the_version_the_plotly_package_ships():
+    """The page draws with the cartesian bundle; the Python figures (search_views) come from the plotly package."""
+    def version(path, label):
+        head = path.read_text(encoding="utf-8")[:300]
+        found = re.search(rf"plotly\.js {label}v(\d+\.\d+\.\d+)", head)
+        assert found, head
+        return found[1]
+
+    assert version(page.PLOTLY_JS, re.escape("(cartesian - minified) ")) == version(page.PLOTLY_PACKAGE_JS, "")
 
 
 def test_rows_choices_match_the_explorer():

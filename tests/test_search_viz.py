@@ -1,13 +1,14 @@
 """Tests for transformer/explorer/search_viz.py: the search tree figure, node naming, and the compare view."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from test_viz import EVIL, assert_no_raw_tag, random_attention
-from transformer.explorer import search_viz, viz
+from transformer.explorer import search_views, search_viz, viz
 from transformer.search_trace import FINISHED, PRUNED, ROOT
 from transformer.translator import Attention, load_pretrained
 
@@ -137,6 +138,11 @@ def test_compare_figures_hold_exactly_the_two_results(tr, kind, layer, head):
         maps = getattr(att, kind)
         expected = maps[layer].mean(axis=0) if head < 0 else maps[layer, head]
         np.testing.assert_array_equal(np.asarray(trace.z), expected)
+    sent = json.loads(search_views.figure_json(view.pair))  # what the page gets: every cell naming its tokens
+    cells = np.asarray(sent["data"][1]["customdata"])  # (Tq, Tk, 2)
+    assert cells.shape == (*np.asarray(view.pair.data[1].z).shape, 2)
+    assert list(cells[:, 0, 0]) == list(view.pair.layout.yaxis2.ticktext)
+    assert list(cells[0, :, 1]) == list(view.pair.layout.xaxis2.ticktext)
     if kind == "encoder":  # same source length: position by position, "▁He→▁She" in the labels
         np.testing.assert_allclose(view.difference_weights, a.attention.encoder[layer, head]
                                    - b.attention.encoder[layer, head], atol=1e-7)

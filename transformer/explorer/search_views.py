@@ -36,9 +36,11 @@ _REVISIONS = itertools.count(1)
 COMPARE_KINDS = ATTENTION_KINDS
 
 
-def figure_json(fig: go.Figure) -> dict[str, Any]:
-    """A figure as plain JSON data for Plotly.react in the browser (numpy arrays become nested lists,
-    not plotly.py's base64 typed arrays, which the 2-D heatmaps here did not draw from)."""
+def figure_json(fig: go.Figure) -> str:
+    """A figure as the JSON text Plotly.react draws in the browser (numpy arrays become nested lists, not
+    plotly.py's base64 typed arrays, which the 2-D heatmaps here did not draw from). One string, not a nested
+    value: gradio walks every element of a nested output on its event loop, and a long sentence's map has ~10^5
+    cells, which stalled every other page's requests."""
     def plain(value: Any) -> Any:
         if isinstance(value, np.ndarray):
             return np.where(np.isfinite(value), value, None).tolist() if value.dtype.kind == "f" else value.tolist()
@@ -55,7 +57,7 @@ def figure_json(fig: go.Figure) -> dict[str, Any]:
             return [plain(v) for v in value]
         return value
 
-    return json.loads(json.dumps(plain(fig.to_plotly_json())))
+    return json.dumps(plain(fig.to_plotly_json()))
 
 
 # ----------------------------------------------------------------------------- the search tree

@@ -437,10 +437,13 @@ class CompareView:
 
 def _heatmap(w: np.ndarray, q: Sequence[str], k: Sequence[str], axis: int, coloraxis: str, label: str
              ) -> go.Heatmap:
-    q_lab, k_lab = viz._labels(q), viz._labels(k)
+    q_lab, k_lab = np.array(viz._labels(q), dtype=str), np.array(viz._labels(k), dtype=str)
+    # (Tq, Tk, 2): each cell's query and key label, built by numpy: a long sentence's map has ~10^5 cells, and
+    # nested Python lists of them held the GIL for seconds (through plotly's validators too)
+    labels = np.stack(np.broadcast_arrays(q_lab[:, None], k_lab[None, :]), axis=-1)
     return go.Heatmap(
         z=w, xaxis=f"x{viz._axis_name(axis)}", yaxis=f"y{viz._axis_name(axis)}", coloraxis=coloraxis,
-        customdata=[[[qq, kk] for kk in k_lab] for qq in q_lab],
+        customdata=labels, _validate=viz.VALIDATE_FIGURES,
         hovertemplate=f"{label}<br>query: %{{customdata[0]}}<br>key: %{{customdata[1]}}<br>"
                       "weight: %{z:.1%}<extra></extra>" if coloraxis == "coloraxis" else
                       f"{label}<br>query: %{{customdata[0]}}<br>key: %{{customdata[1]}}<br>"

@@ -23,7 +23,8 @@ function panelTools(root) {
     fill(layerSel, Array.from({length: nLayers}, (_, i) => [`Layer ${i + 1}`, i]), layer);
     fill(headSel, [["mean over heads", -1], ...Array.from({length: nHeads}, (_, h) => [`Head ${h + 1}`, h])], head);
   }
-  function draw(div, fig) {
+  function draw(div, figure) {  // the server sends each figure as one JSON text (search_views.figure_json)
+    const fig = typeof figure === "string" ? JSON.parse(figure) : figure;
     withPlotly((plotly) => plotly.react(div, fig.data, fig.layout, PANEL_CONFIG));
   }
   function message(text) {
