@@ -135,7 +135,8 @@ For each CPU class: the serving path the start-up probe chose (`transformer/serv
 timed (one decoding step's linears at 5 and 40 rows), beam 5 with attention against `MarianMTModel.generate`
 (float32, same architecture, same thread count), a class's burst of 30 users x 3 presses, a lone press through
 `gradio_client`, the first translation drawn in Chromium, and short requests while 6 sessions keep the worst
-requests in flight. Classes other than the machine's own are emulated on it (`bench/cpu_class.py`: each kernel
+requests in flight (a page load, a short translation through the API, and a fresh Chromium page opened on a link,
+timed until its translation shows: browser and server share the machine's cores). Classes other than the machine's own are emulated on it (`bench/cpu_class.py`: each kernel
 library capped at the class's instructions), so their memory and caches are the host's. Each row's files are
 `bench/results/<bench>--class-<class>.json`, measured with:
 
@@ -144,7 +145,7 @@ eval "$(python bench/cpu_class.py --env CLASS)"     # not for the machine's own 
 python bench/serving_paths.py --classes CLASS --threads 1 --repeats 20 --json bench/results/serving_paths--class-CLASS.json
 python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de --json bench/results/load--class-CLASS.json
 python bench/browser_latency.py --checkpoint checkpoints/en-de --reps 5 --json bench/results/browser_latency--class-CLASS.json
-python bench/hostile_load.py --mode fair --hostile 6 --victims 10 --checkpoint checkpoints/en-de --max-minutes 5 --json bench/results/hostile_load--class-CLASS.json
+python bench/hostile_load.py --mode fair --hostile 6 --victims 10 --link-victims 10 --checkpoint checkpoints/en-de --max-minutes 5 --json bench/results/hostile_load--class-CLASS.json
 ```
 
 """
@@ -167,7 +168,8 @@ def class_table(results_dir: Path = RESULTS) -> str:
         return CLASS_TABLE + "No class measured yet.\n"
     rows = ["| class | CPU (date) | path chosen | probe step ms (int8 / int8 _int_mm only / fp32), probe s "
             "| beam 5 vs Marian (served / fp32 / _int_mm only) | burst p95 s, req/s, differ | lone press p50 s "
-            "| first drawn ms | under hostile load: page load p95 s, short translation p95 s |",
+            "| first drawn ms | under hostile load: page load p95 s, short translation p95 s, link's translation "
+            "p50 / max s |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in classes:
         def load(stem: str) -> dict | None:
@@ -191,7 +193,8 @@ def class_table(results_dir: Path = RESULTS) -> str:
             f"{_get(ld, 'concurrent.differ_from_lone')}",
             f"{_get(ld, 'sequential.p50_s')}",
             f"{_get(br, 'results_ms.translate_first')}",
-            f"{_get(ho, 'fair.page_load.p95_s')}, {_get(ho, 'fair.short_translation.p95_s')}",
+            f"{_get(ho, 'fair.page_load.p95_s')}, {_get(ho, 'fair.short_translation.p95_s')}, "
+            f"{_get(ho, 'fair.link_translation.p50_s')} / {_get(ho, 'fair.link_translation.max_s')}",
         ]
         rows.append("| " + " | ".join(cells).replace("None", "not measured") + " |")
         ld, br = (load(f"{bench}--class-{name}-before-measuring") for bench in ("load", "browser_latency"))
