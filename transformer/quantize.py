@@ -177,7 +177,7 @@ _process_kernels: Int8Kernels = {}  # `use_int8_kernels`: what this process's in
 
 def use_int8_kernels(kernels: Int8Kernels) -> None:
     """Build this process's int8 search models with `kernels` from now on (the app sets `serving.kernels`'s choice
-    at start, like torch's thread count; both kernels give the same bits, so it moves only speed)."""
+    at start, like torch's thread count; every kernel gives the same bits, so it moves only speed)."""
     _process_kernels.clear()
     _process_kernels.update(kernels)
 
