@@ -155,18 +155,40 @@ EXAMPLES_CAPTIONS = [  # our own, for a model that only knows image captions
     "A woman with a green umbrella waits for the bus in the rain.",
     "The children are building a snowman in front of the school.",
 ]
+EXAMPLES_DE = [  # our own, for a model that reads German: a verb at the end, a separable verb, compounds
+    "Ich glaube, dass mein Bruder morgen anruft.",
+    "Warum hast du mir nichts von der Party erzählt?",
+    "Er ruft seine Mutter jeden Sonntag an.",
+    "Wir wohnen seit drei Jahren in München.",
+    "Die Kinderbuchautorin liest heute in der Stadtbibliothek.",
+    "Meine Freundin Oluwaseun ist 1983 nach Plowdiw gezogen.",  # names and a year: placeholders in the maps
+    "Ein Mann in einer roten Jacke fährt mit dem Fahrrad durch den Park.",
+]
+LANGUAGES = {"en": "English", "de": "German"}
 EXAMPLES_TOY = ["h e l l o", "a b c d e f g", "g r a d i e n t", "z y x w v", "t r a n s f o r m e r"]
+
+
+def train_config(directory: Path | None) -> dict:
+    """The recipe a checkpoint was trained with (its training.json's `train_config`; {} where there is none)."""
+    training = directory / "training.json" if directory is not None else None
+    if training is None or not training.is_file():
+        return {}
+    return json.loads(training.read_text(encoding="utf-8")).get("train_config", {})
+
+
+def source_language(directory: Path | None) -> str:
+    """The language a checkpoint reads, in words ("English" where its recipe does not say)."""
+    return LANGUAGES.get(train_config(directory).get("src_lang", "en"), "English")
 
 
 def examples_for(tr: Translator | None, directory: Path | None = None) -> list[str]:
     """Sentences the model knows how to handle: letters for a toy task, captions for a model trained on
-    Multi30k alone (its training.json names no other corpus), everyday English otherwise."""
+    Multi30k alone (its training.json names no other corpus), German for a model that reads German, everyday
+    English otherwise."""
     if is_toy(tr) if tr is not None else is_toy_checkpoint(directory):
         return EXAMPLES_TOY
-    training = directory / "training.json" if directory is not None else None
-    if training is not None and training.is_file():
-        cfg = json.loads(training.read_text(encoding="utf-8")).get("train_config", {})
-        if cfg.get("task") == "multi30k" and not cfg.get("corpora"):
-            return EXAMPLES_CAPTIONS
-    return EXAMPLES_EN
+    cfg = train_config(directory)
+    if cfg.get("task") == "multi30k" and not cfg.get("corpora"):
+        return EXAMPLES_CAPTIONS
+    return EXAMPLES_DE if cfg.get("src_lang") == "de" else EXAMPLES_EN
 
