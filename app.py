@@ -29,11 +29,15 @@ os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 import gradio as gr  # noqa: E402
 
 from transformer.explorer import launch, page, texts  # noqa: E402
-from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, event_data, view_data  # noqa: E402
+from transformer.explorer.callbacks import Explorer  # noqa: E402
+from transformer.explorer.checks import event_data, view_data  # noqa: E402
 from transformer.explorer.inside import Inside  # noqa: E402
+from transformer.explorer.models import ModelInfo  # noqa: E402
 from transformer.explorer.registry import EXAMPLES_EN  # noqa: E402
 from transformer.explorer.results import Result  # noqa: E402
+from transformer.explorer.search_views import CompareSession  # noqa: E402
 from transformer.explorer.share import ViewState  # noqa: E402
+from transformer.explorer.startup import start_explorer  # noqa: E402
 from transformer.explorer.side_panels import (  # noqa: E402
     Controls,
     Results,
@@ -90,7 +94,7 @@ class Page:
         else:
             candidates, selected = len(result.translation.candidates), result.candidate
         selector = gr.Dropdown(choices=candidate_choices(result), value=selected, interactive=candidates > 1)
-        payload = launch.stamped(self.explorer.payload(result), answers)
+        payload = launch.stamped(self.explorer.translation.payload(result), answers)
         return {self.attention.view: payload, self.results.candidate: selector}
 
     def texts(self, result: Result, notice: str) -> dict:
@@ -102,13 +106,15 @@ class Page:
 
     def on_api_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """API `/translate`: (translation, notice, n-best); no attention computed, nothing kept in the session."""
-        result, notice = self.explorer.translate(text, method, beam_size, model, length_penalty, return_attention=False)
+        result, notice = self.explorer.translation.translate(
+            text, method, beam_size, model, length_penalty, return_attention=False
+        )
         return self.texts(result, notice)
 
     def on_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """The page's translation: (translation, notice, n-best) and the result, kept as session state."""
-        result, notice = self.explorer.translate(text, method, beam_size, model, length_penalty)
-        return self.texts(result, notice) | {self.states.result: self.explorer.keep(result)}
+        result, notice = self.explorer.translation.translate(text, method, beam_size, model, length_penalty)
+        return self.texts(result, notice) | {self.states.result: self.explorer.models.keep(result)}
 
     def on_translate_view(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """The page's Translate: the API's outputs and the attention payload in one response (one round trip)."""
@@ -117,16 +123,16 @@ class Page:
 
     def on_candidate(self, result: Result | None, index: int) -> dict:
         """Another n-best candidate: its attention (one teacher-forced pass, cached) straight to the page."""
-        result = None if result is None else self.explorer.select(result, index)
+        result = None if result is None else self.explorer.translation.select(result, index)
         return {self.states.result: result} | self.show_result(result)
 
     def on_rerun(self, result: Result | None, evt: gr.EventData) -> dict:
-        rerun = self.explorer.rerun(result, evt)
+        rerun = self.explorer.reruns.rerun(result, evt)
         return self.show_rerun(rerun, launch.rerun_ticket(event_data(evt)))
 
     def show_rerun(self, result: Result | None, answers: int | None = None) -> dict:
         """Heads switched off or on, or norms (attention tab): maps, translation, n-best list and notes together."""
-        translation, nbest, notice = self.explorer.rerun_texts(result)
+        translation, nbest, notice = self.explorer.reruns.rerun_texts(result)
         texts = {self.results.translation: translation, self.results.nbest: nbest, self.results.notice: notice}
         return {self.states.result: result} | texts | self.show_result(result, answers)
 
@@ -152,7 +158,7 @@ class Page:
         model again (the dropdown sends its value when the keyboard's focus passes through it) changes nothing."""
         if current is not None and label == current:
             return gr.skip()
-        info = self.explorer.switch(label)
+        info = self.explorer.models.switch(label)
         cleared = {
             self.states.model: label,
             self.states.result: None,
@@ -165,10 +171,12 @@ class Page:
     def on_restore(self, model: str | None, request: gr.Request) -> dict:
         """Page load: list the checkpoints present now and restore the view a shared link carries (validated)."""
         query = dict(request.query_params) if request is not None else {}
-        restored = self.explorer.restore(model, query)
+        restored = self.explorer.links.restore(model, query)
         view, states, controls = restored.view, self.states, self.controls
         out = {
-            controls.model: gr.Dropdown(choices=self.explorer.registry.choices(restored.labels), value=view.model),
+            controls.model: gr.Dropdown(
+                choices=self.explorer.models.registry.choices(restored.labels), value=view.model
+            ),
             states.model: view.model,
             states.tab: view.tab,
             states.restore: restored.client,
@@ -202,19 +210,19 @@ class Page:
             return self.on_translate_view(text, method, beam_size, model, lp)
 
         def translate_as_linked() -> dict:  # heads off or norms: the link's view in the first answer
-            return self.show_rerun(self.explorer.translate_linked(text, method, beam_size, model, lp, linked))
+            return self.show_rerun(self.explorer.reruns.translate_linked(text, method, beam_size, model, lp, linked))
 
         return self.per_session.newest("new")(translate_plain if plain else translate_as_linked)()
 
     def on_export(self, result: Result | None) -> gr.DownloadButton:
-        path = self.explorer.export(result)
+        path = self.explorer.exports.export(result)
         return gr.DownloadButton(value=str(path) if path else None, interactive=bool(path))
 
     def on_tree_pick(self, result: Result | None, evt: gr.EventData):
-        return self.explorer.tree_pick(result, evt)
+        return self.explorer.tree.tree_pick(result, evt)
 
     def on_compare_pick(self, session: CompareSession | None, evt: gr.EventData):
-        return self.explorer.compare_pick(session, evt)
+        return self.explorer.compare.compare_pick(session, evt)
 
 
 # ----------------------------------------------------------------------------- three ways into the model
@@ -282,13 +290,13 @@ class ExplorerApp:
 
 
 def create_app(checkpoint_dir: Path = CHECKPOINTS) -> ExplorerApp:
-    """Start the explorer (torch threads, heap, export folder, serving path, search process: `Explorer.start`;
+    """Start the explorer (torch threads, heap, export folder, serving path, search process: `start_explorer`;
     the default model loads now) and build the page over it, queued."""
-    explorer = Explorer.start(checkpoint_dir)
+    explorer = start_explorer(checkpoint_dir)
     # plotly.js from the installed plotly package; the attention downloads from the folder they are written to
     # (exports.py), never copied into gradio's cache
-    gr.set_static_paths([page.PLOTLY_JS, explorer.export_dir])
-    inside = Inside(explorer)
+    gr.set_static_paths([page.PLOTLY_JS, explorer.exports.export_dir])
+    inside = Inside(explorer.models)
     demo, app_page = build_page(explorer, inside, launch.session_limited(explorer.slots))
     demo.queue(default_concurrency_limit=2, max_size=64)
     return ExplorerApp(demo, app_page, inside)
@@ -296,10 +304,11 @@ def create_app(checkpoint_dir: Path = CHECKPOINTS) -> ExplorerApp:
 
 def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> tuple[gr.Blocks, Page]:
     """The page, top to bottom (every field of the initial view is set by the builders), and its events."""
-    default_model = explorer.default_model
-    view = ViewState(model=default_model, length_penalty=explorer.default_length_penalty)
-    info = explorer.model_info(default_model, explorer.default_translator)
-    models = explorer.registry.choices() or ([default_model] if default_model else [])
+    models = explorer.models
+    default_model = models.default_model
+    view = ViewState(model=default_model, length_penalty=models.default_length_penalty)
+    info = models.model_info(default_model, models.default_translator)
+    choices = models.registry.choices() or ([default_model] if default_model else [])
     with gr.Blocks(title="Transformer attention explorer", analytics_enabled=False, delete_cache=(900, 3600)) as demo:
         states = States(
             model=gr.State(view.model),
@@ -313,10 +322,8 @@ def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> t
         gr.Markdown(texts.INTRO, elem_id="intro")
         with gr.Row(elem_id="stage"):  # the stage: a side column of controls, the views beside it (page.py)
             with gr.Column(scale=1, min_width=320, elem_id="sidebar"):
-                controls, translation = build_controls(view, info.examples, models, EXAMPLES_EN[0])
-                results = build_results(
-                    translation, explorer.serving_note(), nbest_table(None), candidate_choices(None)
-                )
+                controls, translation = build_controls(view, info.examples, choices, EXAMPLES_EN[0])
+                results = build_results(translation, models.serving_note(), nbest_table(None), candidate_choices(None))
                 yours = build_yours()
             with gr.Column(scale=3, min_width=320, elem_id="main"):
                 with gr.Tabs(elem_id="tabs") as tabs:
@@ -353,12 +360,12 @@ RESTORE = dict(concurrency_limit=8, concurrency_id="restore")  # page loads run 
 
 def model_group(explorer: Explorer) -> dict[str, Any]:
     """Model events other than Translate: as many at once as the batcher takes (it orders them)."""
-    return dict(concurrency_limit=explorer.batcher.max_batch, concurrency_id="model")
+    return dict(concurrency_limit=explorer.models.batcher.max_batch, concurrency_id="model")
 
 
 def translate_group(explorer: Explorer) -> dict[str, Any]:
     """The Translate presses: their own group, as many at once as the batcher takes."""
-    return dict(concurrency_limit=explorer.batcher.max_batch, concurrency_id="translate")
+    return dict(concurrency_limit=explorer.models.batcher.max_batch, concurrency_id="translate")
 
 
 def example_text(sample: list[str]) -> str:
@@ -412,7 +419,7 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> tuple[Any, Any]:
     training = [controls.examples, *app_page.training[1:], *app_page.heads[1:]]
     export = dict(fn=app_page.on_export, inputs=[states.result], outputs=[results.download], **QUIET)
     tree = dict(
-        fn=per_session(explorer.on_tree_view),
+        fn=per_session(explorer.tree.on_tree_view),
         inputs=[states.result, states.tab, states.view],
         outputs=[app_page.tree.view],
         **quiet_model,
@@ -492,7 +499,7 @@ def wire_link(demo: gr.Blocks, app_page: Page, export: dict[str, Any], tree: dic
     link_tree = link_translated.success(**export).then(**tree)
     compare_inputs = [controls.src, app_page.compare.src, controls.method, controls.beam, states.model, states.lp]
     return link_tree.then(
-        per_session(explorer.on_restore_compare),
+        per_session(explorer.compare.on_restore_compare),
         [*compare_inputs, states.tab, states.view],
         [app_page.compare.view, states.compare],
         **QUIET,
@@ -509,19 +516,19 @@ def wire_tabs(app_page: Page) -> None:
         view_written = tab.select(None, None, [states.view], js=page.js_enter_tab(tab.id), **PRIVATE)
         entered[tab.id] = view_written.then(tab_entered(tab.id), None, [states.tab], queue=False, **PRIVATE)
     tree_inputs = [states.result, states.tab, states.view]
-    entered["tree"].then(per_session(explorer.on_tree_view), tree_inputs, [app_page.tree.view], **quiet_model)
+    entered["tree"].then(per_session(explorer.tree.on_tree_view), tree_inputs, [app_page.tree.view], **quiet_model)
     app_page.tree.view.pick(per_session(app_page.on_tree_pick), [states.result], [app_page.tree.view], **quiet_model)
     entered["compare"].then(compare_prefill, [controls.src, compare.src], [compare.src], queue=False, **PRIVATE)
     compared = compare.run.click(None, None, [states.view], js=page.JS_VIEW, **PRIVATE)
     compared.then(
-        per_session(explorer.on_compare),
+        per_session(explorer.compare.on_compare),
         [controls.src, compare.src, controls.method, controls.beam, states.model, states.lp, states.view],
         [compare.view, states.compare],
         **quiet_model,
     )
     versus = compare.versus.click(None, None, [states.view], js=page.JS_VIEW, **PRIVATE)
     versus.then(
-        per_session(explorer.on_greedy_vs_beam),
+        per_session(explorer.compare.on_greedy_vs_beam),
         [controls.src, controls.beam, states.model, states.lp, states.view],
         [compare.view, states.compare],
         **quiet_model,
@@ -587,7 +594,7 @@ def main() -> None:
     # before start-up, which logs what it chose for this machine (threads, serving path)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     app = create_app()
-    launch.serve(app.demo, when_up=app.explorer.preload)  # the model's preload waits for gradio's check
+    launch.serve(app.demo, when_up=app.explorer.models.preload)  # the model's preload waits for gradio's check
 
 
 if __name__ == "__main__":

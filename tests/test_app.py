@@ -42,7 +42,7 @@ needs_trained = pytest.mark.skipif(not TRAINED, reason="checkpoints/toy-reverse 
 def app():
     """The app (`app.create_app()`), with the test checkpoint as default and one torch thread."""
     built = import_app({**ENV, "TRANSFORMER_PRECISION": ""})  # measured, whatever the caller's shell sets
-    assert built.explorer.default_translator is not None, built.explorer.startup_error
+    assert built.explorer.models.default_translator is not None, built.explorer.models.startup_error
     return built
 
 
@@ -54,10 +54,10 @@ def client():
 
 def test_the_app_serves_its_everyday_searches_from_a_search_process(app):
     """The app's batcher has a search process, a live child of this process, that serves the default model."""
-    searcher = app.explorer.batcher.searcher
+    searcher = app.explorer.models.batcher.searcher
     assert searcher is not None and searcher.pid is not None
-    assert searcher.serves(app.explorer.default_translator)
-    assert app.explorer.translate("h e l l o", "greedy", 1, app.explorer.default_model, 1.0)[0].translation.text
+    assert searcher.serves(app.explorer.models.default_translator)
+    assert app.explorer.translation.translate("h e l l o", "greedy", 1, app.explorer.models.default_model, 1.0)[0].translation.text
 
 
 def values(app, out: dict, *paths: str) -> list:
@@ -97,13 +97,13 @@ def test_page_and_links_start_at_the_default_models_length_penalty(app, tmp_path
     (directory / "generation_config.json").write_text('{"num_beams": 5, "length_penalty": 1.7}')
     explorer = Explorer(registry.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
     try:
-        assert explorer.default_length_penalty == 1.7  # what build_page starts the slider at
-        assert explorer.restore("en-de", {"text": "a b"}).view.length_penalty == 1.7  # a link without lp
-        assert explorer.restore("en-de", {"lp": "nan"}).view.length_penalty == 1.7  # a bad one: noted, default
-        assert explorer.restore("en-de", {"lp": "0.3"}).view.length_penalty == 0.3  # a link's own
+        assert explorer.models.default_length_penalty == 1.7  # what build_page starts the slider at
+        assert explorer.links.restore("en-de", {"text": "a b"}).view.length_penalty == 1.7  # a link without lp
+        assert explorer.links.restore("en-de", {"lp": "nan"}).view.length_penalty == 1.7  # a bad one: noted, default
+        assert explorer.links.restore("en-de", {"lp": "0.3"}).view.length_penalty == 0.3  # a link's own
     finally:
-        explorer.batcher.close()
-    assert app.explorer.default_length_penalty == share.DEFAULT_LENGTH_PENALTY  # the toy has no generation config
+        explorer.models.batcher.close()
+    assert app.explorer.models.default_length_penalty == share.DEFAULT_LENGTH_PENALTY  # the toy has no generation config
 
 
 def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, make_model, caplog):
@@ -120,15 +120,15 @@ def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, ma
     caplog.set_level(logging.INFO, logger="transformer.explorer.registry")
     explorer = Explorer(registry.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
     try:
-        request = threading.Thread(target=explorer.translator, args=("toy-other",), name="a-request")
+        request = threading.Thread(target=explorer.models.translator, args=("toy-other",), name="a-request")
         request.start()
         request.join()
         loads = [r for r in caplog.records if r.getMessage().startswith("loaded ")]
         assert [r.getMessage().split()[1] for r in loads] == ["en-de", "toy-other"]
-        assert {r.threadName for r in loads} == {explorer.batcher._thread.name}
-        assert explorer.registry.is_loaded("toy-other")
+        assert {r.threadName for r in loads} == {explorer.models.batcher._thread.name}
+        assert explorer.models.registry.is_loaded("toy-other")
     finally:
-        explorer.batcher.close()
+        explorer.models.batcher.close()
     direct = registry.ModelRegistry(tmp_path)  # without the app's runner, on the caller's thread
     caplog.clear()
     direct.get("toy-other")
@@ -136,7 +136,7 @@ def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, ma
 
 
 def test_the_model_gets_every_core_but_one_unless_told(monkeypatch):
-    from transformer.explorer.callbacks import torch_threads
+    from transformer.explorer.startup import torch_threads
 
     monkeypatch.delenv("TRANSFORMER_THREADS", raising=False)
     assert [torch_threads(cores) for cores in (1, 2, 4, 16)] == [1, 1, 3, 15]
@@ -188,10 +188,10 @@ def test_registry_lists_default_models_first_then_sorted_and_override_first(app,
 
 
 def test_registry_loads_once_and_caches(app):
-    label = app.explorer.default_model
-    assert app.explorer.registry.is_loaded(label)
-    assert app.explorer.registry.get(label) is app.explorer.default_translator
-    assert app.explorer.registry.directory(label) is not None
+    label = app.explorer.models.default_model
+    assert app.explorer.models.registry.is_loaded(label)
+    assert app.explorer.models.registry.get(label) is app.explorer.models.default_translator
+    assert app.explorer.models.registry.directory(label) is not None
 
 
 @pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", float("nan"), [5]])
@@ -204,7 +204,7 @@ def test_the_work_of_one_request_is_capped_and_the_notice_says_so(app, monkeypat
     """Source tokens × beam width within checks.MAX_BEAM_TOKENS: a long input at a wide beam is searched at a
     narrower beam, with a notice; a short one, and greedy, are left as asked. Page and API share the path."""
     monkeypatch.setattr(checks, "MAX_BEAM_TOKENS", 12)
-    tr, model = app.explorer.default_translator, app.explorer.default_model
+    tr, model = app.explorer.models.default_translator, app.explorer.models.default_model
     long_text = "a b c d e f g h i j k"  # 11 letters + <eos>: 12 tokens, so beam 1 at most
     result, notice = results.run_translation(tr, model, long_text, "beam", 5, 0.6)
     assert result.translation.beam_size == 1 and "beam width was cut from 5 to 1" in notice
@@ -219,8 +219,8 @@ def test_the_work_of_one_request_is_capped_and_the_notice_says_so(app, monkeypat
 def test_beam_and_length_penalty_left_out_are_the_models_own(app):
     """The API's docs call them optional: None is the checkpoint's default, not an error."""
     assert checks.check_options("beam", None) is None and checks.check_length_penalty(None) is None
-    result, _ = results.run_translation(app.explorer.default_translator, app.explorer.default_model, "a b c", "beam", None, None)
-    generation = app.explorer.default_translator.generation
+    result, _ = results.run_translation(app.explorer.models.default_translator, app.explorer.models.default_model, "a b c", "beam", None, None)
+    generation = app.explorer.models.default_translator.generation
     assert (result.translation.beam_size, result.length_penalty) == (generation.num_beams, generation.length_penalty)
     for bad in (-0.5, float("inf"), "0.6", 1e9):
         with pytest.raises(gr.Error, match="length_penalty must be a number from 0 to 10"):
@@ -234,7 +234,7 @@ def test_check_options_accepts_and_rejects_methods(app):
 
 
 def test_run_translation_empty_and_truncated(app):
-    tr = app.explorer.default_translator
+    tr = app.explorer.models.default_translator
     for empty in ("", "   \n", None):
         with pytest.raises(gr.Error, match="Type a sentence"):
             results.run_translation(tr, "m", empty, "beam", 3)
@@ -246,7 +246,7 @@ def test_run_translation_empty_and_truncated(app):
 
 
 def test_run_translation_says_how_it_read_all_caps_input(app):
-    tr = app.explorer.default_translator  # a toy model: no truecase model, so ALL-CAPS input is read in lower case
+    tr = app.explorer.models.default_translator  # a toy model: no truecase model, so ALL-CAPS input is read in lower case
     assert tr.truecaser is None
     shouted, notice = results.run_translation(tr, "m", "THE DOG IS SLEEPING.", "greedy", 1)
     quiet, quiet_notice = results.run_translation(tr, "m", "the dog is sleeping.", "greedy", 1)
@@ -265,7 +265,7 @@ def test_run_translation_lists_the_placeholders_the_model_read(app):
 
 
 def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
-    tr = app.explorer.default_translator
+    tr = app.explorer.models.default_translator
     result, _ = results.run_translation(tr, "m", "h e l l o", "beam", 4)
     n = len(result.translation.candidates)
     assert n >= 2
@@ -299,8 +299,8 @@ def test_show_result_sends_the_payload_and_candidate_selector(app):
 
 
 def test_candidate_change_sends_that_candidates_attention(app):
-    tr = app.explorer.default_translator
-    result, _ = results.run_translation(tr, app.explorer.default_model, "h e l l o", "beam", 3)
+    tr = app.explorer.models.default_translator
+    result, _ = results.run_translation(tr, app.explorer.models.default_model, "h e l l o", "beam", 3)
     shown = ("states.result", "attention.view", "results.candidate")
     result_out, payload, dropdown = values(app, app.page.on_candidate(result, 2), *shown)
     assert result_out.candidate == 2 and payload["candidate"] == 2 and dropdown.value == 2
@@ -311,7 +311,7 @@ def test_candidate_change_sends_that_candidates_attention(app):
 
 
 def test_model_change_updates_examples_and_clears_result(app):
-    label = app.explorer.default_model
+    label = app.explorer.models.default_model
     out = app.page.on_model_change(label)
     state, result, translation, notice, examples, payload = values(
         app, out, "states.model", "states.result", "results.translation", "results.notice", "controls.examples",
@@ -464,7 +464,7 @@ def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client)
 
     with ThreadPoolExecutor(len(texts)) as pool:
         outputs = list(pool.map(press, range(len(texts))))
-    tr = app.explorer.default_translator  # the server's model, loaded the same way (same precision)
+    tr = app.explorer.models.default_translator  # the server's model, loaded the same way (same precision)
     for text, (method, beam), out in zip(texts, settings, outputs, strict=True):
         alone = tr.translate(text, method=method, beam_size=beam, length_penalty=share.DEFAULT_LENGTH_PENALTY)
         translation, _, table, payload = out[:4]
@@ -476,11 +476,11 @@ def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client)
 
 
 def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(app, monkeypatch):
-    from transformer.explorer import callbacks
+    from transformer.explorer import models, startup
 
-    path = app.explorer.serving_path
-    assert app.explorer.default_translator.precision == path.precision  # what the start-up probe measured fastest
-    notice = values(app, app.page.on_model_change(app.explorer.default_model), "results.notice")[0]
+    path = app.explorer.models.serving_path
+    assert app.explorer.models.default_translator.precision == path.precision  # what the start-up probe measured fastest
+    notice = values(app, app.page.on_model_change(app.explorer.models.default_model), "results.notice")[0]
     assert f"Decoding: {path.precision}" in notice and "TRANSFORMER_PRECISION" not in notice  # no settings on the page
     assert "measured fastest on this computer" in notice  # the serving path, and the timings behind it
     assert f"{path.step_ms[path.precision]:.1f} ms" in notice
@@ -491,11 +491,11 @@ def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(a
         # machine measured: the test no longer depends on it)
         other = "int8" if overridden == "fp32" else "fp32"
         probed = dataclasses.replace(path, precision=other) if overridden else path
-        choice = callbacks.serving_choice(probe=lambda config: probed)
+        choice = startup.serving_choice(probe=lambda config: probed)
         assert choice.precision == (overridden or path.precision)
         assert (choice.why == "set by TRANSFORMER_PRECISION") == bool(overridden)
-    fp32 = registry.ModelRegistry(Path(app.explorer.registry.checkpoint_dir), app.explorer.registry.override, "fp32")
-    assert fp32.get(app.explorer.default_model).precision == "fp32" and callbacks.precision_note("fp32").startswith("Decoding: fp32")
+    fp32 = registry.ModelRegistry(Path(app.explorer.models.registry.checkpoint_dir), app.explorer.models.registry.override, "fp32")
+    assert fp32.get(app.explorer.models.default_model).precision == "fp32" and models.precision_note("fp32").startswith("Decoding: fp32")
 
 
 def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):
@@ -505,7 +505,7 @@ def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):
         raise BatcherBusy("The translator is busy: 64 requests are already waiting. Please try again in a few seconds.")
 
     with pytest.raises(gr.Error, match="busy.*try again"):
-        results.run_translation(app.explorer.default_translator, app.explorer.default_model, "h e l l o", "beam", 3, translate=busy)
+        results.run_translation(app.explorer.models.default_translator, app.explorer.models.default_model, "h e l l o", "beam", 3, translate=busy)
 
 
 @pytest.mark.slow  # a running app in its own process
@@ -531,7 +531,7 @@ def test_server_does_not_serve_repository_files(client):
 
 
 def test_main_path_records_no_search(app, monkeypatch):
-    tr = app.explorer.default_translator
+    tr = app.explorer.models.default_translator
     calls = []
     original = tr.translate_sources  # what decodes, alone or in a batch (transformer/serving/batching.py)
 
@@ -541,25 +541,25 @@ def test_main_path_records_no_search(app, monkeypatch):
         return original(sources, method, beam_size, length_penalty, max_len, return_attention, top_k, record_search)
 
     monkeypatch.setattr(tr, "translate_sources", spy)
-    searcher = app.explorer.batcher.searcher  # the search process searches without a trace: it has no such option
+    searcher = app.explorer.models.batcher.searcher  # the search process searches without a trace: it has no such option
     original_search = searcher.search
     monkeypatch.setattr(searcher, "search", lambda *a, **k: calls.append({}) or original_search(*a, **k))
-    result = app.page.on_translate("h e l l o", "beam", 3, app.explorer.default_model, 0.6)[app.page.states.result]
+    result = app.page.on_translate("h e l l o", "beam", 3, app.explorer.models.default_model, 0.6)[app.page.states.result]
     assert [k.get("record_search", False) for k in calls] == [False]
     assert result.translation.search is None and result.search is None
-    assert app.explorer.on_tree_refresh(result, "attention", "")[0] is None  # the tree tab is closed: nothing recorded
+    assert app.explorer.tree.on_tree_refresh(result, "attention", "")[0] is None  # the tree tab is closed: nothing recorded
     assert len(calls) == 1 and result.search is None
 
 
 def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monkeypatch):
     from transformer.explorer import search_viz
 
-    tr = app.explorer.default_translator
-    result = app.page.on_translate("h e l l o", "beam", 4, app.explorer.default_model, 0.6)[app.page.states.result]
+    tr = app.explorer.models.default_translator
+    result = app.page.on_translate("h e l l o", "beam", 4, app.explorer.models.default_model, 0.6)[app.page.states.result]
     calls = []
     original = tr.translate
     monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
-    value, result = app.explorer.on_tree_open(result, '{"kind": "cross", "layer": 0, "head": 1}')
+    value, result = app.explorer.tree.on_tree_open(result, '{"kind": "cross", "layer": 0, "head": 1}')
     assert [(k["method"], k["record_search"], k["return_attention"]) for k in calls] == [
         ("beam", True, False), ("greedy", True, False)]
     trace = result.search.trace
@@ -572,7 +572,7 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     np.testing.assert_allclose(value["node"]["data"][0]["y"], reference.cross[0, 1, -1], atol=1e-6)
     assert value["tree"]["data"] and value["tree_rev"] == result.search.rev
     # opening the tab again costs no decoding; a node, layer and head are one teacher-forced pass (cached)
-    app.explorer.on_tree_open(result, "")
+    app.explorer.tree.on_tree_open(result, "")
     node = trace.nbest[-1]
     picked = app.page.on_tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
                                                          "tree_rev": result.search.rev}))
@@ -587,8 +587,8 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
 
 
 def test_tree_of_a_greedy_translation_has_no_second_search(app):
-    result = app.page.on_translate("a b c", "greedy", 1, app.explorer.default_model, 0.6)[app.page.states.result]
-    value, result = app.explorer.on_tree_open(result, "")
+    result = app.page.on_translate("a b c", "greedy", 1, app.explorer.models.default_model, 0.6)[app.page.states.result]
+    value, result = app.explorer.tree.on_tree_open(result, "")
     assert result.search.greedy is None and result.search.trace.method == "greedy"
     assert [n.token_id for n in result.search.trace.best_path()] == result.translation.candidates[0].ids
 
@@ -596,8 +596,8 @@ def test_tree_of_a_greedy_translation_has_no_second_search(app):
 def test_compare_figures_hold_both_results_arrays(app):
     from transformer.explorer.search_viz import select_map
 
-    tr = app.explorer.default_translator
-    value, session = app.explorer.on_compare("h e l l o", "h e l l a", "beam", 3, app.explorer.default_model, 0.6,
+    tr = app.explorer.models.default_translator
+    value, session = app.explorer.compare.on_compare("h e l l o", "h e l l a", "beam", 3, app.explorer.models.default_model, 0.6,
                                     '{"kind": "cross", "layer": 1, "head": 2}')
     assert session.translations[0] == tr.translate("h e l l o", beam_size=3).text
     assert (value["kind"], value["layer"], value["head"], value["note"]) == ("cross", 1, 2, None)
@@ -614,19 +614,19 @@ def test_compare_figures_hold_both_results_arrays(app):
 
 
 def test_difference_of_a_sentence_with_itself_is_zero(app):
-    value, _ = app.explorer.on_compare("g r a d i e n t", "g r a d i e n t", "beam", 2, app.explorer.default_model, 0.6, "")
+    value, _ = app.explorer.compare.on_compare("g r a d i e n t", "g r a d i e n t", "beam", 2, app.explorer.models.default_model, 0.6, "")
     assert value["note"] is None
     assert np.array(value["difference"]["data"][0]["z"]).size and not np.any(value["difference"]["data"][0]["z"])
 
 
 def test_greedy_vs_beam_side_by_side(app):
-    tr = app.explorer.default_translator
-    value, session = app.explorer.on_greedy_vs_beam("h e l l o", 1, app.explorer.default_model, 0.6, '{"kind": "decoder"}')
+    tr = app.explorer.models.default_translator
+    value, session = app.explorer.compare.on_greedy_vs_beam("h e l l o", 1, app.explorer.models.default_model, 0.6, '{"kind": "decoder"}')
     assert value["labels"] == ["greedy", f"beam {share.DEFAULT_BEAM}"] and value["kind"] == "decoder"
     assert session.translations == (tr.translate("h e l l o", method="greedy").text,
                                     tr.translate("h e l l o", beam_size=share.DEFAULT_BEAM).text)
     with pytest.raises(gr.Error, match="Type a sentence"):
-        app.explorer.on_compare("h e l l o", "   ", "beam", 3, app.explorer.default_model, 0.6, "")
+        app.explorer.compare.on_compare("h e l l o", "   ", "beam", 3, app.explorer.models.default_model, 0.6, "")
 
 
 def test_restore_from_a_link_validates_and_notes(app):
@@ -636,21 +636,21 @@ def test_restore_from_a_link_validates_and_notes(app):
                                             "head": "9", "model": "nope", "compare": EVIL, "lp": "nan"})
     linked = ("controls.src", "compare.src", "controls.method", "controls.beam", "controls.lp", "states.lp",
               "controls.present", "tabs")  # what a link may set
-    out = app.page.on_restore(app.explorer.default_model, request)
+    out = app.page.on_restore(app.explorer.models.default_model, request)
     text, compare, beam, lp, tabs = values(app, out, "controls.src", "compare.src", "controls.beam", "controls.lp",
                                            "tabs")
     model, tab, note, restored = values(app, out, "states.model", "states.tab", "results.note", "states.restore")
-    assert (model, text, compare, beam.value, lp, tab) == (app.explorer.default_model, "a b c", "", 5, 0.6, "tree")
+    assert (model, text, compare, beam.value, lp, tab) == (app.explorer.models.default_model, "a b c", "", 5, 0.6, "tree")
     assert tabs.selected == "tree" and note.visible
     for word in ("beam", "head", "model", "compare", "lp"):
         assert f"{word} " in note.value
     assert json.loads(restored)["view"]["layer"] == 1
-    out = app.page.on_restore(app.explorer.default_model, SimpleNamespace(query_params={}))
+    out = app.page.on_restore(app.explorer.models.default_model, SimpleNamespace(query_params={}))
     note, plain = values(app, out, "results.note", "states.restore")
     assert note.visible is False  # a plain page: no note
     assert not {attrgetter(path)(app.page) for path in linked} & out.keys()  # nothing typed is overwritten
-    assert app.page.on_restore_translate("x", "beam", 5, app.explorer.default_model, 0.6, plain) == gr.skip()  # no link text
-    assert app.page.on_restore_translate("", "beam", 5, app.explorer.default_model, 0.6, restored) == gr.skip()  # no error
+    assert app.page.on_restore_translate("x", "beam", 5, app.explorer.models.default_model, 0.6, plain) == gr.skip()  # no link text
+    assert app.page.on_restore_translate("", "beam", 5, app.explorer.models.default_model, 0.6, restored) == gr.skip()  # no error
 
 
 def test_examples_follow_what_the_model_was_trained_on(app, tmp_path):
@@ -675,12 +675,12 @@ class Event:
 
 
 def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmasked(app):
-    result = app.page.on_translate("h e l l o", "beam", 3, app.explorer.default_model, 0.6)[app.page.states.result]
-    cfg = app.explorer.default_translator.model.config
+    result = app.page.on_translate("h e l l o", "beam", 3, app.explorer.models.default_model, 0.6)[app.page.states.result]
+    cfg = app.explorer.models.default_translator.model.config
     every_cross = [["cross", layer, head] for layer in range(cfg.n_decoder_layers) for head in range(cfg.n_heads)]
     out = app.page.on_rerun(result, Event(off=every_cross + [["encoder", 0, 1]], measure="weight"))
     ablated, payload = values(app, out, "states.result", "attention.view")
-    text, nbest, notice = app.explorer.rerun_texts(ablated)
+    text, nbest, notice = app.explorer.reruns.rerun_texts(ablated)
     assert ablated.base is result and len(ablated.off) == len(every_cross) + 1
     assert ablated.translation.head_mask.n_off() == len(ablated.off)
     assert text == ablated.translation.text
@@ -691,10 +691,10 @@ def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmas
     att = decode_attention(payload)
     assert not att.cross.any() and not att.encoder[0, 1].any() and att.encoder[0, 0].any()
     # the same heads again: cached, no model pass; none: the unmasked result itself
-    assert app.explorer.rerun(result, Event(off=every_cross + [["encoder", 0, 1]])) is ablated
+    assert app.explorer.reruns.rerun(result, Event(off=every_cross + [["encoder", 0, 1]])) is ablated
     back = app.page.on_rerun(ablated, Event(off=[], measure="weight"))
     assert back[app.page.states.result] is result and back[app.page.attention.view]["ablation"] is None
-    assert app.explorer.rerun_texts(result)[2] == "" and app.explorer.rerun_texts(None)[0] == ""
+    assert app.explorer.reruns.rerun_texts(result)[2] == "" and app.explorer.reruns.rerun_texts(None)[0] == ""
     # another candidate of the ablated result keeps its heads off
     if len(ablated.translation.candidates) > 1:
         shown = app.page.on_candidate(ablated, 1)
@@ -706,8 +706,8 @@ def test_heads_off_and_norm_passes_run_on_the_batchers_thread(app, monkeypatch):
     handler's thread, beside another pass on the same cores."""
     import threading
 
-    result = app.page.on_translate("x y z", "beam", 2, app.explorer.default_model, 0.6)[app.page.states.result]
-    tr, seen = app.explorer.default_translator, []
+    result = app.page.on_translate("x y z", "beam", 2, app.explorer.models.default_model, 0.6)[app.page.states.result]
+    tr, seen = app.explorer.models.default_translator, []
     for name in ("translate", "attention_for"):
         def spy(*args, real=getattr(tr, name), name=name, **kwargs):
             seen.append((name, threading.current_thread().name))
@@ -715,18 +715,18 @@ def test_heads_off_and_norm_passes_run_on_the_batchers_thread(app, monkeypatch):
         monkeypatch.setattr(tr, name, spy)
     app.page.on_rerun(result, Event(off=[["decoder", 0, 1]], measure="norm"))
     assert {name for name, _ in seen} == {"translate", "attention_for"}
-    assert {thread for _, thread in seen} == {app.explorer.batcher._thread.name}
+    assert {thread for _, thread in seen} == {app.explorer.models.batcher._thread.name}
 
 
 @pytest.mark.parametrize("off", [[["cross", 99, 0]], [["kernel", 0, 0]], "all", [["cross", 0]], [[None, 0, 0]]])
 def test_bad_heads_to_switch_off_are_a_clear_error(app, off):
-    result = app.page.on_translate("a b c", "greedy", 1, app.explorer.default_model, 0.6)[app.page.states.result]
+    result = app.page.on_translate("a b c", "greedy", 1, app.explorer.models.default_model, 0.6)[app.page.states.result]
     with pytest.raises(gr.Error):
-        app.explorer.rerun(result, Event(off=off))
+        app.explorer.reruns.rerun(result, Event(off=off))
 
 
 def test_norms_come_only_when_asked_and_rows_are_shares(app):
-    result = app.page.on_translate("h e l l o", "beam", 2, app.explorer.default_model, 0.6)[app.page.states.result]
+    result = app.page.on_translate("h e l l o", "beam", 2, app.explorer.models.default_model, 0.6)[app.page.states.result]
     payload = app.page.show_result(result)[app.page.attention.view]
     assert "norm" not in payload["kinds"]["encoder"] and payload["measures"] == ["weight"]
     out = app.page.on_rerun(result, Event(off=[["decoder", 0, 0]], measure="norm"))
@@ -737,7 +737,7 @@ def test_norms_come_only_when_asked_and_rows_are_shares(app):
     sums = norms.cross.sum(-1)
     np.testing.assert_allclose(sums, 1.0, atol=1e-3)
     assert not norms.decoder[0, 0].any()  # the head switched off: no norm either
-    expected = app.explorer.default_translator.attention_for(ablated.translation, measure="norm").cross
+    expected = app.explorer.models.default_translator.attention_for(ablated.translation, measure="norm").cross
     np.testing.assert_allclose(norms.cross, expected / expected.sum(-1, keepdims=True), atol=1e-4)
 
 
@@ -795,17 +795,17 @@ def test_the_model_list_marks_toy_tasks_and_keeps_their_names_as_values():
 
 def test_the_text_api_keeps_nothing_in_the_session_and_computes_no_attention(app, monkeypatch):
     seen = []
-    real = app.explorer.batcher.translate
+    real = app.explorer.models.batcher.translate
 
     def spy(*args, **kwargs):
         seen.append(kwargs.get("return_attention", True))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(app.explorer.batcher, "translate", spy)
-    out = app.page.on_api_translate("h e l l o", "beam", 3, app.explorer.default_model, 0.6)
+    monkeypatch.setattr(app.explorer.models.batcher, "translate", spy)
+    out = app.page.on_api_translate("h e l l o", "beam", 3, app.explorer.models.default_model, 0.6)
     assert set(out) == {app.page.results.translation, app.page.results.notice, app.page.results.nbest}
     assert out[app.page.results.translation] and seen == [False]
-    page = app.page.on_translate("h e l l o", "beam", 3, app.explorer.default_model, 0.6)  # the page keeps its result
+    page = app.page.on_translate("h e l l o", "beam", 3, app.explorer.models.default_model, 0.6)  # the page keeps its result
     assert page[app.page.states.result].attention is not None and seen == [False, True]
 
 

@@ -1,10 +1,11 @@
 """What a request may ask, checked before any model work: its options, its text's work, the heads it switches
-off, and how many requests one session may have running at once. The one module of `transformer/` that imports
-gradio: every error meant for the user is a `gr.Error` with a plain message (`user_error`), raised here or by
-the modules that call these checks.
+off, how many requests one session may have running at once, and the page's event data read safely. The one
+module of `transformer/` that imports gradio: every error meant for the user is a `gr.Error` with a plain message
+(`user_error`), raised here or by the modules that call these checks.
 """
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import Counter
@@ -23,6 +24,26 @@ from .share import KINDS, UI_MAX_BEAM
 def user_error(message: str, title: str = "Error") -> gr.Error:
     """An error the page shows to the user as it is (a plain message, no traceback); raise it."""
     return gr.Error(message, title=title, print_exception=False)
+
+
+MAX_VIEW_CHARS = 10_000  # the page's view state is a few hundred characters; more is not the page's
+
+
+def view_data(view_json: str | None) -> dict[str, Any]:
+    """The page's view state (kind, layer, head, rows) sent as JSON by the browser; {} when unreadable."""
+    if view_json is not None and not isinstance(view_json, str) or len(view_json or "") > MAX_VIEW_CHARS:
+        return {}
+    try:
+        data = json.loads(view_json or "{}")
+    except (TypeError, ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def event_data(evt: Any) -> dict[str, Any]:
+    """What a panel's 'pick' event carries (a gradio EventData's data); {} when it is not a dict."""
+    data = getattr(evt, "_data", None)
+    return data if isinstance(data, dict) else {}
 
 
 def check_options(method: Any, beam_size: Any) -> int | None:
