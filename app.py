@@ -28,7 +28,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 import gradio as gr  # noqa: E402
 
-from transformer.explorer import launch, page, texts  # noqa: E402
+from transformer.explorer import launch, limits, page, texts  # noqa: E402
 from transformer.explorer.callbacks import Explorer  # noqa: E402
 from transformer.explorer.checks import event_data, view_data  # noqa: E402
 from transformer.explorer.inside import Inside  # noqa: E402
@@ -298,7 +298,7 @@ def create_app(checkpoint_dir: Path = CHECKPOINTS) -> ExplorerApp:
     gr.set_static_paths([page.PLOTLY_JS, explorer.exports.export_dir])
     inside = Inside(explorer.models)
     demo, app_page = build_page(explorer, inside, launch.session_limited(explorer.slots))
-    demo.queue(default_concurrency_limit=2, max_size=64)
+    demo.queue(default_concurrency_limit=2, max_size=limits.MAX_QUEUED)
     return ExplorerApp(demo, app_page, inside)
 
 

@@ -26,7 +26,7 @@ gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from transformer.explorer import checks, exports, launch, registry, results, share, views  # noqa: E402
+from transformer.explorer import checks, exports, launch, limits, registry, results, share, views  # noqa: E402
 from transformer.explorer.payload import decode_attention  # noqa: E402
 from transformer.translator import (  # noqa: E402
     Attention, Candidate, StepRecord, Translation, load_pretrained,
@@ -201,9 +201,9 @@ def test_check_options_rejects_bad_beam(app, beam):
 
 
 def test_the_work_of_one_request_is_capped_and_the_notice_says_so(app, monkeypatch):
-    """Source tokens × beam width within checks.MAX_BEAM_TOKENS: a long input at a wide beam is searched at a
+    """Source tokens × beam width within limits.MAX_BEAM_TOKENS: a long input at a wide beam is searched at a
     narrower beam, with a notice; a short one, and greedy, are left as asked. Page and API share the path."""
-    monkeypatch.setattr(checks, "MAX_BEAM_TOKENS", 12)
+    monkeypatch.setattr(limits, "MAX_BEAM_TOKENS", 12)
     tr, model = app.explorer.models.default_translator, app.explorer.models.default_model
     long_text = "a b c d e f g h i j k"  # 11 letters + <eos>: 12 tokens, so beam 1 at most
     result, notice = results.run_translation(tr, model, long_text, "beam", 5, 0.6)
@@ -241,8 +241,8 @@ def test_run_translation_empty_and_truncated(app):
     long = " ".join("abcdefghij"[i % 10] for i in range(tr.max_source_tokens + 20))
     result, notice = results.run_translation(tr, "m", long, "greedy", 1)
     assert result.translation.truncated and f"limit of {tr.max_source_tokens} tokens" in notice
-    result, notice = results.run_translation(tr, "m", "a " * (share.MAX_INPUT_CHARS + 10), "greedy", 1)
-    assert f"first {share.MAX_INPUT_CHARS} characters" in notice and len(result.source) == share.MAX_INPUT_CHARS
+    result, notice = results.run_translation(tr, "m", "a " * (limits.MAX_INPUT_CHARS + 10), "greedy", 1)
+    assert f"first {limits.MAX_INPUT_CHARS} characters" in notice and len(result.source) == limits.MAX_INPUT_CHARS
 
 
 def test_run_translation_says_how_it_read_all_caps_input(app):

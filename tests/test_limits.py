@@ -24,7 +24,7 @@ from app_server import QueueSession, app_env, endpoints, free_port, import_app, 
 gr = pytest.importorskip("gradio")
 from gradio import utils as gradio_utils  # noqa: E402
 
-from transformer.explorer import checks, launch, reruns, results, search_tabs  # noqa: E402
+from transformer.explorer import checks, launch, limits, reruns, results, search_tabs  # noqa: E402
 
 ENV, _ = app_env()
 LONG = " ".join("abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(60))  # a long toy input: 60 letters
@@ -132,7 +132,7 @@ def served(app):
 def model_busy(app, monkeypatch):
     """The model's one worker thread held until the test ends (every model request waits behind it, for as long as
     the test needs: a slow machine must not turn the wait into the app's "busy" answer)."""
-    monkeypatch.setattr(app.explorer.models, "request_timeout_s", 10 * WAIT_S)
+    monkeypatch.setattr(limits, "REQUEST_TIMEOUT_S", 10 * WAIT_S)
     release, started = threading.Event(), threading.Event()
 
     def hold() -> None:

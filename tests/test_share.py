@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from transformer.explorer.share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS, MEAN_HEADS, ROWS_PREDICTED, \
+from transformer.explorer.limits import MAX_INPUT_CHARS
+from transformer.explorer.share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MEAN_HEADS, ROWS_PREDICTED, \
     ViewState
 
 MODELS = ["en-de", "multi30k-en-de", "toy-reverse"]

@@ -21,7 +21,8 @@ from .models import ModelService
 from .checks import event_data, user_error
 from .registry import examples_for
 from .results import Result, work_on
-from .share import MAX_INPUT_CHARS, ROWS_INPUT, ROWS_PREDICTED
+from . import limits
+from .share import ROWS_INPUT, ROWS_PREDICTED
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +73,8 @@ class Inside:
         if not text.strip():
             raise user_error("Type the English sentence in the source box first, then your translation.",
                              "Nothing to score")
-        if len(text) > MAX_INPUT_CHARS:
-            raise user_error(f"The source sentence is longer than {MAX_INPUT_CHARS} characters.", "Too long")
+        if len(text) > limits.MAX_INPUT_CHARS:
+            raise user_error(f"The source sentence is longer than {limits.MAX_INPUT_CHARS} characters.", "Too long")
         try:
             yours = check_yours(yours)
         except ValueError as err:
@@ -129,8 +130,8 @@ class Inside:
         text = data.get("text") if isinstance(data.get("text"), str) else text
         tr = self.models.translator(label)
         text = (text or "").strip() or examples_for(tr, self.models.registry.directory(label))[0]
-        if len(text) > MAX_INPUT_CHARS:
-            return {**index, "message": f"The sentence is longer than {MAX_INPUT_CHARS} characters."}
+        if len(text) > limits.MAX_INPUT_CHARS:
+            return {**index, "message": f"The sentence is longer than {limits.MAX_INPUT_CHARS} characters."}
         try:
             value = self.models.batcher.call(self.snapshots.value, label, tr, self.models.registry.directory(label),
                                          step, text, work=search_work(len(tr.source(text).ids)))

@@ -27,7 +27,6 @@ from .share import DEFAULT_LENGTH_PENALTY
 from .views import training_view
 
 log = logging.getLogger(__name__)
-REQUEST_TIMEOUT_S = 60.0  # a Translate press that waits longer for the batcher is told the app is busy
 
 
 def precision_note(precision: str, why: str = "") -> str:
@@ -59,7 +58,6 @@ class ModelService:
 
     def __init__(self, registry: ModelRegistry, batcher: Batcher, results: ResultStore, strict: bool = False):
         self.registry, self.batcher, self.results = registry, batcher, results
-        self.request_timeout_s = REQUEST_TIMEOUT_S  # how long a Translate press or a rerun waits for the batcher
         self.serving_path: ServingPath | None = None  # how the registry's precision was chosen (set at start-up)
         self._heads: dict[str | None, dict[str, Any] | None] = {}
         self._head_figures: dict[str | None, tuple[go.Figure, pd.DataFrame]] = {}

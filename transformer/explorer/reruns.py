@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from . import limits
 from .checks import event_data, user_error
 from .models import ModelService
 from .results import Result, ablate, with_norms, work_on
@@ -35,7 +36,7 @@ class RerunService:
 
         with models.results.using(result):
             try:
-                out = models.batcher.call(model_work, timeout_s=models.request_timeout_s,
+                out = models.batcher.call(model_work, timeout_s=limits.REQUEST_TIMEOUT_S,
                                           work=work_on(result, result.root.translation.beam_size))
             except ValueError as err:
                 raise user_error(str(err), "Cannot switch those heads off") from None

@@ -8,7 +8,8 @@ from .checks import event_data, user_error, view_data
 from .models import ModelService
 from .results import Result, work_on
 from .search_views import CompareSession, compare_value, record_search, tree_value
-from .share import DEFAULT_BEAM, UI_MAX_BEAM
+from . import limits
+from .share import DEFAULT_BEAM
 from .translation import TranslateService
 
 
@@ -88,7 +89,7 @@ class CompareService:
     def on_greedy_vs_beam(self, text: Any, beam: Any, model: str | None, length_penalty: float,
                           view_json: str) -> tuple[dict[str, Any], CompareSession]:
         """The same sentence decoded greedily and with beam search (the slider's width, or the default if 1)."""
-        width = int(beam) if isinstance(beam, (int, float)) and 1 < beam <= UI_MAX_BEAM else DEFAULT_BEAM
+        width = int(beam) if isinstance(beam, (int, float)) and 1 < beam <= limits.UI_MAX_BEAM else DEFAULT_BEAM
         greedy, _ = self.translation.translate(text, "greedy", 1, model, length_penalty)
         beamed, _ = self.translation.translate(text, "beam", width, model, length_penalty)
         session = CompareSession("methods", ("greedy", f"beam {width}"), (greedy.source, beamed.source),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import limits
 from .models import ModelService
 from .results import Result, run_translation, select_candidate, work_on
 from .views import result_payload
@@ -23,7 +24,7 @@ class TranslateService:
         tr = self.models.translator(model)
 
         def batched(text: str, **options: Any):
-            return self.models.batcher.translate(tr, text, **options, timeout_s=self.models.request_timeout_s)
+            return self.models.batcher.translate(tr, text, **options, timeout_s=limits.REQUEST_TIMEOUT_S)
 
         return run_translation(tr, model, text, method, beam_size, length_penalty, translate=batched,
                                return_attention=return_attention)
