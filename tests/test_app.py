@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import app_env, import_app, shared_app  # noqa: E402
+import reference_views  # noqa: E402
 
 gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
@@ -333,26 +334,26 @@ def test_view_state_defaults_match_the_controls(app):
 
 def test_focus_view_layer_clipping_mean_and_titles(app):
     att = fake_result(app).attention
-    opts = views.ViewOptions(layer=7, head=2)
-    fig, hidden = views.focus_view(att, "cross", opts)
+    opts = reference_views.ViewOptions(layer=7, head=2)
+    fig, hidden = reference_views.focus_view(att, "cross", opts)
     assert "layer 2" in fig.layout.title.text and "head 3" in fig.layout.title.text
     assert "this stack has 2 layers" in fig.layout.title.text and hidden is None
-    fig, hidden = views.focus_view(att, "encoder", views.ViewOptions(layer=0, head=share.MEAN_HEADS, hide_special=True))
+    fig, hidden = reference_views.focus_view(att, "encoder", reference_views.ViewOptions(layer=0, head=share.MEAN_HEADS, hide_special=True))
     assert "mean over heads" in fig.layout.title.text and 0.0 < hidden < 1.0
     z = np.array(fig.data[0].z)
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)  # renormalised rows
     # decoder rows by predicted token: the last row is the one that predicted <eos>
-    w, q, k = views.kind_maps(att, "decoder", share.ROWS_PREDICTED)
+    w, q, k = reference_views.kind_maps(att, "decoder", share.ROWS_PREDICTED)
     assert q == att.tgt_out_tokens and k == att.tgt_in_tokens
 
 
 def test_step_view_and_hidden_text(app):
     att = fake_result(app).attention
-    fig, text = views.step_view(att, 2, views.ViewOptions(layer=1, head=0))
+    fig, text = reference_views.step_view(att, 2, reference_views.ViewOptions(layer=1, head=0))
     assert "Step 2 of 3" in text and "&lt;i&gt;y&lt;/i&gt;" in fig.layout.title.text
-    fig, text = views.step_view(att, 99, views.ViewOptions())  # clamped
+    fig, text = reference_views.step_view(att, 99, reference_views.ViewOptions())  # clamped
     assert "Step 3 of 3" in text
-    assert "1.5%" in views.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
+    assert "1.5%" in reference_views.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
 
 
 def test_export_npz_round_trip_without_pickle(app, tmp_path):
