@@ -398,7 +398,7 @@ def compare_prefill(text: str, other: str) -> str:
 
 
 def own_translation_as_start(own: str | None) -> str:
-    """ "Start from the model's": the model's translation into the box of one's own."""
+    """The "Start from the model's" button: the model's translation into the box of one's own."""
     return own or ""
 
 

@@ -36,7 +36,7 @@ class RestoreService:
     def __init__(self, models: ModelService):
         self.models = models
 
-    def limits(self, label: str) -> tuple[int, int, dict[str, int]] | None:
+    def model_sizes(self, label: str) -> tuple[int, int, dict[str, int]] | None:
         """(layers, heads, layers per kind) of a model, for validating a link's layer, head and heads switched
         off: the loaded model's, else its config.json's (a page load never waits for a model to load); None
         if neither can be read."""
@@ -60,7 +60,7 @@ class RestoreService:
         labels = registry.labels()
         if model and model not in labels:
             labels = [model] + labels
-        view, notes = ViewState.from_query(params, labels, limits=self.limits, default_model=model,
+        view, notes = ViewState.from_query(params, labels, model_sizes=self.model_sizes, default_model=model,
                                            default_length_penalty=self.models.default_length_penalty)
         # only a model loaded already: loading is model work, and a page load never waits for it (the link's
         # translation loads it, on the batcher's thread)

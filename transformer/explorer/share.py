@@ -1,7 +1,7 @@
 """What the page shows, as one object, and the shareable URL that carries it.
 
 `ViewState` lists every field of a view (text, compare text, model, decoding, tab, attention kind,
-layer, head, toggles). `ViewState.from_query(params, models, limits)` reads a page URL's query
+layer, head, toggles). `ViewState.from_query(params, models, model_sizes)` reads a page URL's query
 parameters, validating each one: anything unknown, out of range or suspicious falls back to its
 default and is named in the returned notes (the page shows them as text). `to_query()` is the
 inverse; static/explorer.js builds the same parameters in the browser (`shareParams`) to keep the
@@ -128,13 +128,13 @@ class ViewState:
 
     @classmethod
     def from_query(cls, params: Mapping[str, Any], models: Sequence[str] = (),
-                   limits: Callable[[str], tuple[int, int] | None] | None = None,
+                   model_sizes: Callable[[str], tuple[int, int] | None] | None = None,
                    default_model: str | None = None,
                    default_length_penalty: float = DEFAULT_LENGTH_PENALTY) -> tuple[ViewState, list[str]]:
         """A view from URL query parameters, and one note per parameter that was ignored (and why).
 
         `models`: the model labels the app offers (any other `model` is ignored);
-        `limits(model)`: that model's (number of layers, number of heads), or None when
+        `model_sizes(model)`: that model's (number of layers, number of heads), or None when
         unknown (then layer and head are only bounded by limits.MAX_LAYERS and clamped by the page).
         Values may be strings or lists of strings (the last one counts). A link without a valid `lp` gets
         `default_length_penalty` (the app's: its default model's, chosen on val).
@@ -147,7 +147,7 @@ class ViewState:
         notes += _read_decoding(view, values)
         notes += _read_toggles(view, values)
         # the model is settled now, and its size bounds the layer and the head
-        sizes = limits(view.model) if limits is not None and view.model else None
+        sizes = model_sizes(view.model) if model_sizes is not None and view.model else None
         n_layers, n_heads = sizes[:2] if sizes else (limits.MAX_LAYERS, limits.MAX_LAYERS)
         kind_layers = sizes[2] if sizes and len(sizes) > 2 else dict.fromkeys(KIND_CODES.values(), n_layers)
         on_screen = "cross" if view.kind == "steps" else view.kind  # the steps view draws cross-attention
