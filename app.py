@@ -2,73 +2,119 @@
 
     python app.py   # http://127.0.0.1:7860; GRADIO_SERVER_NAME/PORT, TRANSFORMER_PRECISION, TRANSFORMER_CHECKPOINT
 
-Layout and wiring only: a builder per panel returns its components as a named tuple (the side column's in
-`transformer.explorer.side_panels`, the tabs' in `transformer.explorer.tab_panels`); `build_demo` composes them
-into a `Page`, whose handlers answer `{component: value}`, and wires the events. What an event
-computes is `transformer.explorer.callbacks`. `demo` (queued, not launched) is what Spaces and the tests import.
+A Hugging Face Space (README's front matter: `app_file: app.py`) runs the same command. Importing this module
+starts nothing: `create_app()` starts the explorer (threads, heap, serving path, search process) and builds the
+page; `main()` serves it. Layout and wiring only: a builder per panel returns its components as a named tuple
+(`transformer.explorer.side_panels`, `tab_panels`), `build_page` composes them into a `Page`, whose handlers
+answer `{component: value}`, and the `wire_*` functions connect the events. What an event computes is
+`transformer.explorer.callbacks`.
 API: `/translate` (text, method, beam_size) -> (translation, notice, n-best table), text only.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 from collections import namedtuple
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no network at run time (telemetry, version check)
-os.environ.setdefault("GOMP_SPINCOUNT", "1000")  # torch's OpenMP reads it as torch loads: spin briefly (docs/deploy.md)
+# no network at run time (telemetry, version check)
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# torch's OpenMP reads it as torch loads: spin briefly (docs/deploy.md)
+os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 import gradio as gr  # noqa: E402
 
-from transformer.explorer import launch, page, texts  # noqa: E402
-from transformer.explorer.callbacks import CompareSession, Explorer, ModelInfo, event_data, view_data  # noqa: E402
+from transformer.explorer import launch, limits, page, texts  # noqa: E402
+from transformer.explorer.callbacks import Explorer  # noqa: E402
+from transformer.explorer.checks import event_data, view_data  # noqa: E402
 from transformer.explorer.inside import Inside  # noqa: E402
+from transformer.explorer.models import ModelInfo  # noqa: E402
 from transformer.explorer.registry import EXAMPLES_EN  # noqa: E402
 from transformer.explorer.results import Result  # noqa: E402
+from transformer.explorer.search_views import CompareSession  # noqa: E402
 from transformer.explorer.share import ViewState  # noqa: E402
-from transformer.explorer.views import candidate_choices, nbest_select_candidate, nbest_table  # noqa: E402
-from transformer.explorer.side_panels import build_controls, build_results, build_yours  # noqa: E402
+from transformer.explorer.startup import start_explorer  # noqa: E402
+from transformer.explorer.side_panels import (  # noqa: E402
+    Controls,
+    Results,
+    Yours,
+    build_controls,
+    build_results,
+    build_yours,
+)
 from transformer.explorer.tab_panels import (  # noqa: E402
-    build_attention_tab, build_compare_tab, build_inside_panel, build_learn_tab, build_model_tabs, build_tree_tab)
+    CompareTab,
+    HtmlTab,
+    PlotTab,
+    build_attention_tab,
+    build_compare_tab,
+    build_inside_panel,
+    build_learn_tab,
+    build_model_tabs,
+    build_tree_tab,
+)
+from transformer.explorer.views import candidate_choices, nbest_select_candidate, nbest_table  # noqa: E402
 
-if __name__ == "__main__":  # before start-up, which logs what it chose for this machine (threads, serving path)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-EXPLORER = Explorer.start(Path(__file__).resolve().parent / "checkpoints")  # the default model loads now
-# plotly.js from the installed plotly package; the attention downloads from the folder they are written to
-gr.set_static_paths([page.PLOTLY_JS, EXPLORER.export_dir])  # (exports.py), never copied into gradio's cache
-REGISTRY, EXPORT_DIR, DEFAULT_MODEL = EXPLORER.registry, EXPLORER.export_dir, EXPLORER.default_model
-DEFAULT_TRANSLATOR, STARTUP_ERROR = EXPLORER.default_translator, EXPLORER.startup_error
-per_session = launch.session_limited(EXPLORER.slots)  # a session's model requests: at most its slots in flight
-launch_options = launch.launch_options  # what `python app.py` launches with (the tests read it here too)
-INSIDE = Inside(EXPLORER)  # how one weight is computed, a translation of one's own, the model learning
+CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+# `launch.session_limited(slots)`: wraps a handler so that it holds one of its session's model slots
+PerSession = Callable[..., Callable[..., Any]]
 
-# ----------------------------------------------------------------------------- the page: its panels and handlers
 # per-session state (tab: the one on screen); view, restore: hidden boxes the browser writes its view into
 States = namedtuple("States", "model lp result compare tab view restore")
 
 
-class Page(namedtuple("Page", "states controls results tabs attention tree compare training heads")):
-    """The page's panels, and the handlers of its events that update components ({component: value}); the
-    tree and compare handlers whose outputs are plain values are `EXPLORER`'s own."""
+# ----------------------------------------------------------------------------- the page: its panels and handlers
+
+
+@dataclass(frozen=True)
+class Page:
+    """The page's panels and the explorer behind them, with the handlers of its events that update components
+    ({component: value}); the tree and compare handlers whose outputs are plain values are the explorer's own."""
+
+    explorer: Explorer
+    per_session: PerSession
+    states: States
+    controls: Controls
+    results: Results
+    tabs: gr.Tabs
+    attention: HtmlTab
+    tree: HtmlTab
+    compare: CompareTab
+    training: PlotTab
+    heads: PlotTab
 
     def show_result(self, result: Result | None, answers: int | None = None) -> dict:
         """The page's attention payload (drawn in the browser; `stamped`) and the candidate selector for a result."""
-        n_cand, value = (len(result.translation.candidates), result.candidate) if result is not None else (1, 0)
-        return {self.attention.view: launch.stamped(EXPLORER.payload(result), answers), self.results.candidate:
-                gr.Dropdown(choices=candidate_choices(result), value=value, interactive=n_cand > 1)}
+        if result is None:
+            candidates, selected = 1, 0
+        else:
+            candidates, selected = len(result.translation.candidates), result.candidate
+        selector = gr.Dropdown(choices=candidate_choices(result), value=selected, interactive=candidates > 1)
+        payload = launch.stamped(self.explorer.translation.payload(result), answers)
+        return {self.attention.view: payload, self.results.candidate: selector}
 
     def texts(self, result: Result, notice: str) -> dict:
-        return {self.results.translation: result.translation.text, self.results.notice: notice,
-                self.results.nbest: nbest_table(result)}
+        return {
+            self.results.translation: result.translation.text,
+            self.results.notice: notice,
+            self.results.nbest: nbest_table(result),
+        }
 
     def on_api_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """API `/translate`: (translation, notice, n-best); no attention computed, nothing kept in the session."""
-        return self.texts(*EXPLORER.translate(text, method, beam_size, model, length_penalty, return_attention=False))
+        result, notice = self.explorer.translation.translate(
+            text, method, beam_size, model, length_penalty, return_attention=False
+        )
+        return self.texts(result, notice)
 
     def on_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """The page's translation: (translation, notice, n-best) and the result, kept as session state."""
-        result, notice = EXPLORER.translate(text, method, beam_size, model, length_penalty)
-        return self.texts(result, notice) | {self.states.result: EXPLORER.keep(result)}
+        result, notice = self.explorer.translation.translate(text, method, beam_size, model, length_penalty)
+        return self.texts(result, notice) | {self.states.result: self.explorer.models.keep(result)}
 
     def on_translate_view(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """The page's Translate: the API's outputs and the attention payload in one response (one round trip)."""
@@ -77,225 +123,479 @@ class Page(namedtuple("Page", "states controls results tabs attention tree compa
 
     def on_candidate(self, result: Result | None, index: int) -> dict:
         """Another n-best candidate: its attention (one teacher-forced pass, cached) straight to the page."""
-        result = None if result is None else EXPLORER.select(result, index)
+        result = None if result is None else self.explorer.translation.select(result, index)
         return {self.states.result: result} | self.show_result(result)
 
     def on_rerun(self, result: Result | None, evt: gr.EventData) -> dict:
-        return self.show_rerun(EXPLORER.rerun(result, evt), launch.rerun_ticket(event_data(evt)))
+        rerun = self.explorer.reruns.rerun(result, evt)
+        return self.show_rerun(rerun, launch.rerun_ticket(event_data(evt)))
 
     def show_rerun(self, result: Result | None, answers: int | None = None) -> dict:
         """Heads switched off or on, or norms (attention tab): maps, translation, n-best list and notes together."""
-        texts = dict(zip(((r := self.results).translation, r.nbest, r.notice), EXPLORER.rerun_texts(result)))
+        translation, nbest, notice = self.explorer.reruns.rerun_texts(result)
+        texts = {self.results.translation: translation, self.results.nbest: nbest, self.results.notice: notice}
         return {self.states.result: result} | texts | self.show_result(result, answers)
 
     def on_nbest_select(self, result: Result | None, evt: gr.EventData) -> dict:
         """A row of the n-best table clicked: its candidate. `evt` is read as plain data (gr.SelectData would fail
         on an event without "index", before this handler could say anything)."""
         index = nbest_select_candidate(result, event_data(evt).get("index"))
-        return self.on_candidate(result, index) if index is not None else \
-            {self.states.result: result} | self.show_result(result)
+        if index is None:
+            return {self.states.result: result} | self.show_result(result)
+        return self.on_candidate(result, index)
 
     def show_model(self, info: ModelInfo) -> dict:
-        return {self.controls.examples: gr.Dataset(samples=[[e] for e in info.examples]),
-                self.training.plot: info.figure, self.training.table: info.metrics,
-                self.heads.plot: info.heads[0], self.heads.table: info.heads[1]}
+        return {
+            self.controls.examples: gr.Dataset(samples=[[example] for example in info.examples]),
+            self.training.plot: info.figure,
+            self.training.table: info.metrics,
+            self.heads.plot: info.heads[0],
+            self.heads.table: info.heads[1],
+        }
 
     def on_model_change(self, label: str, current: str | None = None):
         """Switch model: load it (cached), clear the old result, refresh examples and the training tab. The same
         model again (the dropdown sends its value when the keyboard's focus passes through it) changes nothing."""
         if current is not None and label == current:
             return gr.skip()
-        info, r = EXPLORER.switch(label), self.results
-        return {self.states.model: label, self.states.result: None, r.translation: "", r.notice: info.notice,
-                r.nbest: nbest_table(None)} | self.show_model(info) | self.show_result(None)
+        info = self.explorer.models.switch(label)
+        cleared = {
+            self.states.model: label,
+            self.states.result: None,
+            self.results.translation: "",
+            self.results.notice: info.notice,
+            self.results.nbest: nbest_table(None),
+        }
+        return cleared | self.show_model(info) | self.show_result(None)
 
     def on_restore(self, model: str | None, request: gr.Request) -> dict:
         """Page load: list the checkpoints present now and restore the view a shared link carries (validated)."""
-        r = EXPLORER.restore(model, dict(request.query_params) if request is not None else {})
-        v, s, c = r.view, self.states, self.controls
-        out = {c.model: gr.Dropdown(choices=REGISTRY.choices(r.labels), value=v.model), s.model: v.model, s.tab: v.tab,
-               s.restore: r.client, self.results.note: gr.Textbox(value=r.note, visible=bool(r.note))}
-        linked = {"text": {c.src: v.text}, "compare": {self.compare.src: v.compare}, "method": {c.method: v.method},
-                  "lp": {c.lp: v.length_penalty, s.lp: v.length_penalty}, "present": {c.present: v.present},
-                  "tab": {self.tabs: gr.Tabs(selected=v.tab)},
-                  "beam method": {c.beam: gr.Slider(value=v.beam, interactive=v.method == "beam")}}
+        query = dict(request.query_params) if request is not None else {}
+        restored = self.explorer.links.restore(model, query)
+        view, states, controls = restored.view, self.states, self.controls
+        out = {
+            controls.model: gr.Dropdown(
+                choices=self.explorer.models.registry.choices(restored.labels), value=view.model
+            ),
+            states.model: view.model,
+            states.tab: view.tab,
+            states.restore: restored.client,
+            self.results.note: gr.Textbox(value=restored.note, visible=bool(restored.note)),
+        }
+        linked = {
+            "text": {controls.src: view.text},
+            "compare": {self.compare.src: view.compare},
+            "method": {controls.method: view.method},
+            "lp": {controls.lp: view.length_penalty, states.lp: view.length_penalty},
+            "present": {controls.present: view.present},
+            "tab": {self.tabs: gr.Tabs(selected=view.tab)},
+            "beam method": {controls.beam: gr.Slider(value=view.beam, interactive=view.method == "beam")},
+        }
         for keys, values in linked.items():  # a link sets what it carries; the rest stays as the user set it
-            if r.given(*keys.split()):
+            if restored.given(*keys.split()):
                 out |= values
-        return out | self.show_model(r.model)
+        return out | self.show_model(restored.model)
 
-    def on_restore_translate(self, text: str, method: str, beam_size: float, model: str | None, lp: float, restored=""):
+    def on_restore_translate(
+        self, text: str, method: str, beam_size: float, model: str | None, lp: float, restored: str = ""
+    ):
         """A link with text translates it; a page without one stays as it is (no error, no second translation)."""
         data = view_data(restored)
         if not data.get("translate") or not (text or "").strip():
             return gr.skip()  # every output kept: a translation the user made meanwhile stays
         linked = data.get("view") if isinstance(data.get("view"), dict) else {}
-        plain, args = not linked.get("off") and linked.get("measure") != "norm", (text, method, beam_size, model, lp)
-        return per_session.newest("new")(lambda: self.on_translate_view(*args) if plain else  # else heads off or norms:
-                                         self.show_rerun(EXPLORER.translate_linked(*args, linked)))()  # theirs at once
+        plain = not linked.get("off") and linked.get("measure") != "norm"
+
+        def translate_plain() -> dict:
+            return self.on_translate_view(text, method, beam_size, model, lp)
+
+        def translate_as_linked() -> dict:  # heads off or norms: the link's view in the first answer
+            return self.show_rerun(self.explorer.reruns.translate_linked(text, method, beam_size, model, lp, linked))
+
+        return self.per_session.newest("new")(translate_plain if plain else translate_as_linked)()
 
     def on_export(self, result: Result | None) -> gr.DownloadButton:
-        return gr.DownloadButton(value=str(path) if (path := EXPLORER.export(result)) else None, interactive=bool(path))
+        path = self.explorer.exports.export(result)
+        return gr.DownloadButton(value=str(path) if path else None, interactive=bool(path))
 
     def on_tree_pick(self, result: Result | None, evt: gr.EventData):
-        return EXPLORER.tree_pick(result, evt)
+        return self.explorer.tree.tree_pick(result, evt)
 
     def on_compare_pick(self, session: CompareSession | None, evt: gr.EventData):
-        return EXPLORER.compare_pick(session, evt)
+        return self.explorer.compare.compare_pick(session, evt)
 
 
 # ----------------------------------------------------------------------------- three ways into the model
 
 
-class InsidePanels(namedtuple("InsidePanels", "page yours inside learn")):
+@dataclass(frozen=True)
+class InsidePanels:
     """The "your translation" box, the panel of how one weight is computed and the learning tab, with the
-    handlers of their events that update components; what they compute is `INSIDE`'s (explorer/inside.py)."""
+    handlers of their events that update components; what they compute is `inside`'s (explorer/inside.py)."""
+
+    page: Page
+    inside: Inside
+    yours: Yours
+    cell_panel: gr.HTML
+    learn: HtmlTab
 
     def on_score(self, text: str, yours: str, model: str | None, lp: float, result: Result | None) -> dict:
         """Your translation scored: the box's token view, and every map shows the attention for it."""
-        forced, value = INSIDE.score(text, yours, model, lp, result)
+        forced, value = self.inside.score(text, yours, model, lp, result)
         return {self.page.states.result: forced, self.yours.view: value} | self.page.show_result(forced)
 
     def on_cell(self, result: Result | None, evt: gr.EventData) -> dict:
         """A cell of one head's map clicked: how its weight is computed (one float32 pass)."""
-        return INSIDE.cell(result, evt)
+        return self.inside.cell(result, evt)
 
     def on_learn(self, label: str | None, text: str, evt: gr.EventData) -> dict:
         """The learning slider at a step: the sentence as the model translated it then."""
-        return INSIDE.learn(label, text, evt)
+        return self.inside.learn(label, text, evt)
 
     def on_model(self, label: str | None) -> dict:
         """Another model: the learning tab shows when it ships training snapshots."""
-        index = INSIDE.learn_index(label)
-        return {self.learn.tab: gr.Tab(visible=index is not None), self.learn.view: index,
-                self.yours.view: None, self.inside: None}
+        index = self.inside.learn_index(label)
+        return {
+            self.learn.tab: gr.Tab(visible=index is not None),
+            self.learn.view: index,
+            self.yours.view: None,
+            self.cell_panel: None,
+        }
 
     def on_restore_yours(self, text: str, model: str | None, lp: float, result: Result | None, restored: str) -> dict:
         """A link's page load: the learning tab of its model, and its translation (`yours`, validated) scored."""
         out = self.on_model(model)
-        del out[self.inside], out[self.yours.view]  # both start empty: a cell or a score made meanwhile stays
+        del out[self.cell_panel], out[self.yours.view]  # both start empty: a cell or a score made meanwhile stays
         yours = view_data(restored).get("yours")
         if not isinstance(yours, str) or not yours or not (text or "").strip():
             return out
-        scored = per_session.newest("edit")(self.on_score)(text, yours, model, lp, result)  # or gr.skip()
+        scored = self.page.per_session.newest("edit")(self.on_score)(text, yours, model, lp, result)  # or gr.skip()
         return out | {self.yours.box: yours} | (scored if isinstance(scored, dict) else {})
 
 
-def build_demo() -> tuple[gr.Blocks, Page]:
+# ----------------------------------------------------------------------------- the app
+
+
+@dataclass(frozen=True)
+class ExplorerApp:
+    """What `create_app` builds: the queued, not launched, `demo`, its page and the services behind it."""
+
+    demo: gr.Blocks
+    page: Page
+    inside: Inside
+
+    @property
+    def explorer(self) -> Explorer:
+        return self.page.explorer
+
+
+def create_app(checkpoint_dir: Path = CHECKPOINTS) -> ExplorerApp:
+    """Start the explorer (torch threads, heap, export folder, serving path, search process: `start_explorer`;
+    the default model loads now) and build the page over it, queued."""
+    explorer = start_explorer(checkpoint_dir)
+    # plotly.js from the installed plotly package; the attention downloads from the folder they are written to
+    # (exports.py), never copied into gradio's cache
+    gr.set_static_paths([page.PLOTLY_JS, explorer.exports.export_dir])
+    inside = Inside(explorer.models)
+    demo, app_page = build_page(explorer, inside, launch.session_limited(explorer.slots))
+    demo.queue(default_concurrency_limit=2, max_size=limits.MAX_QUEUED)
+    return ExplorerApp(demo, app_page, inside)
+
+
+def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> tuple[gr.Blocks, Page]:
     """The page, top to bottom (every field of the initial view is set by the builders), and its events."""
-    view = ViewState(model=DEFAULT_MODEL, length_penalty=EXPLORER.default_length_penalty)
-    info = EXPLORER.model_info(DEFAULT_MODEL, DEFAULT_TRANSLATOR)
+    models = explorer.models
+    default_model = models.default_model
+    view = ViewState(model=default_model, length_penalty=models.default_length_penalty)
+    info = models.model_info(default_model, models.default_translator)
+    choices = models.registry.choices() or ([default_model] if default_model else [])
     with gr.Blocks(title="Transformer attention explorer", analytics_enabled=False, delete_cache=(900, 3600)) as demo:
-        states = States(model=gr.State(view.model), lp=gr.State(view.length_penalty), tab=gr.State(view.tab),
-                        result=gr.State(None, time_to_live=3600), compare=gr.State(None, time_to_live=3600),
-                        view=gr.Textbox(visible=False), restore=gr.Textbox(visible=False))
+        states = States(
+            model=gr.State(view.model),
+            lp=gr.State(view.length_penalty),
+            tab=gr.State(view.tab),
+            result=gr.State(None, time_to_live=3600),
+            compare=gr.State(None, time_to_live=3600),
+            view=gr.Textbox(visible=False),
+            restore=gr.Textbox(visible=False),
+        )
         gr.Markdown(texts.INTRO, elem_id="intro")
         with gr.Row(elem_id="stage"):  # the stage: a side column of controls, the views beside it (page.py)
             with gr.Column(scale=1, min_width=320, elem_id="sidebar"):
-                controls, translation = build_controls(view, info.examples, REGISTRY.choices() or (
-                    [DEFAULT_MODEL] if DEFAULT_MODEL else []), EXAMPLES_EN[0])
-                results = build_results(translation, EXPLORER.serving_note(), nbest_table(None),
-                                        candidate_choices(None))
+                controls, translation = build_controls(view, info.examples, choices, EXAMPLES_EN[0])
+                results = build_results(translation, models.serving_note(), nbest_table(None), candidate_choices(None))
                 yours = build_yours()
             with gr.Column(scale=3, min_width=320, elem_id="main"):
                 with gr.Tabs(elem_id="tabs") as tabs:
-                    p = Page(states, controls, results, tabs, build_attention_tab(view), build_tree_tab(),
-                             build_compare_tab(), *build_model_tabs(info))
-                    with p.attention.tab:
-                        inside = build_inside_panel()
-                    learn = build_learn_tab(INSIDE.learn_index(view.model))
-        rerun, restored = wire_translation(demo, p)
-        wire_tabs(p)
-        wire_inside(p, InsidePanels(p, yours, inside, learn), restored, rerun)
-    return demo, p
+                    attention, tree, compare = build_attention_tab(view), build_tree_tab(), build_compare_tab()
+                    training, heads = build_model_tabs(info)
+                    app_page = Page(
+                        explorer=explorer,
+                        per_session=per_session,
+                        states=states,
+                        controls=controls,
+                        results=results,
+                        tabs=tabs,
+                        attention=attention,
+                        tree=tree,
+                        compare=compare,
+                        training=training,
+                        heads=heads,
+                    )
+                    with app_page.attention.tab:
+                        cell_panel = build_inside_panel()
+                    learn = build_learn_tab(inside.learn_index(view.model))
+        rerun, link_restored = wire_translation(demo, app_page)
+        wire_tabs(app_page)
+        wire_inside(InsidePanels(app_page, inside, yours, cell_panel, learn), link_restored, rerun)
+    return demo, app_page
 
 
 # ----------------------------------------------------------------------------- wiring
 
-PRIVATE, QUIET = dict(api_visibility="private"), dict(api_visibility="private", show_progress="minimal")
-MODEL = dict(concurrency_limit=EXPLORER.batcher.max_batch, concurrency_id="model")  # the batcher orders it
+PRIVATE = dict(api_visibility="private")
+QUIET = dict(api_visibility="private", show_progress="minimal")
 RESTORE = dict(concurrency_limit=8, concurrency_id="restore")  # page loads run no model: never behind model work
-TRANSLATE = dict(concurrency_limit=EXPLORER.batcher.max_batch, concurrency_id="translate")
-QUIET_MODEL = {**QUIET, **MODEL}
 
 
-def wire_translation(demo: gr.Blocks, p: Page):
-    """Translate (the page's, the API's and a shared link's), examples, candidates, model and settings."""
-    s, c, r, xp = p.states, p.controls, p.results, EXPLORER
-    inputs, shown = [c.src, c.method, c.beam, s.model, s.lp], [s.result, p.attention.view, r.candidate]
-    outputs, training = [r.translation, r.notice, r.nbest] + shown, [c.examples, *p.training[1:], *p.heads[1:]]
-    export = dict(fn=p.on_export, inputs=[s.result], outputs=[r.download], **QUIET)
-    tree = dict(fn=per_session(xp.on_tree_view), inputs=[s.result, s.tab, s.view], outputs=[p.tree.view], **QUIET_MODEL)
+def model_group(explorer: Explorer) -> dict[str, Any]:
+    """Model events other than Translate: as many at once as the batcher takes (it orders them)."""
+    return dict(concurrency_limit=explorer.models.batcher.max_batch, concurrency_id="model")
+
+
+def translate_group(explorer: Explorer) -> dict[str, Any]:
+    """The Translate presses: their own group, as many at once as the batcher takes."""
+    return dict(concurrency_limit=explorer.models.batcher.max_batch, concurrency_id="translate")
+
+
+def example_text(sample: list[str]) -> str:
+    """A clicked example: its sentence into the source box."""
+    return sample[0]
+
+
+def beam_slider_for(method: str) -> gr.Slider:
+    """The beam slider is live only for beam search."""
+    return gr.Slider(interactive=method == "beam")
+
+
+def same_length_penalty(value: float) -> float:
+    """The length penalty slider's value, into the session's state."""
+    return value
+
+
+def tab_entered(tab_id: str) -> Callable[[], str]:
+    """A handler that writes `tab_id` into the session's tab state (the URL follows the tab on screen)."""
+
+    def entered_tab() -> str:
+        return tab_id
+
+    return entered_tab
+
+
+def compare_prefill(text: str, other: str) -> str:
+    """The compare tab opened: its box keeps what it holds, else starts with the source sentence."""
+    return other or text
+
+
+def own_translation_as_start(own: str | None) -> str:
+    """The "Start from the model's" button: the model's translation into the box of one's own."""
+    return own or ""
+
+
+def cleared_yours_and_cell() -> tuple[None, None]:
+    """A new translation: one's own scores and the clicked cell's panel go."""
+    return None, None
+
+
+def wire_translation(demo: gr.Blocks, app_page: Page) -> tuple[Any, Any]:
+    """Translate (the page's, the API's and a shared link's), examples, candidates, model and settings; returns
+    the rerun event and the last step of a link's page load, which `wire_inside` continues."""
+    states, controls, results, explorer = app_page.states, app_page.controls, app_page.results, app_page.explorer
+    per_session = app_page.per_session
+    model, translate, quiet_model = model_group(explorer), translate_group(explorer), QUIET | model_group(explorer)
+    inputs = [controls.src, controls.method, controls.beam, states.model, states.lp]
+    shown = [states.result, app_page.attention.view, results.candidate]
+    outputs = [results.translation, results.notice, results.nbest, *shown]
+    training = [controls.examples, *app_page.training[1:], *app_page.heads[1:]]
+    export = dict(fn=app_page.on_export, inputs=[states.result], outputs=[results.download], **QUIET)
+    tree = dict(
+        fn=per_session(explorer.tree.on_tree_view),
+        inputs=[states.result, states.tab, states.view],
+        outputs=[app_page.tree.view],
+        **quiet_model,
+    )
     # /translate (3 outputs, gradio_client); the page's Translate: one response with the payload (bench/load.py)
-    c.api.click(per_session(p.on_api_translate), inputs, outputs[:3], api_name="translate", **TRANSLATE,
-                api_description="Translate text; returns (translation, notice, n-best table).")
-    gr.on([c.translate.click, c.src.submit], per_session(p.on_translate_view, "new"), inputs, outputs,
-          api_name="translate_view", api_visibility="undocumented", **TRANSLATE).success(**export).then(**tree)
-    c.examples.click(lambda sample: sample[0], [c.examples], [c.src], queue=False, **PRIVATE).then(
-        per_session(p.on_translate_view, "new"), inputs, outputs, **PRIVATE, **TRANSLATE).success(**export).then(**tree)
-    r.candidate.input(per_session(p.on_candidate, "edit"), [s.result, r.candidate], shown, **QUIET_MODEL).then(**export)
-    r.nbest.select(per_session(p.on_nbest_select, "edit"), [s.result], shown, **QUIET_MODEL).then(**export)
-    rerun = p.attention.view.rerun(per_session(p.on_rerun, "edit"), [s.result], outputs, trigger_mode="always_last",
-                                   **QUIET_MODEL)  # the texts with the maps: they change together
+    controls.api.click(
+        per_session(app_page.on_api_translate),
+        inputs,
+        outputs[:3],
+        api_name="translate",
+        api_description="Translate text; returns (translation, notice, n-best table).",
+        **translate,
+    )
+    translated = gr.on(
+        [controls.translate.click, controls.src.submit],
+        per_session(app_page.on_translate_view, "new"),
+        inputs,
+        outputs,
+        api_name="translate_view",
+        api_visibility="undocumented",
+        **translate,
+    )
+    translated.success(**export).then(**tree)
+    example_chosen = controls.examples.click(example_text, [controls.examples], [controls.src], queue=False, **PRIVATE)
+    example_translated = example_chosen.then(
+        per_session(app_page.on_translate_view, "new"), inputs, outputs, **PRIVATE, **translate
+    )
+    example_translated.success(**export).then(**tree)
+    candidate = results.candidate.input(
+        per_session(app_page.on_candidate, "edit"), [states.result, results.candidate], shown, **quiet_model
+    )
+    candidate.then(**export)
+    nbest_row = results.nbest.select(
+        per_session(app_page.on_nbest_select, "edit"), [states.result], shown, **quiet_model
+    )
+    nbest_row.then(**export)
+    # the texts with the maps: they change together
+    rerun = app_page.attention.view.rerun(
+        per_session(app_page.on_rerun, "edit"), [states.result], outputs, trigger_mode="always_last", **quiet_model
+    )
     rerun.then(**export)
-    c.method.input(lambda m: gr.Slider(interactive=m == "beam"), [c.method], [c.beam], queue=False, **PRIVATE)
-    c.lp.change(lambda v: v, [c.lp], [s.lp], queue=False, **PRIVATE)
-    c.model.input(per_session(p.on_model_change), [c.model, s.model], outputs + [s.model] + training, **PRIVATE,
-                  **MODEL).then(**export).then(**tree)
-    c.present.change(None, [c.present], None, js=page.JS_PRESENT, **PRIVATE)
-    # a shared link: validate its parameters (transformer/explorer/share.py), restore the view, translate
-    r.copy.click(None, None, [r.link], js=page.JS_COPY_LINK, **PRIVATE)
-    restored = [c.model, s.model, c.src, p.compare.src, c.method, c.beam, c.lp, s.lp, c.present, p.tabs, s.tab,
-                r.note, s.restore] + training
-    return rerun, demo.load(p.on_restore, [s.model], restored, **PRIVATE, **RESTORE).then(
-        None, [s.restore], [s.view], js=page.JS_RESTORE, **PRIVATE).then(
-        per_session(p.on_restore_translate), inputs + [s.restore], outputs, **PRIVATE, **TRANSLATE).success(
-        **export).then(**tree).then(per_session(xp.on_restore_compare),
-                                    [c.src, p.compare.src, c.method, c.beam, s.model, s.lp, s.tab, s.view],
-                                    [p.compare.view, s.compare], **QUIET_MODEL)
+    controls.method.input(beam_slider_for, [controls.method], [controls.beam], queue=False, **PRIVATE)
+    controls.lp.change(same_length_penalty, [controls.lp], [states.lp], queue=False, **PRIVATE)
+    model_switched = controls.model.input(
+        per_session(app_page.on_model_change),
+        [controls.model, states.model],
+        [*outputs, states.model, *training],
+        **PRIVATE,
+        **model,
+    )
+    model_switched.then(**export).then(**tree)
+    controls.present.change(None, [controls.present], None, js=page.JS_PRESENT, **PRIVATE)
+    results.copy.click(None, None, [results.link], js=page.JS_COPY_LINK, **PRIVATE)
+    return rerun, wire_link(demo, app_page, export, tree)
 
 
-def wire_tabs(p: Page) -> None:
+def wire_link(demo: gr.Blocks, app_page: Page, export: dict[str, Any], tree: dict[str, Any]) -> Any:
+    """A shared link's page load: validate its parameters (explorer/share.py), restore the view, translate its
+    text, then its tree and its compare; returns the last step."""
+    states, controls, results, explorer = app_page.states, app_page.controls, app_page.results, app_page.explorer
+    per_session = app_page.per_session
+    inputs = [controls.src, controls.method, controls.beam, states.model, states.lp]
+    outputs = [results.translation, results.notice, results.nbest, states.result, app_page.attention.view]
+    outputs.append(results.candidate)
+    training = [controls.examples, *app_page.training[1:], *app_page.heads[1:]]
+    restored = [controls.model, states.model, controls.src, app_page.compare.src, controls.method, controls.beam]
+    restored += [controls.lp, states.lp, controls.present, app_page.tabs, states.tab, results.note, states.restore]
+    page_loaded = demo.load(app_page.on_restore, [states.model], [*restored, *training], **PRIVATE, **RESTORE)
+    view_restored = page_loaded.then(None, [states.restore], [states.view], js=page.JS_RESTORE, **PRIVATE)
+    link_translated = view_restored.then(
+        per_session(app_page.on_restore_translate),
+        [*inputs, states.restore],
+        outputs,
+        **PRIVATE,
+        **translate_group(explorer),
+    )
+    link_tree = link_translated.success(**export).then(**tree)
+    compare_inputs = [controls.src, app_page.compare.src, controls.method, controls.beam, states.model, states.lp]
+    return link_tree.then(
+        per_session(explorer.compare.on_restore_compare),
+        [*compare_inputs, states.tab, states.view],
+        [app_page.compare.view, states.compare],
+        **QUIET,
+        **model_group(explorer),
+    )
+
+
+def wire_tabs(app_page: Page) -> None:
     """The app's tabs (the URL follows them): the tree is recorded when its tab opens, compare's box is prefilled."""
-    s, c, cmp, xp = p.states, p.controls, p.compare, EXPLORER
+    states, controls, compare, explorer = app_page.states, app_page.controls, app_page.compare, app_page.explorer
+    per_session, quiet_model = app_page.per_session, QUIET | model_group(explorer)
     entered = {}
-    for tab in (p.attention.tab, p.tree.tab, cmp.tab, p.training.tab, p.heads.tab):
-        entered[tab.id] = tab.select(None, None, [s.view], js=page.js_enter_tab(tab.id), **PRIVATE).then(
-            (lambda name: lambda: name)(tab.id), None, [s.tab], queue=False, **PRIVATE)
-    entered["tree"].then(per_session(xp.on_tree_view), [s.result, s.tab, s.view], [p.tree.view], **QUIET_MODEL)
-    p.tree.view.pick(per_session(p.on_tree_pick), [s.result], [p.tree.view], **QUIET_MODEL)
-    entered["compare"].then(lambda text, other: other or text, [c.src, cmp.src], [cmp.src], queue=False, **PRIVATE)
-    cmp.run.click(None, None, [s.view], js=page.JS_VIEW, **PRIVATE).then(
-        per_session(xp.on_compare), [c.src, cmp.src, c.method, c.beam, s.model, s.lp, s.view], [cmp.view, s.compare],
-        **QUIET_MODEL)
-    cmp.versus.click(None, None, [s.view], js=page.JS_VIEW, **PRIVATE).then(
-        per_session(xp.on_greedy_vs_beam), [c.src, c.beam, s.model, s.lp, s.view], [cmp.view, s.compare], **QUIET_MODEL)
-    cmp.view.pick(p.on_compare_pick, [s.compare], [cmp.view], **QUIET)
+    for tab in (app_page.attention.tab, app_page.tree.tab, compare.tab, app_page.training.tab, app_page.heads.tab):
+        view_written = tab.select(None, None, [states.view], js=page.js_enter_tab(tab.id), **PRIVATE)
+        entered[tab.id] = view_written.then(tab_entered(tab.id), None, [states.tab], queue=False, **PRIVATE)
+    tree_inputs = [states.result, states.tab, states.view]
+    entered["tree"].then(per_session(explorer.tree.on_tree_view), tree_inputs, [app_page.tree.view], **quiet_model)
+    app_page.tree.view.pick(per_session(app_page.on_tree_pick), [states.result], [app_page.tree.view], **quiet_model)
+    entered["compare"].then(compare_prefill, [controls.src, compare.src], [compare.src], queue=False, **PRIVATE)
+    compared = compare.run.click(None, None, [states.view], js=page.JS_VIEW, **PRIVATE)
+    compared.then(
+        per_session(explorer.compare.on_compare),
+        [controls.src, compare.src, controls.method, controls.beam, states.model, states.lp, states.view],
+        [compare.view, states.compare],
+        **quiet_model,
+    )
+    versus = compare.versus.click(None, None, [states.view], js=page.JS_VIEW, **PRIVATE)
+    versus.then(
+        per_session(explorer.compare.on_greedy_vs_beam),
+        [controls.src, controls.beam, states.model, states.lp, states.view],
+        [compare.view, states.compare],
+        **quiet_model,
+    )
+    compare.view.pick(app_page.on_compare_pick, [states.compare], [compare.view], **QUIET)
 
 
-def wire_inside(p: Page, x: InsidePanels, restored, rerun) -> None:
+def wire_inside(panels: InsidePanels, link_restored: Any, rerun: Any) -> None:
     """Your translation (Score, Enter, the model's as a start, a link's), a clicked cell, the learning slider."""
-    s, c, r, y = p.states, p.controls, p.results, x.yours
-    score = dict(fn=per_session(x.on_score, "edit"), inputs=[c.src, y.box, s.model, s.lp, s.result],
-                 outputs=[s.result, p.attention.view, r.candidate, y.view], **PRIVATE, **MODEL)
-    gr.on([y.score.click, y.box.submit], **score).success(p.on_export, [s.result], [r.download], **QUIET)
-    y.own.click(lambda own: own or "", [r.translation], [y.box], queue=False, **PRIVATE)
-    gr.on([c.translate.click, c.src.submit, c.examples.click], lambda: (None, None), None, [y.view, x.inside],
-          queue=False, **PRIVATE)
+    app_page, yours, inside = panels.page, panels.yours, panels.inside
+    states, controls, results = app_page.states, app_page.controls, app_page.results
+    per_session = app_page.per_session
+    model, quiet_model = model_group(app_page.explorer), QUIET | model_group(app_page.explorer)
+    scored = gr.on(
+        [yours.score.click, yours.box.submit],
+        per_session(panels.on_score, "edit"),
+        [controls.src, yours.box, states.model, states.lp, states.result],
+        [states.result, app_page.attention.view, results.candidate, yours.view],
+        **PRIVATE,
+        **model,
+    )
+    scored.success(app_page.on_export, [states.result], [results.download], **QUIET)
+    yours.own.click(own_translation_as_start, [results.translation], [yours.box], queue=False, **PRIVATE)
+    gr.on(
+        [controls.translate.click, controls.src.submit, controls.examples.click],
+        cleared_yours_and_cell,
+        None,
+        [yours.view, panels.cell_panel],
+        queue=False,
+        **PRIVATE,
+    )
     # heads switched off or on with one's own translation on screen: its scores follow the result the rerun wrote
-    rerun.then(INSIDE.yours_of, [s.result], [y.view], **QUIET)
-    x.inside.cell(per_session(x.on_cell), [s.result], [x.inside], trigger_mode="always_last", **QUIET_MODEL)
-    x.learn.view.learn(per_session(x.on_learn), [s.model, c.src], [x.learn.view], **QUIET_MODEL)
-    x.learn.tab.select(None, None, [s.view], js=page.js_enter_tab("learn"), **PRIVATE).then(
-        lambda: "learn", None, [s.tab], queue=False, **PRIVATE)
-    c.model.input(x.on_model, [c.model], [x.learn.tab, x.learn.view, y.view, x.inside], **PRIVATE)
-    restored.then(per_session(x.on_restore_yours), [c.src, s.model, s.lp, s.result, s.restore],
-                  [x.learn.tab, x.learn.view, y.box, s.result, p.attention.view, r.candidate, y.view, x.inside],
-                  **PRIVATE, **MODEL)
+    rerun.then(inside.yours_of, [states.result], [yours.view], **QUIET)
+    panels.cell_panel.cell(
+        per_session(panels.on_cell), [states.result], [panels.cell_panel], trigger_mode="always_last", **quiet_model
+    )
+    panels.learn.view.learn(
+        per_session(panels.on_learn), [states.model, controls.src], [panels.learn.view], **quiet_model
+    )
+    learn_entered = panels.learn.tab.select(None, None, [states.view], js=page.js_enter_tab("learn"), **PRIVATE)
+    learn_entered.then(tab_entered("learn"), None, [states.tab], queue=False, **PRIVATE)
+    learn_panels = [panels.learn.tab, panels.learn.view, yours.view, panels.cell_panel]
+    controls.model.input(panels.on_model, [controls.model], learn_panels, **PRIVATE)
+    link_restored.then(
+        per_session(panels.on_restore_yours),
+        [controls.src, states.model, states.lp, states.result, states.restore],
+        [
+            *learn_panels[:2],
+            yours.box,
+            states.result,
+            app_page.attention.view,
+            results.candidate,
+            yours.view,
+            panels.cell_panel,
+        ],
+        **PRIVATE,
+        **model,
+    )
 
 
-demo, PAGE = build_demo()
-demo.queue(default_concurrency_limit=2, max_size=64)
+def main() -> None:
+    """`python app.py`, as run by hand and by a Hugging Face Space: start up, then serve until stopped."""
+    # before start-up, which logs what it chose for this machine (threads, serving path)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    app = create_app()
+    launch.serve(app.demo, when_up=app.explorer.models.preload)  # the model's preload waits for gradio's check
+
 
 if __name__ == "__main__":
-    launch.serve(demo, when_up=EXPLORER.preload)  # the model's preload waits for gradio's check
+    main()

@@ -53,23 +53,25 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     import torch
 
-    import app  # noqa: E402  (loads the model once, like the server does)
+    from app import create_app  # noqa: E402
+
+    app = create_app()  # loads the model once, like the server does
     from transformer.explorer import exports, registry, share  # noqa: E402
 
     torch.set_num_threads(args.threads)
-    model = app.DEFAULT_MODEL
-    text = SENTENCE_TOY if registry.is_toy(app.DEFAULT_TRANSLATOR) else SENTENCE_EN
+    model = app.explorer.models.default_model
+    text = SENTENCE_TOY if registry.is_toy(app.explorer.models.default_translator) else SENTENCE_EN
 
     def full_request() -> tuple[dict[str, float], int, object]:
         times = {}
         t0 = time.perf_counter()
-        result = app.PAGE.on_translate(text, "beam", args.beam, model, share.DEFAULT_LENGTH_PENALTY)[app.PAGE.states.result]
+        result = app.page.on_translate(text, "beam", args.beam, model, share.DEFAULT_LENGTH_PENALTY)[app.page.states.result]
         t1 = time.perf_counter()
-        payload = app.PAGE.show_result(result)[app.PAGE.attention.view]
+        payload = app.page.show_result(result)[app.page.attention.view]
         t2 = time.perf_counter()
         size = len(json.dumps(payload))
         t3 = time.perf_counter()
-        exports.export_npz(result, app.EXPORT_DIR)
+        exports.export_npz(result, app.explorer.exports.export_dir)
         t4 = time.perf_counter()
         times.update(translate=t1 - t0, payload=t2 - t1, serialise=t3 - t2, export=t4 - t3, total=t4 - t0)
         return times, size, result
@@ -81,7 +83,7 @@ def main() -> None:
                     "p95_ms": round(percentile([r[0][key] for r in runs], 95) * 1e3, 1)}
               for key in ("total", "translate", "payload", "serialise", "export")}
     att = result.attention
-    cfg = app.DEFAULT_TRANSLATOR.model.config
+    cfg = app.explorer.models.default_translator.model.config
     report = {
         "checkpoint": str(checkpoint.relative_to(ROOT) if checkpoint.is_relative_to(ROOT) else checkpoint),
         "sentence": text, "translation": result.translation.text, "beam": args.beam, "threads": args.threads,

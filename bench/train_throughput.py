@@ -286,7 +286,7 @@ def reference_worker(conn, spec: dict) -> None:
 def reference_loss(bf16: bool):
     def loss(model, b):
         with torch.autocast(b.src.device.type, dtype=torch.bfloat16, enabled=bf16):
-            logits = model(b.src, b.tgt_in)
+            logits = model(b.src, b.tgt_in).logits
         return F.cross_entropy(logits.float().flatten(0, 1), b.tgt_out.flatten(), ignore_index=0,
                                label_smoothing=0.1, reduction="sum")
     return loss

@@ -132,18 +132,26 @@ def make_standin_checkpoint(path: Path) -> Path:
     return path
 
 
+_APP: list = []  # the one app built in this test process
+
+
 def import_app(env: dict[str, str]):
-    """The app module, imported with `env` set (the test checkpoint as default) and the test session's torch
-    thread count kept (app sets its own at import); the environment is restored afterwards."""
+    """The app (`app.create_app()`: an `ExplorerApp`) with `env` set (the test checkpoint as default) and the test
+    session's torch thread count kept (start-up sets its own); the environment is restored afterwards. One app
+    per test process, built by the first caller, as one import of the module was: each start-up starts a search
+    process."""
     import importlib
 
     import torch
 
+    if _APP:
+        return _APP[0]
     saved = {k: os.environ.get(k) for k in env}
     threads = torch.get_num_threads()
     os.environ.update(env)
     try:
-        return importlib.import_module("app")
+        _APP.append(importlib.import_module("app").create_app())
+        return _APP[0]
     finally:
         for k, v in saved.items():
             if v is None:

@@ -21,12 +21,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import app_env, import_app, shared_app  # noqa: E402
+import reference_views  # noqa: E402
 
 gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from transformer.explorer import checks, exports, registry, results, share, views  # noqa: E402
+from transformer.explorer import checks, exports, launch, limits, registry, results, share, views  # noqa: E402
 from transformer.explorer.payload import decode_attention  # noqa: E402
 from transformer.translator import (  # noqa: E402
     Attention, Candidate, StepRecord, Translation, load_pretrained,
@@ -40,10 +41,10 @@ needs_trained = pytest.mark.skipif(not TRAINED, reason="checkpoints/toy-reverse 
 
 @pytest.fixture(scope="module")
 def app():
-    """The app module, imported with the test checkpoint as default and one torch thread."""
-    module = import_app({**ENV, "TRANSFORMER_PRECISION": ""})  # measured, whatever the caller's shell sets
-    assert module.DEFAULT_TRANSLATOR is not None, module.STARTUP_ERROR
-    return module
+    """The app (`app.create_app()`), with the test checkpoint as default and one torch thread."""
+    built = import_app({**ENV, "TRANSFORMER_PRECISION": ""})  # measured, whatever the caller's shell sets
+    assert built.explorer.models.default_translator is not None, built.explorer.models.startup_error
+    return built
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +55,15 @@ def client():
 
 def test_the_app_serves_its_everyday_searches_from_a_search_process(app):
     """The app's batcher has a search process, a live child of this process, that serves the default model."""
-    searcher = app.EXPLORER.batcher.searcher
+    searcher = app.explorer.models.batcher.searcher
     assert searcher is not None and searcher.pid is not None
-    assert searcher.serves(app.DEFAULT_TRANSLATOR)
-    assert app.EXPLORER.translate("h e l l o", "greedy", 1, app.DEFAULT_MODEL, 1.0)[0].translation.text
+    assert searcher.serves(app.explorer.models.default_translator)
+    assert app.explorer.translation.translate("h e l l o", "greedy", 1, app.explorer.models.default_model, 1.0)[0].translation.text
 
 
 def values(app, out: dict, *paths: str) -> list:
-    """A handler's `{component: value}` answer, read by the components' names in `app.PAGE` ("states.result")."""
-    return [out[attrgetter(path)(app.PAGE)] for path in paths]
+    """A handler's `{component: value}` answer, read by the components' names in `app.page` ("states.result")."""
+    return [out[attrgetter(path)(app.page)] for path in paths]
 
 
 def fake_result(app):
@@ -97,13 +98,13 @@ def test_page_and_links_start_at_the_default_models_length_penalty(app, tmp_path
     (directory / "generation_config.json").write_text('{"num_beams": 5, "length_penalty": 1.7}')
     explorer = Explorer(registry.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
     try:
-        assert explorer.default_length_penalty == 1.7  # what build_demo starts the slider at
-        assert explorer.restore("en-de", {"text": "a b"}).view.length_penalty == 1.7  # a link without lp
-        assert explorer.restore("en-de", {"lp": "nan"}).view.length_penalty == 1.7  # a bad one: noted, default
-        assert explorer.restore("en-de", {"lp": "0.3"}).view.length_penalty == 0.3  # a link's own
+        assert explorer.models.default_length_penalty == 1.7  # what build_page starts the slider at
+        assert explorer.links.restore("en-de", {"text": "a b"}).view.length_penalty == 1.7  # a link without lp
+        assert explorer.links.restore("en-de", {"lp": "nan"}).view.length_penalty == 1.7  # a bad one: noted, default
+        assert explorer.links.restore("en-de", {"lp": "0.3"}).view.length_penalty == 0.3  # a link's own
     finally:
-        explorer.batcher.close()
-    assert app.EXPLORER.default_length_penalty == share.DEFAULT_LENGTH_PENALTY  # the toy has no generation config
+        explorer.models.batcher.close()
+    assert app.explorer.models.default_length_penalty == share.DEFAULT_LENGTH_PENALTY  # the toy has no generation config
 
 
 def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, make_model, caplog):
@@ -120,15 +121,15 @@ def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, ma
     caplog.set_level(logging.INFO, logger="transformer.explorer.registry")
     explorer = Explorer(registry.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
     try:
-        request = threading.Thread(target=explorer.translator, args=("toy-other",), name="a-request")
+        request = threading.Thread(target=explorer.models.translator, args=("toy-other",), name="a-request")
         request.start()
         request.join()
         loads = [r for r in caplog.records if r.getMessage().startswith("loaded ")]
         assert [r.getMessage().split()[1] for r in loads] == ["en-de", "toy-other"]
-        assert {r.threadName for r in loads} == {explorer.batcher._thread.name}
-        assert explorer.registry.is_loaded("toy-other")
+        assert {r.threadName for r in loads} == {explorer.models.batcher._thread.name}
+        assert explorer.models.registry.is_loaded("toy-other")
     finally:
-        explorer.batcher.close()
+        explorer.models.batcher.close()
     direct = registry.ModelRegistry(tmp_path)  # without the app's runner, on the caller's thread
     caplog.clear()
     direct.get("toy-other")
@@ -136,7 +137,7 @@ def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, ma
 
 
 def test_the_model_gets_every_core_but_one_unless_told(monkeypatch):
-    from transformer.explorer.callbacks import torch_threads
+    from transformer.explorer.startup import torch_threads
 
     monkeypatch.delenv("TRANSFORMER_THREADS", raising=False)
     assert [torch_threads(cores) for cores in (1, 2, 4, 16)] == [1, 1, 3, 15]
@@ -188,10 +189,10 @@ def test_registry_lists_default_models_first_then_sorted_and_override_first(app,
 
 
 def test_registry_loads_once_and_caches(app):
-    label = app.DEFAULT_MODEL
-    assert app.REGISTRY.is_loaded(label)
-    assert app.REGISTRY.get(label) is app.DEFAULT_TRANSLATOR
-    assert app.REGISTRY.directory(label) is not None
+    label = app.explorer.models.default_model
+    assert app.explorer.models.registry.is_loaded(label)
+    assert app.explorer.models.registry.get(label) is app.explorer.models.default_translator
+    assert app.explorer.models.registry.directory(label) is not None
 
 
 @pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", float("nan"), [5]])
@@ -201,15 +202,15 @@ def test_check_options_rejects_bad_beam(app, beam):
 
 
 def test_the_work_of_one_request_is_capped_and_the_notice_says_so(app, monkeypatch):
-    """Source tokens × beam width within checks.MAX_BEAM_TOKENS: a long input at a wide beam is searched at a
+    """Source tokens × beam width within limits.MAX_BEAM_TOKENS: a long input at a wide beam is searched at a
     narrower beam, with a notice; a short one, and greedy, are left as asked. Page and API share the path."""
-    monkeypatch.setattr(checks, "MAX_BEAM_TOKENS", 12)
-    tr, model = app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL
+    monkeypatch.setattr(limits, "MAX_BEAM_TOKENS", 12)
+    tr, model = app.explorer.models.default_translator, app.explorer.models.default_model
     long_text = "a b c d e f g h i j k"  # 11 letters + <eos>: 12 tokens, so beam 1 at most
     result, notice = results.run_translation(tr, model, long_text, "beam", 5, 0.6)
     assert result.translation.beam_size == 1 and "beam width was cut from 5 to 1" in notice
-    out = app.PAGE.on_api_translate(long_text, "beam", 4, model, 0.6)
-    assert "cut from 4 to 1" in out[app.PAGE.results.notice]
+    out = app.page.on_api_translate(long_text, "beam", 4, model, 0.6)
+    assert "cut from 4 to 1" in out[app.page.results.notice]
     result, notice = results.run_translation(tr, model, "a b", "beam", 4, 0.6)  # 3 tokens × 4 = 12: as asked
     assert result.translation.beam_size == 4 and "cut" not in notice
     result, notice = results.run_translation(tr, model, long_text, "greedy", 1, 0.6)
@@ -219,8 +220,8 @@ def test_the_work_of_one_request_is_capped_and_the_notice_says_so(app, monkeypat
 def test_beam_and_length_penalty_left_out_are_the_models_own(app):
     """The API's docs call them optional: None is the checkpoint's default, not an error."""
     assert checks.check_options("beam", None) is None and checks.check_length_penalty(None) is None
-    result, _ = results.run_translation(app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL, "a b c", "beam", None, None)
-    generation = app.DEFAULT_TRANSLATOR.generation
+    result, _ = results.run_translation(app.explorer.models.default_translator, app.explorer.models.default_model, "a b c", "beam", None, None)
+    generation = app.explorer.models.default_translator.generation
     assert (result.translation.beam_size, result.length_penalty) == (generation.num_beams, generation.length_penalty)
     for bad in (-0.5, float("inf"), "0.6", 1e9):
         with pytest.raises(gr.Error, match="length_penalty must be a number from 0 to 10"):
@@ -234,19 +235,19 @@ def test_check_options_accepts_and_rejects_methods(app):
 
 
 def test_run_translation_empty_and_truncated(app):
-    tr = app.DEFAULT_TRANSLATOR
+    tr = app.explorer.models.default_translator
     for empty in ("", "   \n", None):
         with pytest.raises(gr.Error, match="Type a sentence"):
             results.run_translation(tr, "m", empty, "beam", 3)
     long = " ".join("abcdefghij"[i % 10] for i in range(tr.max_source_tokens + 20))
     result, notice = results.run_translation(tr, "m", long, "greedy", 1)
     assert result.translation.truncated and f"limit of {tr.max_source_tokens} tokens" in notice
-    result, notice = results.run_translation(tr, "m", "a " * (share.MAX_INPUT_CHARS + 10), "greedy", 1)
-    assert f"first {share.MAX_INPUT_CHARS} characters" in notice and len(result.source) == share.MAX_INPUT_CHARS
+    result, notice = results.run_translation(tr, "m", "a " * (limits.MAX_INPUT_CHARS + 10), "greedy", 1)
+    assert f"first {limits.MAX_INPUT_CHARS} characters" in notice and len(result.source) == limits.MAX_INPUT_CHARS
 
 
 def test_run_translation_says_how_it_read_all_caps_input(app):
-    tr = app.DEFAULT_TRANSLATOR  # a toy model: no truecase model, so ALL-CAPS input is read in lower case
+    tr = app.explorer.models.default_translator  # a toy model: no truecase model, so ALL-CAPS input is read in lower case
     assert tr.truecaser is None
     shouted, notice = results.run_translation(tr, "m", "THE DOG IS SLEEPING.", "greedy", 1)
     quiet, quiet_notice = results.run_translation(tr, "m", "the dog is sleeping.", "greedy", 1)
@@ -265,7 +266,7 @@ def test_run_translation_lists_the_placeholders_the_model_read(app):
 
 
 def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
-    tr = app.DEFAULT_TRANSLATOR
+    tr = app.explorer.models.default_translator
     result, _ = results.run_translation(tr, "m", "h e l l o", "beam", 4)
     n = len(result.translation.candidates)
     assert n >= 2
@@ -284,7 +285,7 @@ def test_select_candidate_uses_attention_for_and_caches(app, monkeypatch):
 
 def test_show_result_sends_the_payload_and_candidate_selector(app):
     result = fake_result(app)
-    payload, dropdown = values(app, app.PAGE.show_result(result), "attention.view", "results.candidate")
+    payload, dropdown = values(app, app.page.show_result(result), "attention.view", "results.candidate")
     assert payload["model"] == "fake" and payload["candidate"] == 0 and payload["n_layers"] == 2
     assert dropdown.value == 0 and dropdown.interactive is False  # one candidate only
     back = decode_attention(payload)
@@ -294,25 +295,25 @@ def test_show_result_sends_the_payload_and_candidate_selector(app):
     assert EVIL in payload["tokens"]["src"]["raw"]
     assert not [s for s in payload["tokens"]["src"]["label"] if "<" in s]
     assert "onerror" in raw
-    empty, dropdown = values(app, app.PAGE.show_result(None), "attention.view", "results.candidate")
+    empty, dropdown = values(app, app.page.show_result(None), "attention.view", "results.candidate")
     assert empty is None and dropdown.interactive is False
 
 
 def test_candidate_change_sends_that_candidates_attention(app):
-    tr = app.DEFAULT_TRANSLATOR
-    result, _ = results.run_translation(tr, app.DEFAULT_MODEL, "h e l l o", "beam", 3)
+    tr = app.explorer.models.default_translator
+    result, _ = results.run_translation(tr, app.explorer.models.default_model, "h e l l o", "beam", 3)
     shown = ("states.result", "attention.view", "results.candidate")
-    result_out, payload, dropdown = values(app, app.PAGE.on_candidate(result, 2), *shown)
+    result_out, payload, dropdown = values(app, app.page.on_candidate(result, 2), *shown)
     assert result_out.candidate == 2 and payload["candidate"] == 2 and dropdown.value == 2
     assert payload["tokens"]["tgt_out"]["raw"] == result.translation.candidates[2].tokens
     with pytest.raises(gr.Error):
-        app.PAGE.on_candidate(result, 7)
-    assert values(app, app.PAGE.on_candidate(None, 1), *shown[:2]) == [None, None]
+        app.page.on_candidate(result, 7)
+    assert values(app, app.page.on_candidate(None, 1), *shown[:2]) == [None, None]
 
 
 def test_model_change_updates_examples_and_clears_result(app):
-    label = app.DEFAULT_MODEL
-    out = app.PAGE.on_model_change(label)
+    label = app.explorer.models.default_model
+    out = app.page.on_model_change(label)
     state, result, translation, notice, examples, payload = values(
         app, out, "states.model", "states.result", "results.translation", "results.notice", "controls.examples",
         "attention.view")
@@ -320,7 +321,7 @@ def test_model_change_updates_examples_and_clears_result(app):
     assert [s[0] for s in examples.raw_samples] == registry.EXAMPLES_TOY  # a toy model gets letter examples
     assert payload is None  # the page's payload: views cleared
     with pytest.raises(gr.Error, match="Unknown model"):
-        app.PAGE.on_model_change("no-such-model")
+        app.page.on_model_change("no-such-model")
 
 
 def test_view_state_defaults_match_the_controls(app):
@@ -333,26 +334,26 @@ def test_view_state_defaults_match_the_controls(app):
 
 def test_focus_view_layer_clipping_mean_and_titles(app):
     att = fake_result(app).attention
-    opts = views.ViewOptions(layer=7, head=2)
-    fig, hidden = views.focus_view(att, "cross", opts)
+    opts = reference_views.ViewOptions(layer=7, head=2)
+    fig, hidden = reference_views.focus_view(att, "cross", opts)
     assert "layer 2" in fig.layout.title.text and "head 3" in fig.layout.title.text
     assert "this stack has 2 layers" in fig.layout.title.text and hidden is None
-    fig, hidden = views.focus_view(att, "encoder", views.ViewOptions(layer=0, head=share.MEAN_HEADS, hide_special=True))
+    fig, hidden = reference_views.focus_view(att, "encoder", reference_views.ViewOptions(layer=0, head=share.MEAN_HEADS, hide_special=True))
     assert "mean over heads" in fig.layout.title.text and 0.0 < hidden < 1.0
     z = np.array(fig.data[0].z)
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)  # renormalised rows
     # decoder rows by predicted token: the last row is the one that predicted <eos>
-    w, q, k = views.kind_maps(att, "decoder", share.ROWS_PREDICTED)
+    w, q, k = reference_views.kind_maps(att, "decoder", share.ROWS_PREDICTED)
     assert q == att.tgt_out_tokens and k == att.tgt_in_tokens
 
 
 def test_step_view_and_hidden_text(app):
     att = fake_result(app).attention
-    fig, text = views.step_view(att, 2, views.ViewOptions(layer=1, head=0))
+    fig, text = reference_views.step_view(att, 2, reference_views.ViewOptions(layer=1, head=0))
     assert "Step 2 of 3" in text and "&lt;i&gt;y&lt;/i&gt;" in fig.layout.title.text
-    fig, text = views.step_view(att, 99, views.ViewOptions())  # clamped
+    fig, text = reference_views.step_view(att, 99, reference_views.ViewOptions())  # clamped
     assert "Step 3 of 3" in text
-    assert "1.5%" in views.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
+    assert "1.5%" in reference_views.hidden_text({"encoder": 0.015, "decoder": None, "cross": None})
 
 
 def test_export_npz_round_trip_without_pickle(app, tmp_path):
@@ -385,12 +386,12 @@ def test_training_helpers(app, tmp_path):
 def test_launch_options_default_and_env(app, monkeypatch):
     monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
     monkeypatch.delenv("GRADIO_SERVER_PORT", raising=False)
-    opts = app.launch.launch_options()
+    opts = launch.launch_options()
     assert (opts["server_name"], opts["server_port"]) == ("127.0.0.1", 7860)
     assert opts["share"] is False and not opts["allowed_paths"]
     monkeypatch.setenv("GRADIO_SERVER_NAME", "0.0.0.0")
     monkeypatch.setenv("GRADIO_SERVER_PORT", "8123")
-    opts = app.launch.launch_options()
+    opts = launch.launch_options()
     assert (opts["server_name"], opts["server_port"]) == ("0.0.0.0", 8123)
     assert app.demo._queue.max_size is not None  # bounded queue
 
@@ -464,7 +465,7 @@ def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client)
 
     with ThreadPoolExecutor(len(texts)) as pool:
         outputs = list(pool.map(press, range(len(texts))))
-    tr = app.DEFAULT_TRANSLATOR  # the server's model, loaded the same way (same precision)
+    tr = app.explorer.models.default_translator  # the server's model, loaded the same way (same precision)
     for text, (method, beam), out in zip(texts, settings, outputs, strict=True):
         alone = tr.translate(text, method=method, beam_size=beam, length_penalty=share.DEFAULT_LENGTH_PENALTY)
         translation, _, table, payload = out[:4]
@@ -476,11 +477,11 @@ def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client)
 
 
 def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(app, monkeypatch):
-    from transformer.explorer import callbacks
+    from transformer.explorer import models, startup
 
-    path = app.EXPLORER.serving_path
-    assert app.DEFAULT_TRANSLATOR.precision == path.precision  # what the start-up probe measured fastest
-    notice = values(app, app.PAGE.on_model_change(app.DEFAULT_MODEL), "results.notice")[0]
+    path = app.explorer.models.serving_path
+    assert app.explorer.models.default_translator.precision == path.precision  # what the start-up probe measured fastest
+    notice = values(app, app.page.on_model_change(app.explorer.models.default_model), "results.notice")[0]
     assert f"Decoding: {path.precision}" in notice and "TRANSFORMER_PRECISION" not in notice  # no settings on the page
     assert "measured fastest on this computer" in notice  # the serving path, and the timings behind it
     assert f"{path.step_ms[path.precision]:.1f} ms" in notice
@@ -491,11 +492,11 @@ def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(a
         # machine measured: the test no longer depends on it)
         other = "int8" if overridden == "fp32" else "fp32"
         probed = dataclasses.replace(path, precision=other) if overridden else path
-        choice = callbacks.serving_choice(probe=lambda config: probed)
+        choice = startup.serving_choice(probe=lambda config: probed)
         assert choice.precision == (overridden or path.precision)
         assert (choice.why == "set by TRANSFORMER_PRECISION") == bool(overridden)
-    fp32 = registry.ModelRegistry(Path(app.REGISTRY.checkpoint_dir), app.REGISTRY.override, "fp32")
-    assert fp32.get(app.DEFAULT_MODEL).precision == "fp32" and callbacks.precision_note("fp32").startswith("Decoding: fp32")
+    fp32 = registry.ModelRegistry(Path(app.explorer.models.registry.checkpoint_dir), app.explorer.models.registry.override, "fp32")
+    assert fp32.get(app.explorer.models.default_model).precision == "fp32" and models.precision_note("fp32").startswith("Decoding: fp32")
 
 
 def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):
@@ -505,7 +506,7 @@ def test_a_busy_batcher_is_a_clear_error_not_a_hang(app):
         raise BatcherBusy("The translator is busy: 64 requests are already waiting. Please try again in a few seconds.")
 
     with pytest.raises(gr.Error, match="busy.*try again"):
-        results.run_translation(app.DEFAULT_TRANSLATOR, app.DEFAULT_MODEL, "h e l l o", "beam", 3, translate=busy)
+        results.run_translation(app.explorer.models.default_translator, app.explorer.models.default_model, "h e l l o", "beam", 3, translate=busy)
 
 
 @pytest.mark.slow  # a running app in its own process
@@ -531,7 +532,7 @@ def test_server_does_not_serve_repository_files(client):
 
 
 def test_main_path_records_no_search(app, monkeypatch):
-    tr = app.DEFAULT_TRANSLATOR
+    tr = app.explorer.models.default_translator
     calls = []
     original = tr.translate_sources  # what decodes, alone or in a batch (transformer/serving/batching.py)
 
@@ -541,25 +542,25 @@ def test_main_path_records_no_search(app, monkeypatch):
         return original(sources, method, beam_size, length_penalty, max_len, return_attention, top_k, record_search)
 
     monkeypatch.setattr(tr, "translate_sources", spy)
-    searcher = app.EXPLORER.batcher.searcher  # the search process searches without a trace: it has no such option
+    searcher = app.explorer.models.batcher.searcher  # the search process searches without a trace: it has no such option
     original_search = searcher.search
     monkeypatch.setattr(searcher, "search", lambda *a, **k: calls.append({}) or original_search(*a, **k))
-    result = app.PAGE.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    result = app.page.on_translate("h e l l o", "beam", 3, app.explorer.models.default_model, 0.6)[app.page.states.result]
     assert [k.get("record_search", False) for k in calls] == [False]
     assert result.translation.search is None and result.search is None
-    assert app.EXPLORER.on_tree_refresh(result, "attention", "")[0] is None  # the tree tab is closed: nothing recorded
+    assert app.explorer.tree.on_tree_refresh(result, "attention", "")[0] is None  # the tree tab is closed: nothing recorded
     assert len(calls) == 1 and result.search is None
 
 
 def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monkeypatch):
     from transformer.explorer import search_viz
 
-    tr = app.DEFAULT_TRANSLATOR
-    result = app.PAGE.on_translate("h e l l o", "beam", 4, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    tr = app.explorer.models.default_translator
+    result = app.page.on_translate("h e l l o", "beam", 4, app.explorer.models.default_model, 0.6)[app.page.states.result]
     calls = []
     original = tr.translate
     monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
-    value, result = app.EXPLORER.on_tree_open(result, '{"kind": "cross", "layer": 0, "head": 1}')
+    value, result = app.explorer.tree.on_tree_open(result, '{"kind": "cross", "layer": 0, "head": 1}')
     assert [(k["method"], k["record_search"], k["return_attention"]) for k in calls] == [
         ("beam", True, False), ("greedy", True, False)]
     trace = result.search.trace
@@ -572,23 +573,23 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     np.testing.assert_allclose(json.loads(value["node"])["data"][0]["y"], reference.cross[0, 1, -1], atol=1e-6)
     assert json.loads(value["tree"])["data"] and value["tree_rev"] == result.search.rev
     # opening the tab again costs no decoding; a node, layer and head are one teacher-forced pass (cached)
-    app.EXPLORER.on_tree_open(result, "")
+    app.explorer.tree.on_tree_open(result, "")
     node = trace.nbest[-1]
-    picked = app.PAGE.on_tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
+    picked = app.page.on_tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
                                                          "tree_rev": result.search.rev}))
     assert len(calls) == 2 and picked["tree"] is None  # the page has the tree already
     mean = tr.attention_for_prefix(result.translation, trace.prefix_ids(node)).cross[1].mean(axis=0)[-1]
     np.testing.assert_allclose(picked["row"], mean, atol=1e-6)
     assert picked["prefix"] == " ".join(trace.prefix_tokens(node))
     # hostile event data falls back to defaults
-    odd = app.PAGE.on_tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
+    odd = app.page.on_tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
     assert odd["selected"] == trace.nbest[0] and odd["layer"] == odd["n_layers"] - 1 and odd["head"] == -1
     assert odd["tree"] is not None
 
 
 def test_tree_of_a_greedy_translation_has_no_second_search(app):
-    result = app.PAGE.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
-    value, result = app.EXPLORER.on_tree_open(result, "")
+    result = app.page.on_translate("a b c", "greedy", 1, app.explorer.models.default_model, 0.6)[app.page.states.result]
+    value, result = app.explorer.tree.on_tree_open(result, "")
     assert result.search.greedy is None and result.search.trace.method == "greedy"
     assert [n.token_id for n in result.search.trace.best_path()] == result.translation.candidates[0].ids
 
@@ -596,8 +597,8 @@ def test_tree_of_a_greedy_translation_has_no_second_search(app):
 def test_compare_figures_hold_both_results_arrays(app):
     from transformer.explorer.search_viz import select_map
 
-    tr = app.DEFAULT_TRANSLATOR
-    value, session = app.EXPLORER.on_compare("h e l l o", "h e l l a", "beam", 3, app.DEFAULT_MODEL, 0.6,
+    tr = app.explorer.models.default_translator
+    value, session = app.explorer.compare.on_compare("h e l l o", "h e l l a", "beam", 3, app.explorer.models.default_model, 0.6,
                                     '{"kind": "cross", "layer": 1, "head": 2}')
     assert session.translations[0] == tr.translate("h e l l o", beam_size=3).text
     assert (value["kind"], value["layer"], value["head"], value["note"]) == ("cross", 1, 2, None)
@@ -609,26 +610,27 @@ def test_compare_figures_hold_both_results_arrays(app):
     w_b, *_ = select_map(session.attentions[1], "cross", 1, 2)
     np.testing.assert_allclose(json.loads(value["difference"])["data"][0]["z"], w_a - w_b, atol=1e-6)  # same lengths
     # another kind, layer and head from the panel: the same two translations, no decoding
-    other = app.PAGE.on_compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
+    other = app.page.on_compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
     np.testing.assert_allclose(json.loads(other["pair"])["data"][1]["z"], session.attentions[1].encoder[0].mean(0),
                                atol=1e-6)
 
 
 def test_difference_of_a_sentence_with_itself_is_zero(app):
-    value, _ = app.EXPLORER.on_compare("g r a d i e n t", "g r a d i e n t", "beam", 2, app.DEFAULT_MODEL, 0.6, "")
+    value, _ = app.explorer.compare.on_compare("g r a d i e n t", "g r a d i e n t", "beam", 2,
+                                               app.explorer.models.default_model, 0.6, "")
     assert value["note"] is None
     difference = np.array(json.loads(value["difference"])["data"][0]["z"])
     assert difference.size and not np.any(difference)
 
 
 def test_greedy_vs_beam_side_by_side(app):
-    tr = app.DEFAULT_TRANSLATOR
-    value, session = app.EXPLORER.on_greedy_vs_beam("h e l l o", 1, app.DEFAULT_MODEL, 0.6, '{"kind": "decoder"}')
+    tr = app.explorer.models.default_translator
+    value, session = app.explorer.compare.on_greedy_vs_beam("h e l l o", 1, app.explorer.models.default_model, 0.6, '{"kind": "decoder"}')
     assert value["labels"] == ["greedy", f"beam {share.DEFAULT_BEAM}"] and value["kind"] == "decoder"
     assert session.translations == (tr.translate("h e l l o", method="greedy").text,
                                     tr.translate("h e l l o", beam_size=share.DEFAULT_BEAM).text)
     with pytest.raises(gr.Error, match="Type a sentence"):
-        app.EXPLORER.on_compare("h e l l o", "   ", "beam", 3, app.DEFAULT_MODEL, 0.6, "")
+        app.explorer.compare.on_compare("h e l l o", "   ", "beam", 3, app.explorer.models.default_model, 0.6, "")
 
 
 def test_restore_from_a_link_validates_and_notes(app):
@@ -638,21 +640,21 @@ def test_restore_from_a_link_validates_and_notes(app):
                                             "head": "9", "model": "nope", "compare": EVIL, "lp": "nan"})
     linked = ("controls.src", "compare.src", "controls.method", "controls.beam", "controls.lp", "states.lp",
               "controls.present", "tabs")  # what a link may set
-    out = app.PAGE.on_restore(app.DEFAULT_MODEL, request)
+    out = app.page.on_restore(app.explorer.models.default_model, request)
     text, compare, beam, lp, tabs = values(app, out, "controls.src", "compare.src", "controls.beam", "controls.lp",
                                            "tabs")
     model, tab, note, restored = values(app, out, "states.model", "states.tab", "results.note", "states.restore")
-    assert (model, text, compare, beam.value, lp, tab) == (app.DEFAULT_MODEL, "a b c", "", 5, 0.6, "tree")
+    assert (model, text, compare, beam.value, lp, tab) == (app.explorer.models.default_model, "a b c", "", 5, 0.6, "tree")
     assert tabs.selected == "tree" and note.visible
     for word in ("beam", "head", "model", "compare", "lp"):
         assert f"{word} " in note.value
     assert json.loads(restored)["view"]["layer"] == 1
-    out = app.PAGE.on_restore(app.DEFAULT_MODEL, SimpleNamespace(query_params={}))
+    out = app.page.on_restore(app.explorer.models.default_model, SimpleNamespace(query_params={}))
     note, plain = values(app, out, "results.note", "states.restore")
     assert note.visible is False  # a plain page: no note
-    assert not {attrgetter(path)(app.PAGE) for path in linked} & out.keys()  # nothing typed is overwritten
-    assert app.PAGE.on_restore_translate("x", "beam", 5, app.DEFAULT_MODEL, 0.6, plain) == gr.skip()  # no link text
-    assert app.PAGE.on_restore_translate("", "beam", 5, app.DEFAULT_MODEL, 0.6, restored) == gr.skip()  # no error
+    assert not {attrgetter(path)(app.page) for path in linked} & out.keys()  # nothing typed is overwritten
+    assert app.page.on_restore_translate("x", "beam", 5, app.explorer.models.default_model, 0.6, plain) == gr.skip()  # no link text
+    assert app.page.on_restore_translate("", "beam", 5, app.explorer.models.default_model, 0.6, restored) == gr.skip()  # no error
 
 
 def test_examples_follow_what_the_model_was_trained_on(app, tmp_path):
@@ -677,12 +679,12 @@ class Event:
 
 
 def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmasked(app):
-    result = app.PAGE.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
-    cfg = app.DEFAULT_TRANSLATOR.model.config
+    result = app.page.on_translate("h e l l o", "beam", 3, app.explorer.models.default_model, 0.6)[app.page.states.result]
+    cfg = app.explorer.models.default_translator.model.config
     every_cross = [["cross", layer, head] for layer in range(cfg.n_decoder_layers) for head in range(cfg.n_heads)]
-    out = app.PAGE.on_rerun(result, Event(off=every_cross + [["encoder", 0, 1]], measure="weight"))
+    out = app.page.on_rerun(result, Event(off=every_cross + [["encoder", 0, 1]], measure="weight"))
     ablated, payload = values(app, out, "states.result", "attention.view")
-    text, nbest, notice = app.EXPLORER.rerun_texts(ablated)
+    text, nbest, notice = app.explorer.reruns.rerun_texts(ablated)
     assert ablated.base is result and len(ablated.off) == len(every_cross) + 1
     assert ablated.translation.head_mask.n_off() == len(ablated.off)
     assert text == ablated.translation.text
@@ -693,14 +695,14 @@ def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmas
     att = decode_attention(payload)
     assert not att.cross.any() and not att.encoder[0, 1].any() and att.encoder[0, 0].any()
     # the same heads again: cached, no model pass; none: the unmasked result itself
-    assert app.EXPLORER.rerun(result, Event(off=every_cross + [["encoder", 0, 1]])) is ablated
-    back = app.PAGE.on_rerun(ablated, Event(off=[], measure="weight"))
-    assert back[app.PAGE.states.result] is result and back[app.PAGE.attention.view]["ablation"] is None
-    assert app.EXPLORER.rerun_texts(result)[2] == "" and app.EXPLORER.rerun_texts(None)[0] == ""
+    assert app.explorer.reruns.rerun(result, Event(off=every_cross + [["encoder", 0, 1]])) is ablated
+    back = app.page.on_rerun(ablated, Event(off=[], measure="weight"))
+    assert back[app.page.states.result] is result and back[app.page.attention.view]["ablation"] is None
+    assert app.explorer.reruns.rerun_texts(result)[2] == "" and app.explorer.reruns.rerun_texts(None)[0] == ""
     # another candidate of the ablated result keeps its heads off
     if len(ablated.translation.candidates) > 1:
-        shown = app.PAGE.on_candidate(ablated, 1)
-        assert not decode_attention(shown[app.PAGE.attention.view]).cross.any()
+        shown = app.page.on_candidate(ablated, 1)
+        assert not decode_attention(shown[app.page.attention.view]).cross.any()
 
 
 def test_heads_off_and_norm_passes_run_on_the_batchers_thread(app, monkeypatch):
@@ -708,30 +710,30 @@ def test_heads_off_and_norm_passes_run_on_the_batchers_thread(app, monkeypatch):
     handler's thread, beside another pass on the same cores."""
     import threading
 
-    result = app.PAGE.on_translate("x y z", "beam", 2, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
-    tr, seen = app.DEFAULT_TRANSLATOR, []
+    result = app.page.on_translate("x y z", "beam", 2, app.explorer.models.default_model, 0.6)[app.page.states.result]
+    tr, seen = app.explorer.models.default_translator, []
     for name in ("translate", "attention_for"):
         def spy(*args, real=getattr(tr, name), name=name, **kwargs):
             seen.append((name, threading.current_thread().name))
             return real(*args, **kwargs)
         monkeypatch.setattr(tr, name, spy)
-    app.PAGE.on_rerun(result, Event(off=[["decoder", 0, 1]], measure="norm"))
+    app.page.on_rerun(result, Event(off=[["decoder", 0, 1]], measure="norm"))
     assert {name for name, _ in seen} == {"translate", "attention_for"}
-    assert {thread for _, thread in seen} == {app.EXPLORER.batcher._thread.name}
+    assert {thread for _, thread in seen} == {app.explorer.models.batcher._thread.name}
 
 
 @pytest.mark.parametrize("off", [[["cross", 99, 0]], [["kernel", 0, 0]], "all", [["cross", 0]], [[None, 0, 0]]])
 def test_bad_heads_to_switch_off_are_a_clear_error(app, off):
-    result = app.PAGE.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
+    result = app.page.on_translate("a b c", "greedy", 1, app.explorer.models.default_model, 0.6)[app.page.states.result]
     with pytest.raises(gr.Error):
-        app.EXPLORER.rerun(result, Event(off=off))
+        app.explorer.reruns.rerun(result, Event(off=off))
 
 
 def test_norms_come_only_when_asked_and_rows_are_shares(app):
-    result = app.PAGE.on_translate("h e l l o", "beam", 2, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
-    payload = app.PAGE.show_result(result)[app.PAGE.attention.view]
+    result = app.page.on_translate("h e l l o", "beam", 2, app.explorer.models.default_model, 0.6)[app.page.states.result]
+    payload = app.page.show_result(result)[app.page.attention.view]
     assert "norm" not in payload["kinds"]["encoder"] and payload["measures"] == ["weight"]
-    out = app.PAGE.on_rerun(result, Event(off=[["decoder", 0, 0]], measure="norm"))
+    out = app.page.on_rerun(result, Event(off=[["decoder", 0, 0]], measure="norm"))
     ablated, payload = values(app, out, "states.result", "attention.view")
     assert payload["measures"] == ["weight", "norm"]
     norms = decode_attention(payload, "norm")
@@ -739,7 +741,7 @@ def test_norms_come_only_when_asked_and_rows_are_shares(app):
     sums = norms.cross.sum(-1)
     np.testing.assert_allclose(sums, 1.0, atol=1e-3)
     assert not norms.decoder[0, 0].any()  # the head switched off: no norm either
-    expected = app.DEFAULT_TRANSLATOR.attention_for(ablated.translation, measure="norm").cross
+    expected = app.explorer.models.default_translator.attention_for(ablated.translation, measure="norm").cross
     np.testing.assert_allclose(norms.cross, expected / expected.sum(-1, keepdims=True), atol=1e-4)
 
 
@@ -797,18 +799,18 @@ def test_the_model_list_marks_toy_tasks_and_keeps_their_names_as_values():
 
 def test_the_text_api_keeps_nothing_in_the_session_and_computes_no_attention(app, monkeypatch):
     seen = []
-    real = app.EXPLORER.batcher.translate
+    real = app.explorer.models.batcher.translate
 
     def spy(*args, **kwargs):
         seen.append(kwargs.get("return_attention", True))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(app.EXPLORER.batcher, "translate", spy)
-    out = app.PAGE.on_api_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)
-    assert set(out) == {app.PAGE.results.translation, app.PAGE.results.notice, app.PAGE.results.nbest}
-    assert out[app.PAGE.results.translation] and seen == [False]
-    page = app.PAGE.on_translate("h e l l o", "beam", 3, app.DEFAULT_MODEL, 0.6)  # the page keeps its result
-    assert page[app.PAGE.states.result].attention is not None and seen == [False, True]
+    monkeypatch.setattr(app.explorer.models.batcher, "translate", spy)
+    out = app.page.on_api_translate("h e l l o", "beam", 3, app.explorer.models.default_model, 0.6)
+    assert set(out) == {app.page.results.translation, app.page.results.notice, app.page.results.nbest}
+    assert out[app.page.results.translation] and seen == [False]
+    page = app.page.on_translate("h e l l o", "beam", 3, app.explorer.models.default_model, 0.6)  # the page keeps its result
+    assert page[app.page.states.result].attention is not None and seen == [False, True]
 
 
 def test_exports_stay_within_their_byte_budget_oldest_first(tmp_path):

@@ -61,7 +61,44 @@ def test_no_function_is_longer_than_80_lines():
 
 
 def test_app_py_holds_layout_and_wiring_only():
-    """app.py builds no panel itself: the panels' builders live in transformer/explorer/ (side_panels, tab_panels)."""
-    lines = (ROOT / "app.py").read_text(encoding="utf-8").splitlines()
-    builders = [line for line in lines if line.startswith("def build_")]
-    assert builders == ["def build_demo() -> tuple[gr.Blocks, Page]:"], builders
+    """app.py builds no panel itself: the panels' builders live in transformer/explorer/ (side_panels, tab_panels);
+    its one builder composes them into the page."""
+    import ast
+
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    builders = [node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("build_")]
+    assert builders == ["build_page"], builders
+
+
+def test_app_py_is_formatted_by_ruff():
+    """app.py's layout is the formatter's (ruff.toml), not a hand's."""
+    out = subprocess.run([sys.executable, "-m", "ruff", "format", "--check", "--diff", "app.py"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    if "No module named ruff" in out.stderr:
+        pytest.fail("ruff is missing: pip install -r requirements-dev.txt")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+IMPORT_APP = """
+import atexit, os, sys, threading
+import gradio, torch  # the libraries' own import-time work is theirs, not the app's
+from transformer import heap
+from transformer.explorer import callbacks, inside, launch, side_panels, tab_panels
+callbacks_before, threads_before, torch_threads = atexit._ncallbacks(), threading.active_count(), torch.get_num_threads()
+import app
+children = [open(path).read().split() for path in
+            [f"/proc/self/task/{task}/children" for task in os.listdir("/proc/self/task")]]
+print(sum(map(len, children)), atexit._ncallbacks() - callbacks_before, threading.active_count() - threads_before,
+      torch.get_num_threads() == torch_threads, heap._glibc.cache_info().currsize, hasattr(app, "create_app"))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process's children from /proc")
+def test_importing_app_starts_nothing():
+    """`import app` starts no search process or other child, registers no exit handler, starts no thread, sets
+    neither torch's threads nor the heap (every heap setting goes through `heap._glibc`): `create_app()` does."""
+    out = subprocess.run([sys.executable, "-c", IMPORT_APP], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    children, exit_handlers, threads, torch_threads_kept, heap_calls, factory = out.stdout.split()
+    assert (children, exit_handlers, threads) == ("0", "0", "0"), out.stdout
+    assert (torch_threads_kept, heap_calls, factory) == ("True", "0", "True"), out.stdout

@@ -1,7 +1,7 @@
 """The app in a real browser (Playwright + Debian chromium): translate, tabs, selectors, export, no script injection.
 
 The attention views are drawn in the browser (transformer/explorer/static/explorer.js); `test_browser_views_match_python`
-checks the arrays it plots against the Python views of transformer/explorer/views.py for a hand-made payload.
+checks the arrays it plots against the Python views of tests/reference_views.py for a hand-made payload.
 Takes a full-page screenshot (the flagship's cross-attention when checkpoints/multi30k-en-de exists, else the
 toy's) and a 1280x720 one of the presentation mode into the temporary directory;
 `UPDATE_SCREENSHOT=1 python -m pytest tests/test_browser.py` writes them to docs/screenshot.png and
@@ -285,7 +285,8 @@ def test_browser_views_match_python():
     """
     from test_payload import make_attention
 
-    from transformer.explorer import share, views
+    import reference_views as views
+    from transformer.explorer import share
     from transformer.explorer.payload import attention_payload, decode_array, decode_attention
 
     src = ["\u2581A", "\u2581ri", "des", EVIL, "<unk>", ".", "<eos>"]
@@ -783,7 +784,8 @@ def test_browser_views_equal_the_float32_maps_at_short_and_long_lengths():
     The reference is the model's float32 maps, never the payload they were packed into."""
     from test_payload import LONG_EN
 
-    from transformer.explorer import share, views
+    import reference_views as views
+    from transformer.explorer import share
     from transformer.explorer.payload import attention_payload
     from transformer.translator import load_pretrained
 

@@ -71,25 +71,25 @@ def explorer(tmp_path_factory):
 
     xp = Explorer(ModelRegistry(ROOT / "checkpoints"), tmp_path_factory.mktemp("exports"), strict=True)
     yield xp
-    xp.batcher.close()
+    xp.models.batcher.close()
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_app_links_restore_their_view_with_nothing_ignored(page, explorer):
     """Each link goes through the app's own page-load path (`Explorer.restore`: the models on offer, each
     model's layers and heads, share.py's validation) and must come back with no note of ignored parameters."""
-    assert explorer.default_model == "en-de"
+    assert explorer.models.default_model == "en-de"
     for url in app_links(page):
         parts = urlsplit(url)
         assert parts.path == "/", url
-        restored = explorer.restore(explorer.default_model, parse_qs(parts.query, keep_blank_values=True,
+        restored = explorer.links.restore(explorer.models.default_model, parse_qs(parts.query, keep_blank_values=True,
                                                                      strict_parsing=True))
         assert restored.note == "", f"{url}: {restored.note}"
         assert restored.view.text.strip(), f"{url}: a link should open on a translated sentence"
 
 
 def test_link_check_notes_a_bad_link(explorer):
-    restored = explorer.restore("en-de", parse_qs("text=Hi.&tab=heads&layer=7&off=c5.1&step=0"))
+    restored = explorer.links.restore("en-de", parse_qs("text=Hi.&tab=heads&layer=7&off=c5.1&step=0"))
     # en-de has 6 encoder layers at most (layer 7), 4 cross-attention layers (c5.1), and steps count from 1
     assert restored.note.count(";") == 2 and "layer" in restored.note and "off" in restored.note, restored.note
 

@@ -29,7 +29,7 @@ def toy_explorer(tmp_path):
         os.symlink(ROOT / "checkpoints" / name, checkpoints / name)
     batcher = Batcher()
     explorer = Explorer(ModelRegistry(checkpoints), tmp_path / "exports", strict=True, batcher=batcher)
-    assert explorer.default_model == TOYS[0] and not explorer.registry.is_loaded(TOYS[1])
+    assert explorer.models.default_model == TOYS[0] and not explorer.models.registry.is_loaded(TOYS[1])
     yield explorer
     batcher.close()
 
@@ -38,7 +38,7 @@ def toy_explorer(tmp_path):
 def busy_explorer(toy_explorer):
     """(`toy_explorer`, an event that frees its model worker, which is held busy until then)."""
     release, started = threading.Event(), threading.Event()
-    holder = threading.Thread(target=toy_explorer.batcher.call,
+    holder = threading.Thread(target=toy_explorer.models.batcher.call,
                               args=(lambda: (started.set(), release.wait(WAIT_S)),))
     holder.start()
     assert started.wait(WAIT_S)
@@ -54,7 +54,7 @@ def test_a_link_to_a_model_not_loaded_yet_loads_the_page_while_the_model_is_busy
     explorer, release = busy_explorer
     restored: list = []
     load = threading.Thread(target=lambda: restored.append(
-        explorer.restore(TOYS[1], {"model": [TOYS[1]], "text": ["h e l l o"], "off": ["c1.6"]})))
+        explorer.links.restore(TOYS[1], {"model": [TOYS[1]], "text": ["h e l l o"], "off": ["c1.6"]})))
     load.start()
     load.join(WAIT_S)
     still_waiting = load.is_alive()
@@ -62,7 +62,7 @@ def test_a_link_to_a_model_not_loaded_yet_loads_the_page_while_the_model_is_busy
     load.join(WAIT_S)
     assert not still_waiting and restored[0].view.model == TOYS[1]
     assert restored[0].view.off == () and "c1.6" in restored[0].note
-    assert not explorer.registry.is_loaded(TOYS[1])  # the link's translation loads it, as model work
+    assert not explorer.models.registry.is_loaded(TOYS[1])  # the link's translation loads it, as model work
 
 
 class Event:
@@ -80,28 +80,28 @@ def test_a_result_read_by_a_waiting_event_is_not_released_under_it(busy_explorer
     from transformer.explorer.results import ResultStore, held_bytes, run_translation
 
     explorer, release = busy_explorer
-    tr = explorer.default_translator
-    mine, _ = run_translation(tr, explorer.default_model, "h e l l o", "greedy", 1, 1.0)
-    explorer.results = ResultStore(max_bytes=held_bytes(mine) * 3 // 2)  # room for one result
-    explorer.keep(mine)
+    tr = explorer.models.default_translator
+    mine, _ = run_translation(tr, explorer.models.default_model, "h e l l o", "greedy", 1, 1.0)
+    explorer.models.results = ResultStore(max_bytes=held_bytes(mine) * 3 // 2)  # room for one result
+    explorer.models.keep(mine)
     answers: list = []
     cell = {"kind": "cross", "layer": 0, "head": 0, "query": 0, "key": 0, "rows": "predicted"}
-    click = threading.Thread(target=lambda: answers.append(Inside(explorer).cell(mine, Event(cell))))
+    click = threading.Thread(target=lambda: answers.append(Inside(explorer.models).cell(mine, Event(cell))))
     click.start()
     deadline = threading.Event()
     for _ in range(WAIT_S * 20):  # the click's model work is queued: its result was checked
-        if explorer.batcher.waiting:
+        if explorer.models.batcher.waiting:
             break
         deadline.wait(0.05)
-    assert explorer.batcher.waiting == 1
+    assert explorer.models.batcher.waiting == 1
     for text in ("w o r l d", "a b c"):  # other sessions' results, made here while the worker is held
-        explorer.keep(run_translation(tr, explorer.default_model, text, "greedy", 1, 1.0)[0])
+        explorer.models.keep(run_translation(tr, explorer.models.default_model, text, "greedy", 1, 1.0)[0])
     release.set()
     click.join(WAIT_S)
     assert not click.is_alive() and answers, "the click ended in an error"
-    same, _ = run_translation(tr, explorer.default_model, "h e l l o", "greedy", 1, 1.0)
-    assert answers[0] == Inside(explorer).cell(same, Event(cell))  # the cell's numbers, as from a kept result
-    explorer.keep(run_translation(tr, explorer.default_model, "x y z", "greedy", 1, 1.0)[0])
+    same, _ = run_translation(tr, explorer.models.default_model, "h e l l o", "greedy", 1, 1.0)
+    assert answers[0] == Inside(explorer.models).cell(same, Event(cell))  # the cell's numbers, as from a kept result
+    explorer.models.keep(run_translation(tr, explorer.models.default_model, "x y z", "greedy", 1, 1.0)[0])
     assert mine.released  # once no event reads it, it goes like any other
 
 
@@ -116,15 +116,15 @@ def test_snapshot_models_count_against_the_results_budget_and_come_back_when_ask
     batcher = Batcher()
     try:
         explorer = Explorer(ModelRegistry(checkpoints), tmp_path / "exports", strict=True, batcher=batcher)
-        inside = Inside(explorer)
+        inside = Inside(explorer.models)
         steps = inside.learn_index("en-de")["steps"]
-        model_bytes = sum(p.numel() * p.element_size() for p in explorer.default_translator.model.parameters())
-        before = explorer.results.bytes
+        model_bytes = sum(p.numel() * p.element_size() for p in explorer.models.default_translator.model.parameters())
+        before = explorer.models.results.bytes
         assert "translation" in inside.learn("en-de", "", Event({"step": steps[-1], "text": "A dog runs."}))
-        assert explorer.results.bytes - before >= model_bytes
-        explorer.results.max_bytes = explorer.results.bytes + model_bytes // 2  # room for one snapshot model
+        assert explorer.models.results.bytes - before >= model_bytes
+        explorer.models.results.max_bytes = explorer.models.results.bytes + model_bytes // 2  # room for one snapshot model
         assert "translation" in inside.learn("en-de", "", Event({"step": steps[-2], "text": "A dog runs."}))
-        assert explorer.results.bytes <= explorer.results.max_bytes
+        assert explorer.models.results.bytes <= explorer.models.results.max_bytes
         assert "translation" in inside.learn("en-de", "", Event({"step": steps[-1], "text": "The cat sleeps."}))
         assert inside.snapshots.loads[("en-de", steps[-1])] == 2 and inside.snapshots.loads[("en-de", steps[-2])] == 1
     finally:
@@ -147,19 +147,19 @@ def test_heads_switched_off_are_added_to_a_kept_result_only_under_the_stores_loc
     from transformer.explorer import results
 
     explorer, release = busy_explorer
-    base, _ = results.run_translation(explorer.default_translator, explorer.default_model, "h e l l o", "greedy",
+    base, _ = results.run_translation(explorer.models.default_translator, explorer.models.default_model, "h e l l o", "greedy",
                                       1, 1.0)
-    explorer.keep(base)
+    explorer.models.keep(base)
     done: list = []
-    rerun = threading.Thread(target=lambda: done.append(explorer.rerun(base, Event({"off": [["cross", 0, 1]]}))))
+    rerun = threading.Thread(target=lambda: done.append(explorer.reruns.rerun(base, Event({"off": [["cross", 0, 1]]}))))
     rerun.start()
     pause = threading.Event()
     for _ in range(WAIT_S * 20):  # the rerun waits for the worker
-        if explorer.batcher.waiting:
+        if explorer.models.batcher.waiting:
             break
         pause.wait(0.05)
-    worker = explorer.batcher._thread
-    with explorer.results.lock:
+    worker = explorer.models.batcher._thread
+    with explorer.models.results.lock:
         release.set()  # the worker computes the ablation now
         for _ in range(WAIT_S * 20):  # until it waits for this lock in `ablate`, or the rerun is over without it
             if waiting_at(worker, results.ablate, "with guard:") or not rerun.is_alive():

@@ -273,8 +273,8 @@ def test_training_attends_explicitly_on_a_cpu_with_the_same_result_as_sdpa():
     tgt = torch.tensor([[2, 11, 12, 13], [2, 14, 0, 0]])
     model.eval()
     with torch.no_grad():
-        reference = model(src, tgt)
+        reference = model(src, tgt).logits
     model.train()
     with torch.no_grad():
-        trained = model(src, tgt)
+        trained = model(src, tgt).logits
     torch.testing.assert_close(trained, reference, rtol=1e-5, atol=1e-5)

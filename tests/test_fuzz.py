@@ -36,9 +36,8 @@ VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=
 
 @pytest.fixture(scope="module")
 def app():
-    """The app module with the test checkpoint as default (one torch thread for the tests)."""
-    module = import_app(ENV)
-    return module
+    """The app (`app.create_app()`) with the test checkpoint as default (one torch thread for the tests)."""
+    return import_app(ENV)
 
 
 def answers_or_says_why(call) -> None:
@@ -56,17 +55,17 @@ def answers_or_says_why(call) -> None:
        beam=st.one_of(st.sampled_from([None, 1, 3, 5.0, "5", float("nan")]), VALUES),
        lp=st.one_of(st.sampled_from([None, 0.6, -1, float("inf")]), VALUES), model=st.one_of(st.none(), VALUES))
 def test_translate_answers_every_input_in_words(app, text, method, beam, lp, model):
-    model = app.DEFAULT_MODEL if model is None else model
-    answers_or_says_why(lambda: app.PAGE.on_api_translate(text, method, beam, model, lp))
+    model = app.explorer.models.default_model if model is None else model
+    answers_or_says_why(lambda: app.page.on_api_translate(text, method, beam, model, lp))
 
 
 @FUZZ
 @given(text=st.one_of(NASTY_TEXT, ANY_TEXT), beam=st.sampled_from([None, 2, float("nan"), "5", [5]]))
 def test_the_page_translate_compare_and_greedy_vs_beam_answer_in_words(app, text, beam):
-    m = app.DEFAULT_MODEL
-    answers_or_says_why(lambda: app.PAGE.on_translate_view(text, "beam", beam, m, 0.6))
-    answers_or_says_why(lambda: app.EXPLORER.on_compare(text, "a b", "beam", beam, m, 0.6, "{}"))
-    answers_or_says_why(lambda: app.EXPLORER.on_greedy_vs_beam(text, beam, m, 0.6, "{}"))
+    m = app.explorer.models.default_model
+    answers_or_says_why(lambda: app.page.on_translate_view(text, "beam", beam, m, 0.6))
+    answers_or_says_why(lambda: app.explorer.compare.on_compare(text, "a b", "beam", beam, m, 0.6, "{}"))
+    answers_or_says_why(lambda: app.explorer.compare.on_greedy_vs_beam(text, beam, m, 0.6, "{}"))
 
 
 class Event:
@@ -79,18 +78,18 @@ class Event:
 @FUZZ
 @given(data=VALUES, view=st.one_of(VALUES, st.just("[" * 50_000 + "]" * 50_000), st.just("{" * 3000)))
 def test_events_views_and_links_answer_in_words(app, data, view):
-    from transformer.explorer.callbacks import event_data, view_data
+    from transformer.explorer.checks import event_data, view_data
 
     assert isinstance(view_data(view), dict) and isinstance(event_data(Event(data)), dict)
-    result = app.PAGE.on_translate("a b c", "greedy", 1, app.DEFAULT_MODEL, 0.6)[app.PAGE.states.result]
-    answers_or_says_why(lambda: app.PAGE.on_nbest_select(result, Event(data)))
-    answers_or_says_why(lambda: app.PAGE.on_nbest_select(result, Event({"value": data})))  # no "index"
-    answers_or_says_why(lambda: app.PAGE.on_candidate(result, data))
-    answers_or_says_why(lambda: app.EXPLORER.rerun(result, Event(data)))
-    answers_or_says_why(lambda: app.EXPLORER.tree_pick(result, Event(data)))
+    result = app.page.on_translate("a b c", "greedy", 1, app.explorer.models.default_model, 0.6)[app.page.states.result]
+    answers_or_says_why(lambda: app.page.on_nbest_select(result, Event(data)))
+    answers_or_says_why(lambda: app.page.on_nbest_select(result, Event({"value": data})))  # no "index"
+    answers_or_says_why(lambda: app.page.on_candidate(result, data))
+    answers_or_says_why(lambda: app.explorer.reruns.rerun(result, Event(data)))
+    answers_or_says_why(lambda: app.explorer.tree.tree_pick(result, Event(data)))
     params = data if isinstance(data, dict) else {"text": data, "beam": data, "layer": data}
-    answers_or_says_why(lambda: app.EXPLORER.restore(app.DEFAULT_MODEL, {str(k): v for k, v in params.items()}))
-    answers_or_says_why(lambda: app.PAGE.on_restore_translate("a b", "beam", 2, app.DEFAULT_MODEL, 0.6, view))
+    answers_or_says_why(lambda: app.explorer.links.restore(app.explorer.models.default_model, {str(k): v for k, v in params.items()}))
+    answers_or_says_why(lambda: app.page.on_restore_translate("a b", "beam", 2, app.explorer.models.default_model, 0.6, view))
 
 
 def call_api(url: str, data: list) -> tuple[str, str]:

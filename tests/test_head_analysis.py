@@ -163,7 +163,7 @@ def test_importance_equals_per_sentence_gradients_and_a_dead_head_scores_zero(ma
     expected = {k: np.zeros_like(together[k]) for k in together}
     for src, tgt in pairs:
         masks = {k: torch.ones(together[k].shape, requires_grad=True) for k in together}
-        logits = model(torch.tensor([src + [3]]), torch.tensor([[2] + tgt]), head_mask=HeadMask(**masks))
+        logits = model(torch.tensor([src + [3]]), torch.tensor([[2] + tgt]), head_mask=HeadMask(**masks)).logits
         torch.nn.functional.cross_entropy(logits[0], torch.tensor(tgt + [3])).backward()
         for k in together:
             expected[k] += masks[k].grad.abs().numpy() / len(pairs)

@@ -48,16 +48,17 @@ def attention_module(model, kind: str, layer: int):
 
 # ---------------------------------------------------------------------------- all ones: nothing changes, bit for bit
 
-@pytest.mark.parametrize("attention", [False, True, "norm"])
-def test_all_ones_mask_changes_nothing_bit_for_bit(make_model, attention):
+@pytest.mark.parametrize("measure", [None, "weight", "norm"])
+def test_all_ones_mask_changes_nothing_bit_for_bit(make_model, measure):
     model = make_model(n_encoder_layers=2, n_decoder_layers=2)
     src, tgt_in = batch()
-    plain = model(src, tgt_in, return_attention=attention)
-    masked = model(src, tgt_in, return_attention=attention, head_mask=ones(model))
-    if not attention:
-        assert torch.equal(plain, masked)
-        return
+    asked = dict(output_attentions=measure is not None, attention_measure=measure or "weight")
+    plain = model(src, tgt_in, **asked)
+    masked = model(src, tgt_in, **asked, head_mask=ones(model))
     assert torch.equal(plain.logits, masked.logits)
+    if measure is None:
+        assert plain.attention is None and masked.attention is None
+        return
     for a, b in zip(plain.attention.encoder + plain.attention.decoder + plain.attention.cross,
                     masked.attention.encoder + masked.attention.decoder + masked.attention.cross, strict=True):
         assert torch.equal(a, b)
@@ -116,11 +117,11 @@ def test_model_with_a_head_off_equals_the_model_with_that_slice_zeroed_by_a_hook
         return (x,)
 
     with torch.no_grad():
-        masked = model(src, tgt_in, head_mask=one_off(model, kind, layer, head))
-        plain = model(src, tgt_in)
+        masked = model(src, tgt_in, head_mask=one_off(model, kind, layer, head)).logits
+        plain = model(src, tgt_in).logits
         hook = attention_module(model, kind, layer).out_proj.register_forward_pre_hook(zero_slice)
         try:
-            hooked = model(src, tgt_in)
+            hooked = model(src, tgt_in).logits
         finally:
             hook.remove()
     assert (masked - plain).abs().max() > 1e-4  # the head mattered
@@ -158,7 +159,7 @@ def test_greedy_and_beam_search_with_a_mask_match_the_teacher_forced_masked_pass
             model, src, beam_size=3, max_len=6, head_mask=mask)[0]:
         tgt_in = torch.tensor([[2] + hyp.tokens[:-1]])
         with torch.no_grad():
-            log_probs = model(src, tgt_in, head_mask=mask).log_softmax(-1)[0]
+            log_probs = model(src, tgt_in, head_mask=mask).logits.log_softmax(-1)[0]
         assert sum(float(log_probs[t, i]) for t, i in enumerate(hyp.tokens)) == pytest.approx(hyp.log_prob, abs=1e-4)
 
 
@@ -238,11 +239,11 @@ def test_norms_match_a_hand_computation(make_model):
     src, tgt_in = batch()
     src, tgt_in = src[1:], tgt_in[1:]  # no padding
     with torch.no_grad():
-        out = model(src, tgt_in, return_attention="norm")
+        out = model(src, tgt_in, output_attentions=True, attention_measure="norm")
         x = model._embed(model.src_embed, src)
         h = model.encoder.layers[0].norm1(x)
         expected = norms_by_hand(model.encoder.layers[0].self_attn, h, h)
-        weights = model(src, tgt_in, return_attention=True).attention
+        weights = model(src, tgt_in, output_attentions=True).attention
     torch.testing.assert_close(out.attention.encoder[0], expected, rtol=1e-4, atol=1e-5)
     for norm, alpha in ((out.attention.decoder[0], weights.decoder[0]), (out.attention.cross[0], weights.cross[0])):
         assert norm.shape == alpha.shape and bool(((norm > 0) == (alpha > 0)).all())  # zero exactly where α is

@@ -43,17 +43,17 @@ def explorer(tmp_path_factory):
     models = registry.ModelRegistry(ROOT / "checkpoints", str(EN_DE), "fp32")  # fp32: the search's own numbers
     xp = Explorer(models, tmp_path_factory.mktemp("exports"), strict=True)
     yield xp
-    xp.batcher.close()
+    xp.models.batcher.close()
 
 
 @pytest.fixture(scope="module")
 def inside(explorer):
-    return Inside(explorer)
+    return Inside(explorer.models)
 
 
 @pytest.fixture(scope="module")
 def result(explorer):
-    return explorer.translate(SENTENCE, "beam", 3, explorer.default_model, 1.0)[0]
+    return explorer.translation.translate(SENTENCE, "beam", 3, explorer.models.default_model, 1.0)[0]
 
 
 def softmax_of_allowed(scores, allowed) -> np.ndarray:
@@ -96,7 +96,7 @@ def test_decoder_rows_show_the_future_as_masked(inside, result):
 
 
 def test_a_switched_off_head_says_so_and_its_map_row_is_zero(explorer, inside, result):
-    tr = explorer.translator(result.model)
+    tr = explorer.models.translator(result.model)
     masked = results.ablate(tr, result, [["cross", 2, 5]])
     value = inside.cell(masked, Event({"kind": "cross", "layer": 2, "head": 5, "query": 1, "key": 0}))
     assert not value["head_on"] and sum(value["weights"]) == 0.0
@@ -137,7 +137,7 @@ def test_the_models_own_translation_scores_its_search_log_probability(explorer, 
 def test_your_translation_is_scored_with_the_maps_of_that_token_sequence(explorer, inside, result):
     mine = "Mein kleiner Cousin streicht nach dem Mittagessen die Küche."
     forced, value = inside.score(SENTENCE, mine, result.model, 1.0, result)
-    tr = explorer.translator(result.model)
+    tr = explorer.models.translator(result.model)
     again = tr.attention_for(forced.translation)
     for kind in ("encoder", "decoder", "cross"):
         assert (getattr(forced.attention, kind) == getattr(again, kind)).all()
@@ -196,13 +196,13 @@ def toy_explorer(toy_run, tmp_path_factory):
     models = registry.ModelRegistry(ROOT / "checkpoints", str(toy_run), "fp32")
     xp = Explorer(models, tmp_path_factory.mktemp("exports"), strict=True)
     yield xp
-    xp.batcher.close()
+    xp.models.batcher.close()
 
 
 @pytest.mark.slow  # trains a toy model
 def test_the_slider_loads_each_snapshot_once_and_caches_it(toy_run, toy_explorer, monkeypatch):
-    inside = Inside(toy_explorer)
-    label = toy_explorer.default_model
+    inside = Inside(toy_explorer.models)
+    label = toy_explorer.models.default_model
     index = inside.learn_index(label)
     assert index["steps"] == list(SNAPSHOT_STEPS) and index["metric"] == "val_seq_acc"
     reads = []
@@ -214,8 +214,8 @@ def test_the_slider_loads_each_snapshot_once_and_caches_it(toy_run, toy_explorer
     assert reads == [snapshot_file(toy_run, 240)]  # three views of step 240, its weights read once
     assert inside.snapshots.loads == {(label, 240): 1}
     assert first == again and first["translation"] == "d c b a" and other["translation"] == "e f g h"
-    assert inside.snapshots.value(label, toy_explorer.translator(label), toy_run, 240, "a b c d") is \
-        inside.snapshots.value(label, toy_explorer.translator(label), toy_run, 240, "a b c d")
+    assert inside.snapshots.value(label, toy_explorer.models.translator(label), toy_run, 240, "a b c d") is \
+        inside.snapshots.value(label, toy_explorer.models.translator(label), toy_run, 240, "a b c d")
     for step in SNAPSHOT_STEPS:
         inside.learn(label, "a b c d", Event({"step": step}))
     assert len(reads) == len(SNAPSHOT_STEPS) and set(inside.snapshots.loads.values()) == {1}
@@ -226,8 +226,8 @@ def test_the_slider_loads_each_snapshot_once_and_caches_it(toy_run, toy_explorer
 
 @pytest.mark.slow  # trains a toy model
 def test_each_snapshot_translates_with_its_own_weights(toy_run, toy_explorer):
-    inside, label = Inside(toy_explorer), toy_explorer.default_model
-    base = toy_explorer.translator(label)
+    inside, label = Inside(toy_explorer.models), toy_explorer.models.default_model
+    base = toy_explorer.models.translator(label)
     for step in (1, 240):
         tr = inside.snapshots.translator(label, base, toy_run, step)
         stored = load_int8_weights(snapshot_file(toy_run, step))
@@ -245,7 +245,7 @@ def test_each_snapshot_translates_with_its_own_weights(toy_run, toy_explorer):
 
 @pytest.mark.slow  # trains a toy model
 def test_bad_steps_and_a_model_without_snapshots(toy_explorer):
-    inside, label = Inside(toy_explorer), toy_explorer.default_model
+    inside, label = Inside(toy_explorer.models), toy_explorer.models.default_model
     bad = inside.learn(label, "a b", Event({"step": 5}))
     assert "Choose one of the snapshot steps 1, 20, 60, 240" in bad["message"]
     assert "Choose one" in inside.learn(label, "a b", Event({"step": "240"}))["message"]
@@ -266,16 +266,16 @@ def test_snapshot_records_and_their_score(tmp_path):
 
 def test_the_tree_of_a_scored_translation_is_the_models_own_search(explorer, inside, result):
     forced, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
-    tree, kept = explorer.on_tree_open(forced, "{}")
+    tree, kept = explorer.tree.on_tree_open(forced, "{}")
     assert kept is forced and forced.search is not None and tree is not None
     assert forced.search.translation.text == result.translation.text
     alone, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, None)
-    assert explorer.on_tree_open(alone, "{}") == (None, alone)  # no search of the model's to show
+    assert explorer.tree.on_tree_open(alone, "{}") == (None, alone)  # no search of the model's to show
 
 
 def test_your_translations_scores_follow_heads_switched_off(explorer, inside, result):
     forced, value = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
-    masked = results.ablate(explorer.translator(result.model), forced, [["cross", 3, 7], ["decoder", 0, 0]])
+    masked = results.ablate(explorer.models.translator(result.model), forced, [["cross", 3, 7], ["decoder", 0, 0]])
     again = inside.yours_of(masked)
     assert again["heads_off"] and not value["heads_off"] and again["own"] == value["own"]
     assert again["log_prob"] == pytest.approx(masked.translation.log_prob) and again["log_prob"] != value["log_prob"]
@@ -284,7 +284,7 @@ def test_your_translations_scores_follow_heads_switched_off(explorer, inside, re
 
 def test_heads_off_under_your_translation_keep_the_models_texts(explorer, inside, result):
     forced, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
-    masked = results.ablate(explorer.translator(result.model), forced, [["cross", 3, 7]])
-    text, nbest, notice = explorer.rerun_texts(masked)
+    masked = results.ablate(explorer.models.translator(result.model), forced, [["cross", 3, 7]])
+    text, nbest, notice = explorer.reruns.rerun_texts(masked)
     assert text == result.translation.text and nbest.equals(views.nbest_table(result))
     assert "your translation" in notice and "c4.8" in notice

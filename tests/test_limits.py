@@ -24,7 +24,7 @@ from app_server import QueueSession, app_env, endpoints, free_port, import_app, 
 gr = pytest.importorskip("gradio")
 from gradio import utils as gradio_utils  # noqa: E402
 
-from transformer.explorer import callbacks, checks, results  # noqa: E402
+from transformer.explorer import checks, launch, limits, reruns, results, search_tabs  # noqa: E402
 
 ENV, _ = app_env()
 LONG = " ".join("abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(60))  # a long toy input: 60 letters
@@ -46,48 +46,48 @@ def app():
 @pytest.fixture
 def small_store(app, monkeypatch):
     """The explorer's results store replaced by one that holds three long results and a half."""
-    one, _ = app.EXPLORER.translate(LONG, "beam", 5, app.DEFAULT_MODEL, 0.6)
+    one, _ = app.explorer.translation.translate(LONG, "beam", 5, app.explorer.models.default_model, 0.6)
     store = results.ResultStore(max_bytes=3 * results.held_bytes(one) + results.held_bytes(one) // 2)
-    monkeypatch.setattr(app.EXPLORER, "results", store)
+    monkeypatch.setattr(app.explorer.models, "results", store)
     return store
 
 
 def test_a_results_size_counts_its_arrays_once(app):
-    result, _ = app.EXPLORER.translate(LONG, "beam", 5, app.DEFAULT_MODEL, 0.6)
+    result, _ = app.explorer.translation.translate(LONG, "beam", 5, app.explorer.models.default_model, 0.6)
     att = result.attention  # held twice (the translation's and the candidate's), counted once
     arrays = att.encoder.nbytes + att.decoder.nbytes + att.cross.nbytes
     assert result.translation.attention is att and arrays <= results.held_bytes(result) < 2 * arrays + 200_000
 
 
 def test_many_sessions_of_long_inputs_stay_within_the_budget_oldest_released(app, small_store):
-    store, page = small_store, app.PAGE
-    kept = [page.on_translate(LONG, "beam", 5, app.DEFAULT_MODEL, 0.6)[page.states.result] for _ in range(12)]
+    store, page = small_store, app.page
+    kept = [page.on_translate(LONG, "beam", 5, app.explorer.models.default_model, 0.6)[page.states.result] for _ in range(12)]
     assert store.bytes <= store.max_bytes and len(store) == 3
     assert [r.released for r in kept] == [True] * 9 + [False] * 3  # least recently used first
     assert kept[0].attentions == {} and kept[0].translation.attention is None  # its arrays are gone
     assert kept[0].translation.text == kept[-1].translation.text  # its texts stay for the page's boxes
     # heads switched off grow the newest result: still within the budget, and the next oldest goes
-    ablated = app.EXPLORER.rerun(kept[-1], Event({"off": [["cross", 0, 0]]}))
+    ablated = app.explorer.reruns.rerun(kept[-1], Event({"off": [["cross", 0, 0]]}))
     assert ablated.base is kept[-1] and store.bytes <= store.max_bytes and kept[-3].released
     # a result used again is the most recent: the next translation releases another one
     page.on_candidate(kept[-2], 0)
-    page.on_translate(LONG, "greedy", 1, app.DEFAULT_MODEL, 0.6)
+    page.on_translate(LONG, "greedy", 1, app.explorer.models.default_model, 0.6)
     assert not kept[-2].released and kept[-1].released
 
 
 @pytest.mark.parametrize("act", ["candidate", "rerun", "export", "tree", "cell", "score"])
 def test_acting_on_a_released_result_says_so_in_words(app, small_store, act):
-    page, xp = app.PAGE, app.EXPLORER
-    old = page.on_translate(LONG, "beam", 5, app.DEFAULT_MODEL, 0.6)[page.states.result]
+    page, xp = app.page, app.explorer
+    old = page.on_translate(LONG, "beam", 5, app.explorer.models.default_model, 0.6)[page.states.result]
     for _ in range(4):
-        page.on_translate(LONG, "beam", 5, app.DEFAULT_MODEL, 0.6)
+        page.on_translate(LONG, "beam", 5, app.explorer.models.default_model, 0.6)
     assert old.released
-    calls = {"candidate": lambda: page.on_candidate(old, 0), "rerun": lambda: xp.rerun(old, Event({"off": []})),
-             "export": lambda: page.on_export(old), "tree": lambda: xp.on_tree_open(old, "{}"),
-             "cell": lambda: app.INSIDE.cell(old, Event({"kind": "cross", "layer": 0, "head": 0, "query": 0,
+    calls = {"candidate": lambda: page.on_candidate(old, 0), "rerun": lambda: xp.reruns.rerun(old, Event({"off": []})),
+             "export": lambda: page.on_export(old), "tree": lambda: xp.tree.on_tree_open(old, "{}"),
+             "cell": lambda: app.inside.cell(old, Event({"kind": "cross", "layer": 0, "head": 0, "query": 0,
                                                          "key": 0}))}
     if act == "score":  # scoring one's own translation of the same text: scored alone, never from released arrays
-        forced, _ = app.INSIDE.score(LONG, "z y x", app.DEFAULT_MODEL, 0.6, old)
+        forced, _ = app.inside.score(LONG, "z y x", app.explorer.models.default_model, 0.6, old)
         assert forced.own is None and not forced.released
         return
     with pytest.raises(gr.Error, match="no longer kept on the server.*Press Translate again"):
@@ -95,10 +95,10 @@ def test_acting_on_a_released_result_says_so_in_words(app, small_store, act):
 
 
 def test_the_text_api_keeps_nothing(app, small_store):
-    page = app.PAGE
-    page.on_translate(LONG, "beam", 5, app.DEFAULT_MODEL, 0.6)
+    page = app.page
+    page.on_translate(LONG, "beam", 5, app.explorer.models.default_model, 0.6)
     before = (len(small_store), small_store.bytes)
-    page.on_api_translate(LONG, "beam", 5, app.DEFAULT_MODEL, 0.6)
+    page.on_api_translate(LONG, "beam", 5, app.explorer.models.default_model, 0.6)
     assert (len(small_store), small_store.bytes) == before
 
 
@@ -119,7 +119,7 @@ def test_a_sessions_slots_are_its_own():
 @pytest.fixture(scope="module")
 def served(app):
     """The app's demo on a loopback port of this process: (url, the events' indices by name)."""
-    options = {**app.launch_options(), "server_port": free_port(), "prevent_thread_lock": True, "quiet": True}
+    options = {**launch.launch_options(), "server_port": free_port(), "prevent_thread_lock": True, "quiet": True}
     app.demo.launch(**options)
     url = f"http://127.0.0.1:{options['server_port']}/"
     try:
@@ -132,7 +132,7 @@ def served(app):
 def model_busy(app, monkeypatch):
     """The model's one worker thread held until the test ends (every model request waits behind it, for as long as
     the test needs: a slow machine must not turn the wait into the app's "busy" answer)."""
-    monkeypatch.setattr(callbacks, "REQUEST_TIMEOUT_S", 10 * WAIT_S)
+    monkeypatch.setattr(limits, "REQUEST_TIMEOUT_S", 10 * WAIT_S)
     release, started = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -140,7 +140,7 @@ def model_busy(app, monkeypatch):
         release.wait(WAIT_S)
 
     pool = ThreadPoolExecutor(1)
-    held = pool.submit(app.EXPLORER.batcher.call, hold)
+    held = pool.submit(app.explorer.models.batcher.call, hold)
     assert started.wait(WAIT_S)
     yield release  # set: the model is free again
     release.set()
@@ -163,7 +163,7 @@ def test_a_page_load_completes_while_the_model_is_busy_with_another_session(app,
     pool = ThreadPoolExecutor(2)
     compare = pool.submit(queue_call, url, index["on_compare"], [LONG, LONG[::-1], "beam", 10, None, None, "{}"],
                           other)  # the longest work the other session can ask for, waiting on the busy model
-    wait_until(lambda: app.EXPLORER.slots.running(other) == 1)
+    wait_until(lambda: app.explorer.slots.running(other) == 1)
     page_load = queue_call(url, index["on_restore"], [None], str(uuid.uuid4()), timeout_s=WAIT_S)
     assert page_load["success"] and not compare.done()  # the page loaded while the compare still waits
     model_busy.set()
@@ -176,14 +176,14 @@ def test_a_session_gets_at_most_two_model_requests_in_flight_on_the_page_and_the
     session, inputs = QueueSession(url), ["h e l l o", "beam", 3, None, None]
     pool = ThreadPoolExecutor(3)
     waiting = [pool.submit(session.call, index["translate_view"], inputs) for _ in range(2)]
-    wait_until(lambda: app.EXPLORER.slots.running(session.session_hash) == 2)
+    wait_until(lambda: app.explorer.slots.running(session.session_hash) == 2)
     for name in ("translate_view", "translate", "on_compare"):  # the page's Translate, the public API, compare
         data = inputs if name != "on_compare" else ["a b", "b a", "beam", 3, None, None, "{}"]
         refused = session.call(index[name], data, timeout_s=WAIT_S)
         assert not refused["success"] and "already have 2 requests running" in refused["output"]["error"], refused
     other = QueueSession(url)  # another session's request is taken, and waits for the model like the first two
     waiting.append(pool.submit(other.call, index["translate"], inputs))
-    wait_until(lambda: app.EXPLORER.slots.running(other.session_hash) == 1)
+    wait_until(lambda: app.explorer.slots.running(other.session_hash) == 1)
     assert not [f.result() for f in waiting if f.done()]  # all three still wait for the model
     pool.shutdown(wait=False)
 
@@ -193,7 +193,7 @@ def test_a_page_loads_model_events_do_not_queue_behind_another_sessions_model_wo
     other, pool = str(uuid.uuid4()), ThreadPoolExecutor(2)
     compare = pool.submit(queue_call, url, index["on_compare"], [LONG, LONG[::-1], "beam", 10, None, None, "{}"],
                           other)  # another session's model event, waiting on the busy model
-    wait_until(lambda: app.EXPLORER.slots.running(other) == 1)
+    wait_until(lambda: app.explorer.slots.running(other) == 1)
     # the learning tab every page load sets (a model event): answered while the other session's compare still waits
     answer = queue_call(url, index["on_restore_yours"], ["", None, 0.6, None, ""], str(uuid.uuid4()),
                         timeout_s=WAIT_S)
@@ -206,12 +206,12 @@ def test_a_page_loads_model_events_do_not_queue_behind_another_sessions_model_wo
 @pytest.fixture(scope="module")
 def long_results(app):
     """Two translations of the long input, made before a test holds the model busy."""
-    return [app.EXPLORER.translate(LONG, "beam", 5, app.DEFAULT_MODEL, 0.6)[0] for _ in range(2)]
+    return [app.explorer.translation.translate(LONG, "beam", 5, app.explorer.models.default_model, 0.6)[0] for _ in range(2)]
 
 
 def test_a_short_translation_goes_before_long_model_work_that_waited_first(app, long_results, model_busy,
                                                                            monkeypatch):
-    xp, ran = app.EXPLORER, []
+    xp, ran = app.explorer, []
 
     def spied(name, real):  # the real model work, noting when the worker starts it
         def run(*args, **kwargs):
@@ -219,13 +219,13 @@ def test_a_short_translation_goes_before_long_model_work_that_waited_first(app, 
             return real(*args, **kwargs)
         return run
 
-    monkeypatch.setattr(callbacks, "ablate", spied("heads off", callbacks.ablate))
-    monkeypatch.setattr(callbacks, "record_search", spied("tree", callbacks.record_search))
+    monkeypatch.setattr(reruns, "ablate", spied("heads off", reruns.ablate))
+    monkeypatch.setattr(search_tabs, "record_search", spied("tree", search_tabs.record_search))
     pool = ThreadPoolExecutor(2)
-    heads_off = pool.submit(xp.rerun, long_results[0], Event({"off": [["cross", 0, 0]], "measure": "norm"}))
-    tree = pool.submit(xp.on_tree_open, long_results[1], "{}")
-    wait_until(lambda: xp.batcher.waiting == 2)
-    short = xp.batcher.submit(xp.translator(app.DEFAULT_MODEL), "h e l l o", "greedy", 1)  # came last
+    heads_off = pool.submit(xp.reruns.rerun, long_results[0], Event({"off": [["cross", 0, 0]], "measure": "norm"}))
+    tree = pool.submit(xp.tree.on_tree_open, long_results[1], "{}")
+    wait_until(lambda: xp.models.batcher.waiting == 2)
+    short = xp.models.batcher.submit(xp.models.translator(app.explorer.models.default_model), "h e l l o", "greedy", 1)  # came last
     short.add_done_callback(lambda _: ran.append("short"))
     model_busy.set()
     assert short.result(WAIT_S).text and heads_off.result(WAIT_S).off and tree.result(WAIT_S)[0]
@@ -264,5 +264,5 @@ def test_one_export_is_one_file_on_disk_served_from_where_it_was_written(app, se
     path = Path(exported["output"]["data"][0]["value"]["path"] if "value" in exported["output"]["data"][0]
                 else exported["output"]["data"][0]["path"])
     after = set(cache.rglob("attention-*.npz")) if cache.is_dir() else set()
-    assert path.parent == app.EXPLORER.export_dir and path.is_file()  # served from where it was written
+    assert path.parent == app.explorer.exports.export_dir and path.is_file()  # served from where it was written
     assert after == before  # and not copied into gradio's cache

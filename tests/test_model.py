@@ -1,6 +1,7 @@
 """The from-scratch Transformer: equivalence with torch.nn.Transformer, masking, attention maps, caching."""
 from __future__ import annotations
 
+import logging
 import warnings
 
 import pytest
@@ -88,7 +89,8 @@ def test_matches_torch_nn_transformer(make_model, norm_first, activation):
     src_pad, tgt_pad = src == PAD, tgt_in == PAD  # nn.Transformer: True = ignore
 
     with torch.no_grad():
-        logits = model(src, tgt_in)
+        out = model(src, tgt_in)
+        logits = out.logits
         src_mask, tgt_mask = model.make_masks(src, tgt_in)
         memory, _ = model.encode(src, src_mask)
         src_x = model._embed(model.src_embed, src)
@@ -105,11 +107,14 @@ def test_matches_torch_nn_transformer(make_model, norm_first, activation):
 
     real = ~src_pad
     memory_err = (memory - ref_memory).abs()[real].max().item()
+    hidden_err = (out.hidden - ref_hidden).abs()[tgt_in != PAD].max().item()
     logits_err = (logits - ref_logits).abs().max().item()
-    print(f"\n[equivalence] norm_first={norm_first} activation={activation}: "
-          f"max |memory diff| = {memory_err:.3e}, max |logit diff| = {logits_err:.3e}")
+    logging.getLogger(__name__).info("equivalence, norm_first=%s activation=%s: max |memory diff| %.3e, max |hidden "
+                                     "diff| %.3e, max |logit diff| %.3e", norm_first, activation, memory_err,
+                                     hidden_err, logits_err)
     assert logits.abs().max() > 0.1  # the comparison is not between two near-zero tensors
     assert memory_err <= 1e-5
+    assert hidden_err <= 1e-5
     assert logits_err <= 1e-5
 
 
@@ -119,7 +124,7 @@ def test_reference_comparison_detects_a_wrong_mask(make_model):
     ref = reference_from(model)
     src, tgt_in = batch_with_padding()
     with torch.no_grad():
-        logits = model(src, tgt_in)
+        logits = model(src, tgt_in).logits
         src_x, tgt_x = model._embed(model.src_embed, src), model._embed(model.tgt_embed, tgt_in)
     hidden = ref(src_x, tgt_x, src_key_padding_mask=src == PAD, tgt_key_padding_mask=tgt_in == PAD,
                  memory_key_padding_mask=src == PAD)
@@ -134,12 +139,14 @@ def test_shapes(make_model):
     src, tgt_in = batch_with_padding()
     B, S = src.shape
     T = tgt_in.size(1)
-    logits = model(src, tgt_in)
-    assert isinstance(logits, Tensor) and not isinstance(logits, Seq2SeqOutput)
-    assert logits.shape == (B, T, 16)
-    out = model(src, tgt_in, return_attention=True)
+    plain = model(src, tgt_in)
+    assert isinstance(plain, Seq2SeqOutput) and plain.attention is None  # no maps unless asked for
+    assert plain.logits.shape == (B, T, 16) and plain.hidden.shape == (B, T, model.config.d_model)
+    hidden_only = model(src, tgt_in, project=False)  # for a loss that projects the hidden states itself
+    assert hidden_only.logits is None and torch.equal(hidden_only.hidden, plain.hidden)
+    out = model(src, tgt_in, output_attentions=True)
     assert isinstance(out, Seq2SeqOutput) and isinstance(out.attention, AttentionMaps)
-    torch.testing.assert_close(out.logits, logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(out.logits, plain.logits, rtol=0, atol=1e-5)
     assert [w.shape for w in out.attention.encoder] == [(B, 4, S, S)] * 2
     assert [w.shape for w in out.attention.decoder] == [(B, 4, T, T)] * 3
     assert [w.shape for w in out.attention.cross] == [(B, 4, T, S)] * 3
@@ -167,7 +174,7 @@ def test_masks_hand_computed(make_model):
 def test_attention_rows_sum_to_one_and_masked_keys_get_zero(make_model, norm_first):
     model = make_model(norm_first=norm_first, n_encoder_layers=2, n_decoder_layers=2)
     src, tgt_in = batch_with_padding()
-    att = model(src, tgt_in, return_attention=True).attention
+    att = model(src, tgt_in, output_attentions=True).attention
     src_pad = (src == PAD)[:, None, None, :]  # (B, 1, 1, S) padded keys
     tgt_blocked = ~model.make_masks(src, tgt_in)[1]  # (B, 1, T, T): padded or future keys
     for w in att.encoder + att.decoder + att.cross:
@@ -185,11 +192,11 @@ def test_changing_a_future_target_token_leaves_earlier_logits_unchanged(make_mod
     model = make_model(n_decoder_layers=2)
     src = torch.tensor([[5, 9, 7, 12, 3]])
     tgt_in = torch.tensor([[2, 7, 12, 9, 6, 4]])
-    base = model(src, tgt_in)
+    base = model(src, tgt_in).logits
     for t in range(1, tgt_in.size(1)):
         changed = tgt_in.clone()
         changed[0, t] = 14 if tgt_in[0, t] != 14 else 13
-        out = model(src, changed)
+        out = model(src, changed).logits
         torch.testing.assert_close(out[:, :t], base[:, :t], rtol=0, atol=1e-6)
         assert (out[:, t:] - base[:, t:]).abs().max() > 1e-4, "the changed position itself must matter"
 
@@ -198,13 +205,11 @@ def test_sentence_alone_equals_sentence_padded_in_batch(make_model):
     model = make_model(n_encoder_layers=2, n_decoder_layers=2)
     src, tgt_in = batch_with_padding()
     for attention in (False, True):
-        batch_out = model(src, tgt_in, return_attention=attention)
-        batch_logits = batch_out.logits if attention else batch_out
+        batch_out = model(src, tgt_in, output_attentions=attention)
         for b in range(src.size(0)):
             s_len, t_len = int((src[b] != PAD).sum()), int((tgt_in[b] != PAD).sum())
-            alone = model(src[b : b + 1, :s_len], tgt_in[b : b + 1, :t_len], return_attention=attention)
-            alone_logits = alone.logits if attention else alone
-            torch.testing.assert_close(batch_logits[b, :t_len], alone_logits[0], rtol=0, atol=1e-5)
+            alone = model(src[b : b + 1, :s_len], tgt_in[b : b + 1, :t_len], output_attentions=attention)
+            torch.testing.assert_close(batch_out.logits[b, :t_len], alone.logits[0], rtol=0, atol=1e-5)
             if attention:
                 cross = batch_out.attention.cross[-1][b, :, :t_len, :s_len]
                 torch.testing.assert_close(cross, alone.attention.cross[-1][0], rtol=0, atol=1e-5)
@@ -215,8 +220,8 @@ def test_sentence_alone_equals_sentence_padded_in_batch(make_model):
 def test_fast_path_equals_weights_path(make_model, norm_first, activation):
     model = make_model(norm_first=norm_first, activation=activation, n_encoder_layers=2, n_decoder_layers=2)
     src, tgt_in = batch_with_padding()
-    fast = model(src, tgt_in)
-    slow = model(src, tgt_in, return_attention=True).logits
+    fast = model(src, tgt_in).logits
+    slow = model(src, tgt_in, output_attentions=True).logits
     assert fast.abs().max() > 0.1
     torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
 
@@ -237,12 +242,12 @@ def test_attention_is_returned_never_stored(make_model):
     before = {name: sorted(vars(m)) for name, m in model.named_modules()}
     assert _tensor_attributes(model) == {}
     src, tgt_in = batch_with_padding()
-    out = model(src, tgt_in, return_attention=True)
+    out = model(src, tgt_in, output_attentions=True)
     assert len(out.attention.encoder) == 2
     assert _tensor_attributes(model) == {}, "attention (or other tensors) left on modules"
     assert {name: sorted(vars(m)) for name, m in model.named_modules()} == before
-    plain = model(src, tgt_in, return_attention=False)
-    assert type(plain) is Tensor
+    plain = model(src, tgt_in, output_attentions=False)
+    assert plain.attention is None
     assert _tensor_attributes(model) == {}
 
 
@@ -250,9 +255,9 @@ def test_returned_attention_keeps_gradients_only_when_asked(make_model):
     model = make_model()
     src, tgt_in = batch_with_padding()
     with torch.no_grad():
-        out = model(src, tgt_in, return_attention=True)
+        out = model(src, tgt_in, output_attentions=True)
     assert not out.attention.cross[0].requires_grad
-    out = model(src, tgt_in, return_attention=True)
+    out = model(src, tgt_in, output_attentions=True)
     out.attention.cross[0].sum().backward()  # the maps are part of the graph (e.g. for attribution methods)
     assert model.decoder.layers[0].cross_attn.q_proj.weight.grad is not None
 
@@ -302,7 +307,7 @@ def test_dropout_is_active_in_train_mode_only(make_model):
     model = make_model(dropout=0.3)
     src, tgt_in = batch_with_padding()
     model.train()
-    a, b = model(src, tgt_in), model(src, tgt_in)
+    a, b = model(src, tgt_in).logits, model(src, tgt_in).logits
     assert (a - b).abs().max() > 1e-3
     model.eval()
-    torch.testing.assert_close(model(src, tgt_in), model(src, tgt_in), rtol=0, atol=0)
+    torch.testing.assert_close(model(src, tgt_in).logits, model(src, tgt_in).logits, rtol=0, atol=0)

@@ -220,7 +220,8 @@ LONG_EN = ("After the long winter the old fisherman repaired his wooden boat, pa
 def views_error(att: Attention) -> dict[str, float]:
     """The largest difference, over every kind, layer, head (and the mean), row labelling, hide and merge,
     between the views of the payload as the page decodes it and the same views of the float32 maps."""
-    from transformer.explorer import share, views
+    import reference_views as views
+    from transformer.explorer import share
     shown, worst = decode_attention(json.loads(json.dumps(attention_payload(att)))), {}
     for kind in views.KINDS:
         for rows_ in (share.ROWS_INPUT, share.ROWS_PREDICTED):

@@ -136,19 +136,19 @@ def test_the_child_ends_with_its_parent():
 def test_the_app_searches_in_a_child_unless_told_not_to(monkeypatch, caplog):
     """`Explorer.start`'s searcher: a live child of this process, on torch's threads; TRANSFORMER_SEARCH_PROCESS=0
     keeps the searches in the app's process, and says so in the log."""
-    from transformer.explorer import callbacks
+    from transformer.explorer import startup
 
-    monkeypatch.delenv(callbacks.ENV_SEARCH_PROCESS, raising=False)
-    searcher = callbacks.search_process_from_env()
+    monkeypatch.delenv(startup.ENV_SEARCH_PROCESS, raising=False)
+    searcher = startup.search_process_from_env()
     try:
         assert searcher is not None and searcher.threads == torch.get_num_threads()
         stat = Path(f"/proc/{searcher.pid}/stat").read_text().rpartition(")")[2].split()
         assert int(stat[1]) == os.getpid()  # its parent is this process
     finally:
         searcher.close(timeout_s=0.5)  # still importing torch: killed, not waited for
-    monkeypatch.setenv(callbacks.ENV_SEARCH_PROCESS, "0")
-    with caplog.at_level("INFO", logger="transformer.explorer.callbacks"):
-        assert callbacks.search_process_from_env() is None
+    monkeypatch.setenv(startup.ENV_SEARCH_PROCESS, "0")
+    with caplog.at_level("INFO", logger="transformer.explorer.startup"):
+        assert startup.search_process_from_env() is None
     assert "TRANSFORMER_SEARCH_PROCESS=0" in caplog.text
 
 
@@ -283,10 +283,10 @@ def test_a_child_that_cannot_start_leaks_no_descriptor_and_its_search_runs_in_th
 def test_the_app_keeps_a_searcher_that_could_not_start_and_searches_in_the_app(toy):
     """`search_process_from_env` with a python that does not start: the app gets a searcher that tries again
     later, and its presses are answered meanwhile."""
-    from transformer.explorer import callbacks
+    from transformer.explorer import startup
 
     tr, alone = toy
-    searcher = callbacks.search_process_from_env(python="/nonexistent")
+    searcher = startup.search_process_from_env(python="/nonexistent")
     assert searcher is not None and searcher.pid is None
     batcher = Batcher(searcher=searcher)
     try:

@@ -184,7 +184,7 @@ def test_prefix_attention_equals_the_models_forward(tr):
     att = tr.attention_for_prefix(r, prefix, top_k=3)
     in_ids = [tr.model.config.bos_id] + prefix[:-1]
     with torch.inference_mode():
-        out = tr.model(torch.tensor([r.src_ids]), torch.tensor([in_ids]), return_attention=True)
+        out = tr.model(torch.tensor([r.src_ids]), torch.tensor([in_ids]), output_attentions=True)
     L, H = tr.model.config.n_decoder_layers, tr.model.config.n_heads
     assert att.cross.shape == (L, H, len(prefix), len(r.src_ids))
     np.testing.assert_allclose(att.cross, torch.stack([w[0] for w in out.attention.cross]).numpy(), atol=1e-5)

@@ -10,7 +10,7 @@ import torch
 
 from transformer import quantize
 from transformer.config import ModelConfig
-from transformer.explorer import callbacks
+from transformer.explorer import startup
 from transformer.model import Transformer
 from transformer.quantize import RowInt8Linear, int8_available
 from transformer.serving.kernels import (
@@ -134,7 +134,7 @@ def test_the_environment_overrides_the_measured_precision(monkeypatch, env, prob
     monkeypatch.setenv("TRANSFORMER_PRECISION", env)
     monkeypatch.setattr(quantize, "_process_kernels", {})
     asked = []
-    choice = callbacks.serving_choice(SMALL, probe=lambda config: asked.append(config) or measured(probed))
+    choice = startup.serving_choice(SMALL, probe=lambda config: asked.append(config) or measured(probed))
     assert choice.precision == expected and choice.why.startswith(why)
     assert asked == ([] if env == "fp32" else [SMALL])  # float32 set by hand needs no measuring
     if expected == "int8" and int8_available():  # int8 set by hand still gets each shape's faster kernel

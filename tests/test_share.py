@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from transformer.explorer.share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS, MEAN_HEADS, ROWS_PREDICTED, \
+from transformer.explorer.limits import MAX_INPUT_CHARS
+from transformer.explorer.share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MEAN_HEADS, ROWS_PREDICTED, \
     ViewState
 
 MODELS = ["en-de", "multi30k-en-de", "toy-reverse"]
@@ -127,7 +128,7 @@ def test_a_links_layer_is_bounded_by_the_kind_on_screen():
     sizes = (6, 8, {"encoder": 6, "decoder": 4, "cross": 4})
     def read(kind: str, layer: str):
         return ViewState.from_query({"text": "Hi.", "model": "m", "kind": kind, "layer": layer}, ["m"],
-                                    limits=lambda m: sizes)
+                                    model_sizes=lambda m: sizes)
     view, notes = read("cross", "6")
     assert view.layer is None and len(notes) == 1 and "cross attention has 4 layers" in notes[0]
     view, notes = read("encoder", "6")

@@ -60,7 +60,7 @@ def test_single_batch_overfits_to_near_zero_loss(make_model):
     model.train()
     losses = []
     for _ in range(150):
-        logits = model(batch.src, batch.tgt_in)
+        logits = model(batch.src, batch.tgt_in).logits
         loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0)
         opt.zero_grad()
         loss.backward()
@@ -70,7 +70,7 @@ def test_single_batch_overfits_to_near_zero_loss(make_model):
     assert losses[0] > 2.0
     assert losses[-1] < 0.01
     model.eval()
-    assert (model(batch.src, batch.tgt_in).argmax(-1) == batch.tgt_out)[batch.tgt_out != 0].all()
+    assert (model(batch.src, batch.tgt_in).logits.argmax(-1) == batch.tgt_out)[batch.tgt_out != 0].all()
 
 
 def test_cli_learns_reverse_task_and_exports_a_working_checkpoint(tmp_path):

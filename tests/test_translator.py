@@ -25,7 +25,7 @@ def reference_attention(tr, src_ids: list[int], out_ids: list[int]):
     """The model's own teacher-forced forward pass over the whole sequence, weights on."""
     in_ids = [tr.model.config.bos_id] + out_ids[:-1]
     with torch.inference_mode():
-        out = tr.model(torch.tensor([src_ids]), torch.tensor([in_ids]), return_attention=True)
+        out = tr.model(torch.tensor([src_ids]), torch.tensor([in_ids]), output_attentions=True)
     return out, in_ids
 
 

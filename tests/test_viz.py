@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+import reference_views
 from strings import all_strings
 from transformer.explorer import viz
 
@@ -139,7 +140,7 @@ def test_rollout_rows_sum_to_one() -> None:
     np.testing.assert_allclose(r.sum(-1), 1.0, rtol=1e-5)
 
 
-def test_head_entropy_and_diagonality() -> None:
+def test_head_entropy() -> None:
     w = np.zeros((1, 3, 4, 4), dtype=np.float32)
     w[0, 0] = 0.25  # uniform
     w[0, 1] = np.eye(4)  # self
@@ -148,15 +149,11 @@ def test_head_entropy_and_diagonality() -> None:
     ent = viz.head_entropy(w)
     np.testing.assert_allclose(ent, [[math.log(4), 0.0, 0.0]], atol=1e-6)
     np.testing.assert_allclose(viz.head_entropy(w, normalise=True), [[1.0, 0.0, 0.0]], atol=1e-6)
-    np.testing.assert_allclose(viz.head_diagonality(w), [[0.25, 1.0, 0.25]], atol=1e-6)
-    np.testing.assert_allclose(viz.head_diagonality(w, offset=-1), [[0.25, 0.0, 1.0]], atol=1e-6)
-    with pytest.raises(ValueError):
-        viz.head_diagonality(np.zeros((1, 1, 3, 4)))
 
 
 def test_shape_mismatch_raises() -> None:
     with pytest.raises(ValueError):
-        viz.attention_heatmap(np.zeros((3, 4)), ["a"] * 3, ["b"] * 3)
+        reference_views.attention_heatmap(np.zeros((3, 4)), ["a"] * 3, ["b"] * 3)
     with pytest.raises(ValueError):
         viz.merge_subwords(np.zeros((3, 4)), ["a"] * 4, ["b"] * 4)
 
@@ -168,7 +165,7 @@ def test_attention_heatmap_rows_are_queries_and_ticks_in_order() -> None:
     q = ["<bos>", "▁the", "▁cat", "▁the"]  # duplicate token must stay two positions
     k = ["▁the", "▁dog", "▁the", ".", "<eos>"]
     w = random_attention((4, 5))
-    fig = viz.attention_heatmap(w, q, k, "focus")
+    fig = reference_views.attention_heatmap(w, q, k, "focus")
     (trace,) = heatmaps(fig)
     z = np.asarray(trace.z)
     assert z.shape == (4, 5)
@@ -222,13 +219,12 @@ def test_model_view_json_size_bound() -> None:
 
 
 @pytest.mark.parametrize("build", [
-    lambda q, k, w: viz.attention_heatmap(w[0, 0], q, k, EVIL),
+    lambda q, k, w: reference_views.attention_heatmap(w[0, 0], q, k, EVIL),
     lambda q, k, w: viz.model_view(w, q, k, EVIL),
-    lambda q, k, w: viz.rollout_figure(viz.rollout(w), q, EVIL),
-    lambda q, k, w: viz.step_figure([(EVIL, 0.6), ("▁a", 0.3)], w[0, 0, 0], k, EVIL),
-    lambda q, k, w: viz.head_summary(viz.head_entropy(w), EVIL),
+    lambda q, k, w: reference_views.rollout_figure(viz.rollout(w), q, EVIL),
+    lambda q, k, w: reference_views.step_figure([(EVIL, 0.6), ("▁a", 0.3)], w[0, 0, 0], k, EVIL),
     lambda q, k, w: viz.placeholder_figure(EVIL),
-], ids=["heatmap", "model_view", "rollout", "step", "head_summary", "placeholder"])
+], ids=["heatmap", "model_view", "rollout", "step", "placeholder"])
 def test_no_raw_html_reaches_the_figure(build: Any) -> None:
     toks = ["▁A", EVIL, "<b>", "▁A", "<eos>"]
     fig = build(toks, toks, random_attention((2, 2, 5, 5)))
@@ -236,22 +232,11 @@ def test_no_raw_html_reaches_the_figure(build: Any) -> None:
     assert not [s for s in json_strings(fig) if "<b>" in s]
 
 
-def test_head_summary_click_coordinates() -> None:
-    scores = np.arange(12, dtype=np.float64).reshape(3, 4)  # (L, H)
-    fig = viz.head_summary(scores, "entropy")
-    (trace,) = heatmaps(fig)
-    np.testing.assert_array_equal(np.asarray(trace.z), scores)
-    assert list(trace.x) == [0, 1, 2, 3] and list(trace.y) == [0, 1, 2]  # x = head, y = layer, 0-based
-    assert list(trace.customdata[2][1]) == [2, 1]  # [layer, head]
-    assert list(fig.layout.xaxis.ticktext) == ["H1", "H2", "H3", "H4"]
-    assert list(fig.layout.yaxis.ticktext) == ["L1", "L2", "L3"]
-
-
 def test_step_figure() -> None:
     src = ["▁A", "▁man", "▁A", "<eos>"]
     row = np.array([0.1, 0.6, 0.2, 0.1], dtype=np.float32)
     topk = [("▁b", 0.05), ("▁Ein", 0.7), ("▁Der", 0.1), ("▁c", 0.04), ("▁d", 0.03), ("▁e", 0.02)]
-    fig = viz.step_figure(topk, row, src, "▁Ein")
+    fig = reference_views.step_figure(topk, row, src, "▁Ein")
     probs, attention = fig.data
     assert list(probs.x) == [0.7, 0.1, 0.05, 0.04, 0.03]  # sorted, top-5 only
     assert list(fig.layout.yaxis.ticktext) == ["Ein", "Der", "b", "c", "d"]  # shown without "▁"
@@ -261,7 +246,7 @@ def test_step_figure() -> None:
     assert list(fig.layout.xaxis2.ticktext) == escaped(src) and list(fig.layout.xaxis2.tickvals) == [0, 1, 2, 3]
     assert fig.layout.xaxis.domain[1] <= fig.layout.xaxis2.domain[0]  # side by side
     with pytest.raises(ValueError):
-        viz.step_figure(topk, row[:3], src, "▁Ein")
+        reference_views.step_figure(topk, row[:3], src, "▁Ein")
 
 
 def test_training_curves_tolerates_missing_keys() -> None:

@@ -2,9 +2,9 @@
 
 Read top to bottom: positional encoding, attention, feed-forward, the two layer
 kinds, the two stacks, and the full model. Masks are boolean and broadcast to
-`(B, H, T_q, T_k)`; True means "may attend". Attention weights are computed
-only when a caller passes `return_attention=True`, and are returned, never
-stored on a module.
+`(B, H, T_q, T_k)`; True means "may attend". Attention maps are computed
+only when a caller asks for them (`forward(..., output_attentions=True)`, or
+`return_attention` of `encode`/`decode`), and are returned, never stored on a module.
 """
 from __future__ import annotations
 
@@ -81,10 +81,16 @@ def layer_head_mask(mask: Tensor | None, layer: int) -> Tensor | None:
     return m.reshape(m.size(0) if m.dim() == 2 else 1, m.size(-1), 1, 1)
 
 
+MEASURES = ("weight", "norm")  # what attention maps hold: the weights α, or the norms ‖α f(x)‖
+
+
 @dataclass
 class Seq2SeqOutput:
-    logits: Tensor  # (B, T, V)
-    attention: AttentionMaps | None = None
+    """What `Transformer.forward` returns, always (as a Hugging Face model returns its ModelOutput)."""
+
+    logits: Tensor | None  # (B, T, V); None when the caller projects `hidden` itself (`project=False`)
+    hidden: Tensor  # the decoder's output (B, T, d_model)
+    attention: AttentionMaps | None = None  # only when asked for (`output_attentions=True`)
 
 
 def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
@@ -443,27 +449,30 @@ class Transformer(nn.Module):
         tgt_mask = padding_mask(tgt_in, pad) & causal_mask(tgt_in.size(1), tgt_in.device)
         return padding_mask(src, pad), tgt_mask
 
-    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: bool | str = False,
-                head_mask: HeadMask | None = None, return_hidden: bool = False) -> Tensor | Seq2SeqOutput:
-        """src (B, S), tgt_in (B, T) ids -> logits (B, T, V).
+    def forward(self, src: Tensor, tgt_in: Tensor, *, output_attentions: bool = False,
+                attention_measure: str = "weight", head_mask: HeadMask | None = None,
+                project: bool = True) -> Seq2SeqOutput:
+        """src (B, S), tgt_in (B, T) ids -> `Seq2SeqOutput`: logits (B, T, V) and the decoder's hidden states.
 
-        With `return_attention=True` (or "norm") returns a `Seq2SeqOutput` holding the logits
-        and every layer's attention weights (or norms). `head_mask` switches heads off.
-        `return_hidden=True` returns the decoder's output (B, T, d_model) instead of logits, for a loss
-        that applies the output projection itself (`training/loss.py`).
+        `output_attentions=True` adds every layer's attention maps: the weights, or with
+        `attention_measure="norm"` the norms ‖α f(x)‖; none are computed otherwise. `head_mask` switches heads
+        off. `project=False` leaves the logits out, for a loss that applies the output projection itself
+        (`training/loss.py`).
         """
+        if attention_measure not in MEASURES:
+            raise ValueError(f"attention_measure must be one of {MEASURES}, got {attention_measure!r}")
         if head_mask is not None:
             head_mask.check(self.config)
+        need_weights: bool | str = False  # the layers' flag: no maps, the weights (True) or the norms ("norm")
+        if output_attentions:
+            need_weights = True if attention_measure == "weight" else "norm"
         src_mask, tgt_mask = self.make_masks(src, tgt_in)
-        memory, enc_w = self.encode(src, src_mask, return_attention, head_mask)
-        hidden, dec_w, cross_w = self.decode(tgt_in, memory, src_mask, tgt_mask, return_attention=return_attention,
+        memory, enc_w = self.encode(src, src_mask, need_weights, head_mask)
+        hidden, dec_w, cross_w = self.decode(tgt_in, memory, src_mask, tgt_mask, return_attention=need_weights,
                                              head_mask=head_mask)
-        if return_hidden:
-            return hidden
-        logits = self.project(hidden)
-        if not return_attention:
-            return logits
-        return Seq2SeqOutput(logits, AttentionMaps(enc_w, dec_w, cross_w))
+        logits = self.project(hidden) if project else None
+        attention = AttentionMaps(enc_w, dec_w, cross_w) if output_attentions else None
+        return Seq2SeqOutput(logits, hidden, attention)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -510,7 +510,7 @@ class Translator:
             return []
         src = pad_sequences([s.ids for s in prepared], cfg.pad_id).to(self.device)  # (B, S)
         tgt_in = pad_sequences([[cfg.bos_id] + t for t in targets], cfg.pad_id).to(self.device)  # (B, T)
-        log_probs = self.model(src, tgt_in).float().log_softmax(-1)  # (B, T, V)
+        log_probs = self.model(src, tgt_in).logits.float().log_softmax(-1)  # (B, T, V)
         scores = []
         for i, ids in enumerate(targets):
             out = ids + [cfg.eos_id]

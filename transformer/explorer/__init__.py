@@ -2,6 +2,6 @@
 state, the page and its static files, the Plotly figures, and the Space deploy.
 
 Builds on the model core (`transformer.*`); never imports training. `app.py` at the repository root
-holds the Gradio layout and wiring, `callbacks.py` what its events compute; here only `checks.py` imports
-gradio (for `gr.Error`).
+holds the Gradio layout and wiring, `callbacks.py` (`Explorer`: one service per tab) what its events compute,
+`startup.py` the start-up; here only `checks.py`, `launch.py` and the panel builders import gradio.
 """

@@ -1,10 +1,11 @@
 """What a request may ask, checked before any model work: its options, its text's work, the heads it switches
-off, and how many requests one session may have running at once. The one module of `transformer/` that imports
-gradio: every error meant for the user is a `gr.Error` with a plain message (`user_error`), raised here or by
-the modules that call these checks.
+off, how many requests one session may have running at once, and the page's event data read safely. The one
+module of `transformer/` that imports gradio: every error meant for the user is a `gr.Error` with a plain message
+(`user_error`), raised here or by the modules that call these checks.
 """
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import Counter
@@ -17,12 +18,30 @@ import numpy as np
 
 from transformer.translator import Translator
 
-from .share import KINDS, UI_MAX_BEAM
+from . import limits
+from .share import KINDS
 
 
 def user_error(message: str, title: str = "Error") -> gr.Error:
     """An error the page shows to the user as it is (a plain message, no traceback); raise it."""
     return gr.Error(message, title=title, print_exception=False)
+
+
+def view_data(view_json: str | None) -> dict[str, Any]:
+    """The page's view state (kind, layer, head, rows) sent as JSON by the browser; {} when unreadable."""
+    if view_json is not None and not isinstance(view_json, str) or len(view_json or "") > limits.MAX_VIEW_CHARS:
+        return {}
+    try:
+        data = json.loads(view_json or "{}")
+    except (TypeError, ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def event_data(evt: Any) -> dict[str, Any]:
+    """What a panel's 'pick' event carries (a gradio EventData's data); {} when it is not a dict."""
+    data = getattr(evt, "_data", None)
+    return data if isinstance(data, dict) else {}
 
 
 def check_options(method: Any, beam_size: Any) -> int | None:
@@ -33,13 +52,10 @@ def check_options(method: Any, beam_size: Any) -> int | None:
     if beam_size is None:
         return None
     if isinstance(beam_size, bool) or not isinstance(beam_size, (int, float)) or not math.isfinite(beam_size) \
-            or beam_size != int(beam_size) or not 1 <= beam_size <= UI_MAX_BEAM:
-        raise gr.Error(f"beam_size must be a whole number from 1 to {UI_MAX_BEAM}, got {quoted(beam_size)}.",
+            or beam_size != int(beam_size) or not 1 <= beam_size <= limits.UI_MAX_BEAM:
+        raise gr.Error(f"beam_size must be a whole number from 1 to {limits.UI_MAX_BEAM}, got {quoted(beam_size)}.",
                        title="Invalid beam width", print_exception=False)
     return int(beam_size)
-
-
-MAX_LENGTH_PENALTY = 10.0  # the slider's range is far below; a bigger one only makes outputs run to the limit
 
 
 def check_length_penalty(value: Any) -> float | None:
@@ -47,8 +63,9 @@ def check_length_penalty(value: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0 <= value <= MAX_LENGTH_PENALTY:
-        raise gr.Error(f"length_penalty must be a number from 0 to {MAX_LENGTH_PENALTY:g}, got {quoted(value)}.",
+            or not 0 <= value <= limits.API_MAX_LENGTH_PENALTY:
+        most = limits.API_MAX_LENGTH_PENALTY
+        raise gr.Error(f"length_penalty must be a number from 0 to {most:g}, got {quoted(value)}.",
                        title="Invalid length penalty", print_exception=False)
     return float(value)
 
@@ -61,12 +78,9 @@ def quoted(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-MAX_BEAM_TOKENS = 640  # source tokens × beam width one request may search: beam 10 up to 64 tokens, beam 5 to 128
-
-
 def budgeted_beam(tr: Translator, text: str, method: str, beam: int) -> tuple[int, str]:
     """(beam width, notice): the beam width cut so that source tokens × beam width stays within
-    `MAX_BEAM_TOKENS`, so that one long request at a wide beam cannot hold the model for seconds while every
+    `limits.MAX_BEAM_TOKENS`, so that one long request at a wide beam cannot hold the model for seconds while every
     other user waits; the notice says so ("" when nothing was cut). Greedy is never cut."""
     if method != "beam":
         return beam, ""
@@ -74,13 +88,12 @@ def budgeted_beam(tr: Translator, text: str, method: str, beam: int) -> tuple[in
         tokens = len(tr.source(text).ids)
     except ValueError as err:
         raise gr.Error(str(err), title="Cannot translate this input", print_exception=False) from None
-    allowed = max(1, MAX_BEAM_TOKENS // tokens)
+    allowed = max(1, limits.MAX_BEAM_TOKENS // tokens)
     if beam <= allowed:
         return beam, ""
     return allowed, (f"The beam width was cut from {beam} to {allowed} for this input of {tokens} tokens: one request "
-                     f"may search at most {MAX_BEAM_TOKENS} token-beams (tokens × beam width), so that it does not "
-                     "hold up other people's translations.")
-
+                     f"may search at most {limits.MAX_BEAM_TOKENS} token-beams (tokens × beam width), so that it does "
+                     "not hold up other people's translations.")
 
 
 def head_mask_of(off: Sequence[Sequence[Any]], tr: Translator) -> dict[str, np.ndarray]:
@@ -106,15 +119,12 @@ def read_off(value: Any) -> tuple[tuple[str, int, int], ...]:
                         key=lambda h: (KINDS.index(h[0]), h[1], h[2])))
 
 
-MAX_IN_FLIGHT = 2  # model requests one session may have running at once (a Translate and a click beside it)
-
-
 class SessionSlots:
     """At most `limit` model requests in flight per session (gradio's session hash; the API's clients have one
     too), so that one user cannot fill the model's queue with their own requests while everyone else waits.
     A request beyond the limit is refused at once with a message, never queued."""
 
-    def __init__(self, limit: int = MAX_IN_FLIGHT):
+    def __init__(self, limit: int = limits.MAX_IN_FLIGHT):
         self.limit = limit
         self._running: Counter[str] = Counter()
         self._lock = threading.Lock()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .models import ModelService
 from .results import Result
 from .share import off_text
 
@@ -98,3 +99,17 @@ def remove_stale_export_dirs(parent: Path, own_pid: int) -> list[Path]:
             shutil.rmtree(d, ignore_errors=True)
             removed.append(d)
     return removed
+
+
+class ExportService:
+    """The download of a result's current candidate (`export_npz`), written into this app's `export_dir`."""
+
+    def __init__(self, models: ModelService, export_dir: Path):
+        self.models, self.export_dir = models, Path(export_dir)
+
+    def export(self, result: Result | None) -> Path | None:
+        """The current candidate's attention as an .npz file to download (None without a result)."""
+        if result is None:
+            return None
+        with self.models.results.using(result):
+            return export_npz(result, self.export_dir)

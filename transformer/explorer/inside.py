@@ -15,23 +15,24 @@ from typing import Any
 
 from transformer.serving.batching import search_work
 
-from .callbacks import Explorer, event_data
 from .inside_views import check_yours, inside_value, read_cell, yours_value
 from .learning import LearningSnapshots, metric_of, snapshot_records
-from .checks import user_error
+from .models import ModelService
+from .checks import event_data, user_error
 from .registry import examples_for
 from .results import Result, work_on
-from .share import MAX_INPUT_CHARS, ROWS_INPUT, ROWS_PREDICTED
+from . import limits
+from .share import ROWS_INPUT, ROWS_PREDICTED
 
 log = logging.getLogger(__name__)
 
 
 class Inside:
-    """The events of the inside panel, the "your translation" box and the learning slider, over an `Explorer`."""
+    """The events of the inside panel, the "your translation" box and the learning slider, over the app's models."""
 
-    def __init__(self, explorer: Explorer):
-        self.xp = explorer
-        self.snapshots = LearningSnapshots(store=explorer.results)  # the float32 snapshot models count there
+    def __init__(self, models: ModelService):
+        self.models = models
+        self.snapshots = LearningSnapshots(store=models.results)  # the float32 snapshot models count there
 
     # ------------------------------------------------------------------------- how this weight is computed
 
@@ -44,13 +45,13 @@ class Inside:
         if data.get("merged"):
             return {"message": "Untick “Merge subwords into words” to click single tokens: a merged cell "
                                "mixes several tokens, and each has its own query and key."}
-        tr = self.xp.translator(result.model)
+        tr = self.models.translator(result.model)
         cfg = tr.model.config
         limits = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
-        with self.xp.results.using(result):  # a released result's gr.Error is a ValueError: checked first
+        with self.models.results.using(result):  # a released result's gr.Error is a ValueError: checked first
             try:
                 kind, layer, head, query, key = read_cell(data, limits, cfg.n_heads)
-                row = self.xp.batcher.call(tr.inside_head, result.translation, kind, layer, head, query,
+                row = self.models.batcher.call(tr.inside_head, result.translation, kind, layer, head, query,
                                            result.candidate, work=work_on(result))
                 rows = ROWS_INPUT if data.get("rows") == ROWS_INPUT else ROWS_PREDICTED
                 value = inside_value(row, result.attention, key, rows, result.translation.entities)
@@ -72,23 +73,23 @@ class Inside:
         if not text.strip():
             raise user_error("Type the English sentence in the source box first, then your translation.",
                              "Nothing to score")
-        if len(text) > MAX_INPUT_CHARS:
-            raise user_error(f"The source sentence is longer than {MAX_INPUT_CHARS} characters.", "Too long")
+        if len(text) > limits.MAX_INPUT_CHARS:
+            raise user_error(f"The source sentence is longer than {limits.MAX_INPUT_CHARS} characters.", "Too long")
         try:
             yours = check_yours(yours)
         except ValueError as err:
             raise user_error(str(err), "Cannot score this translation") from None
-        tr = self.xp.translator(model)
+        tr = self.models.translator(model)
         own = model_result(result, text, model)
         same = next((c for c in own.translation.candidates if c.text == yours), None) if own else None
         try:
-            forced = self.xp.batcher.call(tr.force, text, yours, ids=same.ids if same else None,
+            forced = self.models.batcher.call(tr.force, text, yours, ids=same.ids if same else None,
                                           work=search_work(len(tr.source(text).ids)))
         except ValueError as err:
             raise user_error(_plain(str(err)), "Cannot score this translation") from None
         length_penalty = own.length_penalty if own is not None else float(length_penalty)
         forced_result = Result(model or "", text, forced, length_penalty, {0: forced.attention}, own=own)
-        return self.xp.keep(forced_result), self.yours_of(forced_result)
+        return self.models.keep(forced_result), self.yours_of(forced_result)
 
     @staticmethod
     def yours_of(result: Result | None) -> dict[str, Any] | None:
@@ -107,7 +108,7 @@ class Inside:
     def learn_index(self, label: str | None) -> dict[str, Any] | None:
         """What the slider starts from for a model: its snapshots' steps and scores (None: it has none)."""
         try:
-            directory = self.xp.registry.directory(label)
+            directory = self.models.registry.directory(label)
         except Exception:  # a model that cannot be found has no snapshots to show
             return None
         records = snapshot_records(directory)
@@ -127,12 +128,12 @@ class Inside:
         if isinstance(step, bool) or not isinstance(step, int) or step not in index["steps"]:
             return {**index, "message": f"Choose one of the snapshot steps {', '.join(map(str, index['steps']))}."}
         text = data.get("text") if isinstance(data.get("text"), str) else text
-        tr = self.xp.translator(label)
-        text = (text or "").strip() or examples_for(tr, self.xp.registry.directory(label))[0]
-        if len(text) > MAX_INPUT_CHARS:
-            return {**index, "message": f"The sentence is longer than {MAX_INPUT_CHARS} characters."}
+        tr = self.models.translator(label)
+        text = (text or "").strip() or examples_for(tr, self.models.registry.directory(label))[0]
+        if len(text) > limits.MAX_INPUT_CHARS:
+            return {**index, "message": f"The sentence is longer than {limits.MAX_INPUT_CHARS} characters."}
         try:
-            value = self.xp.batcher.call(self.snapshots.value, label, tr, self.xp.registry.directory(label),
+            value = self.models.batcher.call(self.snapshots.value, label, tr, self.models.registry.directory(label),
                                          step, text, work=search_work(len(tr.source(text).ids)))
         except ValueError as err:
             return {**index, "message": str(err)}

@@ -24,7 +24,8 @@ from transformer.inside_head import KINDS, HeadRow
 from transformer.placeholders import placeholder_text
 from transformer.translator import Attention, Translation
 
-from .share import MAX_INPUT_CHARS, ROWS_PREDICTED
+from .limits import MAX_INPUT_CHARS
+from .share import ROWS_PREDICTED
 
 __all__ = ["inside_value", "read_cell", "check_yours", "yours_value", "token_text", "KIND_NAMES"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import gradio as gr
 
-from . import page
+from . import limits, page
 from .checks import SessionSlots
 
 Handler = Callable[..., Any]
@@ -37,7 +37,7 @@ def launch_options() -> dict[str, Any]:
                 server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
                 share=False, allowed_paths=None, ssr_mode=False, mcp_server=False, show_error=False,
                 state_session_capacity=200, css=page.stylesheet(), theme=gr.themes.Default(),
-                max_file_size="1mb")  # the page uploads nothing; a request to gradio's upload route gets 1 MB
+                max_file_size=limits.MAX_UPLOAD)
 
 
 def serve(demo: gr.Blocks, when_up: Callable[[], Any] = lambda: None) -> None:

@@ -28,7 +28,8 @@ from transformer.translator import Attention, Translation, Translator
 
 from transformer import heap
 from .checks import budgeted_beam, check_length_penalty, check_options, head_mask_of, quoted, read_off, user_error
-from .share import DEFAULT_LENGTH_PENALTY, MAX_INPUT_CHARS
+from . import limits
+from .share import DEFAULT_LENGTH_PENALTY
 
 log = logging.getLogger(__name__)
 
@@ -158,9 +159,9 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
         raise user_error("Type a sentence in the box (or click an example), then press Translate.",
                          "Nothing to translate")
     notices = []
-    if len(text) > MAX_INPUT_CHARS:
-        text = text[:MAX_INPUT_CHARS]
-        notices.append(f"The input was cut to its first {MAX_INPUT_CHARS} characters.")
+    if len(text) > limits.MAX_INPUT_CHARS:
+        text = text[:limits.MAX_INPUT_CHARS]
+        notices.append(f"The input was cut to its first {limits.MAX_INPUT_CHARS} characters.")
     beam, cut = budgeted_beam(tr, text, method, beam)
     if cut:
         notices.append(cut)

@@ -1,7 +1,7 @@
 """What the page shows, as one object, and the shareable URL that carries it.
 
 `ViewState` lists every field of a view (text, compare text, model, decoding, tab, attention kind,
-layer, head, toggles). `ViewState.from_query(params, models, limits)` reads a page URL's query
+layer, head, toggles). `ViewState.from_query(params, models, model_sizes)` reads a page URL's query
 parameters, validating each one: anything unknown, out of range or suspicious falls back to its
 default and is named in the returned notes (the page shows them as text). `to_query()` is the
 inverse; static/explorer.js builds the same parameters in the browser (`shareParams`) to keep the
@@ -42,14 +42,12 @@ from typing import Any
 
 from transformer.config import ATTENTION_KINDS
 
-__all__ = ["ViewState", "TABS", "VIEW_KINDS", "PARAMS", "MEASURES", "KIND_CODES", "off_text", "parse_off",
-           "UI_MAX_BEAM", "DEFAULT_BEAM", "DEFAULT_LENGTH_PENALTY", "MAX_INPUT_CHARS", "MAX_LENGTH_PENALTY",
-           "MEAN_HEADS", "ROWS_INPUT", "ROWS_PREDICTED", "KINDS"]
+from . import limits
 
-UI_MAX_BEAM = 10  # the slider's range; the API enforces the same
+__all__ = ["ViewState", "TABS", "VIEW_KINDS", "PARAMS", "MEASURES", "KIND_CODES", "off_text", "parse_off",
+           "DEFAULT_BEAM", "DEFAULT_LENGTH_PENALTY", "MEAN_HEADS", "ROWS_INPUT", "ROWS_PREDICTED", "KINDS"]
+
 DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY = 5, 0.6
-MAX_LENGTH_PENALTY = 2.0  # the slider's range
-MAX_INPUT_CHARS = 2000  # longer text is cut before tokenising (the model then cuts to its token limit)
 MEAN_HEADS = -1  # head selector value for "mean over heads"
 ROWS_INPUT, ROWS_PREDICTED = "decoder input token", "predicted token"
 
@@ -61,10 +59,6 @@ PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "la
           "merge", "present", "off", "measure", "yours", "step", "cell")
 MEASURES = ("weight", "norm")  # what the attention maps show: α, or ‖α f(x)‖
 KIND_CODES = {"e": "encoder", "d": "decoder", "c": "cross"}  # `off`'s kind letters
-MAX_OFF_CHARS = 1200  # `off` may name every head of a large model
-MAX_STEP = 1024  # the bound on `step` (the page clamps it to the translation's steps) and on `cell`'s positions
-MAX_LAYERS = 64  # the bound on `layer`/`head` when the model's own sizes are not known
-MAX_VALUE_CHARS = 200  # any parameter but the texts
 _BOOLS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
 _MARKUP = re.compile(r"<\s*[a-zA-Z/!?]|javascript\s*:", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -134,14 +128,14 @@ class ViewState:
 
     @classmethod
     def from_query(cls, params: Mapping[str, Any], models: Sequence[str] = (),
-                   limits: Callable[[str], tuple[int, int] | None] | None = None,
+                   model_sizes: Callable[[str], tuple[int, int] | None] | None = None,
                    default_model: str | None = None,
                    default_length_penalty: float = DEFAULT_LENGTH_PENALTY) -> tuple[ViewState, list[str]]:
         """A view from URL query parameters, and one note per parameter that was ignored (and why).
 
         `models`: the model labels the app offers (any other `model` is ignored);
-        `limits(model)`: that model's (number of layers, number of heads), or None when
-        unknown (then layer and head are only bounded by MAX_LAYERS and clamped by the page).
+        `model_sizes(model)`: that model's (number of layers, number of heads), or None when
+        unknown (then layer and head are only bounded by limits.MAX_LAYERS and clamped by the page).
         Values may be strings or lists of strings (the last one counts). A link without a valid `lp` gets
         `default_length_penalty` (the app's: its default model's, chosen on val).
         """
@@ -153,8 +147,8 @@ class ViewState:
         notes += _read_decoding(view, values)
         notes += _read_toggles(view, values)
         # the model is settled now, and its size bounds the layer and the head
-        sizes = limits(view.model) if limits is not None and view.model else None
-        n_layers, n_heads = sizes[:2] if sizes else (MAX_LAYERS, MAX_LAYERS)
+        sizes = model_sizes(view.model) if model_sizes is not None and view.model else None
+        n_layers, n_heads = sizes[:2] if sizes else (limits.MAX_LAYERS, limits.MAX_LAYERS)
         kind_layers = sizes[2] if sizes and len(sizes) > 2 else dict.fromkeys(KIND_CODES.values(), n_layers)
         on_screen = "cross" if view.kind == "steps" else view.kind  # the steps view draws cross-attention
         notes += _read_layer_and_head(view, values, kind_layers.get(on_screen, n_layers), n_heads, on_screen)
@@ -208,10 +202,10 @@ def _read_texts(view: ViewState, values: Mapping[str, str]) -> list[str]:
 
 
 def _drop_overlong(values: dict[str, str]) -> list[str]:
-    """Removes every value but the texts longer than MAX_VALUE_CHARS; no valid one is that long."""
+    """Removes every value but the texts longer than limits.MAX_VALUE_CHARS; no valid one is that long."""
     notes = []
     for key in [k for k in PARAMS if k in values and k not in ("text", "compare", "yours")]:
-        limit = MAX_OFF_CHARS if key == "off" else MAX_VALUE_CHARS
+        limit = limits.MAX_OFF_CHARS if key == "off" else limits.MAX_VALUE_CHARS
         if len(values[key]) > limit:
             notes.append(f"{key} (longer than {limit} characters)")
             del values[key]
@@ -252,13 +246,13 @@ def _read_whole(view: ViewState, values: Mapping[str, str], key: str, attr: str,
 def _read_decoding(view: ViewState, values: Mapping[str, str]) -> list[str]:
     """`beam` (a whole number, 1..UI_MAX_BEAM) and `lp` (a plain decimal, 0..MAX_LENGTH_PENALTY)."""
     notes = []
-    notes += _read_whole(view, values, "beam", "beam", UI_MAX_BEAM)
+    notes += _read_whole(view, values, "beam", "beam", limits.UI_MAX_BEAM)
     if "lp" in values:
         lp = _finite(values["lp"])
-        if lp is not None and 0.0 <= lp <= MAX_LENGTH_PENALTY:
+        if lp is not None and 0.0 <= lp <= limits.MAX_LENGTH_PENALTY:
             view.length_penalty = lp
         else:
-            why = f"the length penalty must be a number from 0 to {MAX_LENGTH_PENALTY:g}"
+            why = f"the length penalty must be a number from 0 to {limits.MAX_LENGTH_PENALTY:g}"
             notes.append(_ignored(values, "lp", why))
     return notes
 
@@ -271,7 +265,7 @@ def _read_toggles(view: ViewState, values: Mapping[str, str]) -> list[str]:
             view.rows = ROWS_CODES[values["rows"]]
         else:
             notes.append(_ignored(values, "rows", "must be input or predicted"))
-    notes += _read_whole(view, values, "step", "step", MAX_STEP)
+    notes += _read_whole(view, values, "step", "step", limits.MAX_STEP)
     for key, attr in (("hide", "hide_special"), ("merge", "merge_subwords"), ("present", "present")):
         if key in values:
             if values[key].lower() in _BOOLS:
@@ -290,7 +284,7 @@ def _read_layer_and_head(view: ViewState, values: Mapping[str, str], n_layers: i
         if layer is not None and 1 <= layer <= n_layers:
             view.layer = layer - 1
         else:
-            where = f" ({kind} attention has {n_layers} layers)" if kind and n_layers < MAX_LAYERS else ""
+            where = f" ({kind} attention has {n_layers} layers)" if kind and n_layers < limits.MAX_LAYERS else ""
             notes.append(_ignored(values, "layer", f"must be a whole number from 1 to {n_layers}{where}"))
     if "head" in values:
         head = _whole(values["head"])
@@ -321,8 +315,9 @@ def _read_cell(view: ViewState, values: Mapping[str, str]) -> list[str]:
     if "cell" not in values:
         return []
     match = re.fullmatch(r"([0-9]{1,4})\.([0-9]{1,4})", values["cell"])
-    if not match or not all(1 <= int(n) <= MAX_STEP for n in match.groups()):
-        return [_ignored(values, "cell", f"must be query.key, two whole numbers from 1 to {MAX_STEP}, e.g. 7.6")]
+    if not match or not all(1 <= int(n) <= limits.MAX_STEP for n in match.groups()):
+        why = f"must be query.key, two whole numbers from 1 to {limits.MAX_STEP}, e.g. 7.6"
+        return [_ignored(values, "cell", why)]
     if view.tab != "attention" or view.kind == "steps" or view.layer is None or view.head < 0 or view.merge_subwords:
         return [_ignored(values, "cell", "needs tab attention, kind encoder, decoder or cross, a layer, a single head "
                                          "and merge=0")]
@@ -361,8 +356,8 @@ def _show(value: str, max_chars: int = 40) -> str:
 
 def _check_text(text: str) -> tuple[str, str | None]:
     """(text, None) when a URL's text can go into a textbox, else ("", why not)."""
-    if len(text) > MAX_INPUT_CHARS:
-        return "", f"{len(text)} characters; at most {MAX_INPUT_CHARS}"
+    if len(text) > limits.MAX_INPUT_CHARS:
+        return "", f"{len(text)} characters; at most {limits.MAX_INPUT_CHARS}"
     if _CONTROL.search(text):
         return "", "control characters"
     if _INVISIBLE.search(text):

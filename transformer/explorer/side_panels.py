@@ -12,7 +12,8 @@ from typing import Any
 import gradio as gr
 
 from . import inside_page, texts
-from .share import UI_MAX_BEAM, ViewState
+from . import limits
+from .share import ViewState
 
 __all__ = ["Controls", "Results", "Yours", "lenient", "build_controls", "build_results", "build_yours"]
 
@@ -56,10 +57,10 @@ def build_controls(view: ViewState, examples: list[str], models: list[str],
         model = gr.Dropdown(choices=models, value=view.model, label="Model", elem_id="model")
         with gr.Row():
             method = gr.Radio(["greedy", "beam"], value=view.method, label="Decoding", elem_id="method", min_width=140)
-            beam = lenient(gr.Slider(1, UI_MAX_BEAM, value=view.beam, step=1, precision=0, label="Beam width",
+            beam = lenient(gr.Slider(1, limits.UI_MAX_BEAM, value=view.beam, step=1, precision=0, label="Beam width",
                                      elem_id="beam", min_width=140))
         with gr.Accordion("Advanced", open=False):
-            lp = gr.Slider(0.0, 2.0, value=view.length_penalty, step=0.1, label="Length penalty",
+            lp = gr.Slider(0.0, limits.MAX_LENGTH_PENALTY, value=view.length_penalty, step=0.1, label="Length penalty",
                            info=texts.LENGTH_PENALTY_INFO, elem_id="lp")
     return Controls(src, examples, model, method, beam, lp, translate, api, present), translation
 

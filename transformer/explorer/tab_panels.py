@@ -16,7 +16,7 @@ from . import inside_page, page, texts
 from .share import ViewState
 
 if TYPE_CHECKING:  # only for the annotation: the panels take a model's values, not the code that computes them
-    from .callbacks import ModelInfo
+    from .models import ModelInfo
 
 __all__ = ["HtmlTab", "CompareTab", "PlotTab", "build_attention_tab", "build_inside_panel", "build_tree_tab",
            "build_compare_tab", "build_model_tabs", "build_learn_tab"]

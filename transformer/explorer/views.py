@@ -1,28 +1,22 @@
-"""What the page and scripts show of a result: the n-best list and candidate choices, the notes while heads are
-off, the attention payload the browser draws (`result_payload`), and the Python views: pure functions from a
-result's arrays to Plotly figures and tables (drawn by `transformer.explorer.viz`), and the training tab's.
+"""What the page shows of a result: the n-best list and candidate choices, the notes while heads are off, the
+attention payload the browser draws (`result_payload`), and the training tab (curves and metrics table).
 
-The page draws its attention views in the browser (static/explorer.js, from `result_payload`); the Python views
-are the reference it is tested against, and what notebooks and scripts can use directly.
+The page draws its attention views in the browser (static/explorer.js, from `result_payload`); the Python copy
+of those views that the tests compare it with is tests/reference_views.py.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-
-from transformer.translator import Attention
 
 from . import viz
 from .payload import attention_payload
 from .results import Result
-from .share import KINDS, MEAN_HEADS, ROWS_INPUT, ROWS_PREDICTED, off_text  # noqa: F401  (KINDS: for the views' users)
+from .share import off_text
 
 KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
 
@@ -108,110 +102,6 @@ def result_payload(result: Result | None, heads: dict[str, Any] | None = None) -
                              norms=result.norm, ablation=ablation, heads=heads,
                              entities=result.translation.entities)
 
-
-
-# ----------------------------------------------------------------------------- views (pure: arrays -> figures)
-
-
-@dataclass(frozen=True)
-class ViewOptions:
-    layer: int = 0
-    head: int = MEAN_HEADS
-    rows: str = ROWS_PREDICTED
-    hide_special: bool = False
-    merge_subwords: bool = False
-
-
-def kind_maps(att: Attention, kind: str, rows: str) -> tuple[np.ndarray, list[str], list[str]]:
-    """(L, H, Tq, Tk) weights of one attention kind with its query and key tokens."""
-    if kind == "encoder":
-        return att.encoder, att.src_tokens, att.src_tokens
-    queries = att.tgt_out_tokens if rows == ROWS_PREDICTED else att.tgt_in_tokens
-    if kind == "decoder":
-        return att.decoder, queries, att.tgt_in_tokens
-    if kind == "cross":
-        return att.cross, queries, att.src_tokens
-    raise ValueError(f"unknown attention kind {kind!r}")
-
-
-def transform(weights: np.ndarray, q: Sequence[str], k: Sequence[str], hide: bool, merge: bool
-              ) -> tuple[np.ndarray, list[str], list[str], float | None]:
-    """Hide special tokens (renormalising rows) then merge subwords; hidden mass is None when not hiding."""
-    hidden = None
-    q, k = list(q), list(k)
-    if hide:
-        weights, q, k, hidden = viz.hide_special(weights, q, k)
-    if merge and q and k:
-        weights, q, k = viz.merge_subwords(weights, q, k)
-        # whole words: marked as word starts, so their labels show bare (viz.display_token), as on the page
-        q, k = [viz.WORD_MARK + w for w in q], [viz.WORD_MARK + w for w in k]
-    return weights, q, k, hidden
-
-
-def _empty(weights: np.ndarray) -> bool:
-    return 0 in weights.shape[-2:]
-
-
-def head_label(head: int) -> str:
-    return "mean over heads" if head < 0 else f"head {head + 1}"
-
-
-def focus_view(att: Attention, kind: str, opts: ViewOptions, suffix: str = "") -> tuple[go.Figure, float | None]:
-    """One layer and head (or the mean over heads) of one kind as a heatmap, and the hidden mass."""
-    weights, q, k = kind_maps(att, kind, opts.rows)
-    n_layers, n_heads = weights.shape[:2]
-    if n_layers == 0:
-        return viz.placeholder_figure(f"This model has no {kind} layers."), None
-    layer = min(max(opts.layer, 0), n_layers - 1)
-    head = opts.head if opts.head < n_heads else MEAN_HEADS
-    w = weights[layer].mean(axis=0) if head < 0 else weights[layer, head]
-    w, q, k, hidden = transform(w, q, k, opts.hide_special, opts.merge_subwords)
-    title = f"{KIND_TITLES[kind]} · layer {layer + 1} · {head_label(head)}{suffix}"
-    if layer != opts.layer:
-        title += f" (this stack has {n_layers} layers)"
-    if _empty(w):
-        return viz.placeholder_figure("Nothing left to show after hiding special tokens."), hidden
-    return viz.attention_heatmap(w, q, k, title=title), hidden
-
-
-def model_view(att: Attention, kind: str, opts: ViewOptions, suffix: str = "") -> go.Figure:
-    weights, q, k = kind_maps(att, kind, opts.rows)
-    if weights.shape[0] == 0:
-        return viz.placeholder_figure(f"This model has no {kind} layers.")
-    w, q, k, _ = transform(weights, q, k, opts.hide_special, opts.merge_subwords)
-    if _empty(w):
-        return viz.placeholder_figure("Nothing left to show after hiding special tokens.")
-    return viz.model_view(w, q, k, title=f"{KIND_TITLES[kind]}: every layer (rows) × head (columns){suffix}")
-
-
-def step_view(att: Attention, step: Any, opts: ViewOptions) -> tuple[go.Figure, str]:
-    """Decoding step `step` (1-based): the chosen token, top-5 next tokens and that step's cross-attention row."""
-    if not att.steps:
-        return viz.placeholder_figure("No decoding steps."), ""
-    t = min(max(int(step or 1), 1), len(att.steps)) - 1
-    record = att.steps[t]
-    n_layers, n_heads = att.cross.shape[:2]
-    if n_layers == 0:
-        return viz.placeholder_figure("This model has no decoder layers."), ""
-    layer = min(max(opts.layer, 0), n_layers - 1)
-    head = opts.head if opts.head < n_heads else MEAN_HEADS
-    row = att.cross[layer].mean(axis=0)[t] if head < 0 else att.cross[layer, head, t]
-    row2, _, src, _ = transform(row[None, :], ["·"], att.src_tokens, opts.hide_special, opts.merge_subwords)
-    fig = viz.step_figure(record.top_k, row2[0], src, record.token,
-                          title=f"Step {t + 1}: chose {viz.display_token(record.token)} · "
-                                f"cross-attention layer {layer + 1}, "
-                                f"{head_label(head)}")
-    text = (f"Step {t + 1} of {len(att.steps)}: the decoder read \u2018{viz.display_token(att.tgt_in_tokens[t])}"
-            f"\u2019 and chose \u2018{viz.display_token(record.token)}\u2019 (probability {record.probability:.1%}).")
-    return fig, text
-
-
-def hidden_text(masses: dict[str, float | None]) -> str:
-    shown = {k: v for k, v in masses.items() if v is not None}
-    if not shown:
-        return "Special tokens are shown (tick \"Hide <bos>/<eos>\" to hide them and renormalise rows)."
-    parts = ", ".join(f"{KIND_TITLES[k].lower()} {v:.1%}" for k, v in shown.items())
-    return f"Attention mass hidden on <bos>/<eos>/<pad> in the focus views (rows renormalised): {parts}."
 
 
 def load_train_log(directory: Path | None) -> list[dict[str, Any]]:

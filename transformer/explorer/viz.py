@@ -11,7 +11,7 @@ Word-level labels (`merge_subwords`) have no mark at all. The transforms work on
 the model's pieces; only the labels change. Every label goes through
 `escape_label`, because Plotly renders a subset of HTML in text.
 
-Axes. Heatmaps put token positions on numeric axes (0, 1, ...) and the tokens
+Axes. Token axes put positions on numeric axes (0, 1, ...) and the tokens
 in `ticktext`, so repeated tokens stay separate positions (Plotly merges equal
 category names). Where tick labels are hidden (`model_view`) the axes are
 categorical with "position: token" labels, unique by construction, so hover can
@@ -36,9 +36,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 __all__ = [
-    "escape_label", "word_groups", "hide_special", "merge_subwords", "rollout", "head_entropy", "head_diagonality",
-    "placeholder_figure", "attention_heatmap", "model_view", "head_summary", "rollout_figure", "step_figure",
-    "training_curves",
+    "escape_label", "word_groups", "hide_special", "merge_subwords", "rollout", "head_entropy", "placeholder_figure",
+    "model_view", "training_curves",
 ]
 
 logger = logging.getLogger(__name__)
@@ -241,20 +240,6 @@ def head_entropy(weights: np.ndarray, normalise: bool = False) -> np.ndarray:
     return entropy
 
 
-def head_diagonality(weights: np.ndarray, offset: int = 0) -> np.ndarray:
-    """Mean attention on key i+offset from query i, for square `(L, H, T, T)` weights -> `(L, H)`.
-
-    offset=0 finds "attend to self" heads, offset=-1 "previous token" heads.
-    Only rows whose target key exists are averaged. Not defined for cross-attention.
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    if w.ndim != 4 or w.shape[-1] != w.shape[-2]:
-        raise ValueError(f"expected square (L, H, T, T) weights, got {w.shape}")
-    if abs(offset) >= w.shape[-1]:
-        raise ValueError(f"offset {offset} leaves no diagonal in a {w.shape[-1]}x{w.shape[-1]} map")
-    return np.diagonal(w, offset=offset, axis1=-2, axis2=-1).mean(axis=-1)
-
-
 # ----------------------------------------------------------------------------- figure helpers
 
 
@@ -325,43 +310,6 @@ def _figure(traces: list, layout: dict[str, Any]) -> go.Figure:
 # ----------------------------------------------------------------------------- attention figures
 
 
-def attention_heatmap(
-    weights: np.ndarray,
-    q_tokens: Sequence[str],
-    k_tokens: Sequence[str],
-    title: str = "",
-    zmax: float = 1.0,
-) -> go.Figure:
-    """One `(Tq, Tk)` attention map: query i is row i from the top, keys run along the top.
-
-    The colour scale is fixed at [0, zmax] (default 1) so maps can be compared;
-    hover shows query, key and weight.
-    """
-    w = np.asarray(weights, dtype=np.float32)
-    if w.ndim != 2:
-        raise ValueError(f"expected (Tq, Tk) weights, got {w.shape}")
-    _check_tokens(w, q_tokens, k_tokens)
-    q_lab, k_lab = _labels(q_tokens), _labels(k_tokens)
-    customdata = [[[q, k] for k in k_lab] for q in q_lab]  # (Tq, Tk, 2); fine for a single map
-    trace = go.Heatmap(
-        z=w, customdata=customdata, coloraxis="coloraxis",
-        hovertemplate="query: %{customdata[0]}<br>key: %{customdata[1]}<br>weight: %{z:.1%}<extra></extra>",
-    )
-    n = max(len(q_tokens), len(k_tokens))
-    layout = _layout(
-        title,
-        xaxis=_token_axis(k_tokens, side="top", tickangle=-60, constrain="domain", title=dict(text="key")),
-        # square cells; reversed so the first query is the top row, as in the matrix
-        yaxis=_token_axis(q_tokens, autorange="reversed", scaleanchor="x", scaleratio=1, constrain="domain",
-                          title=dict(text="query")),
-        coloraxis=dict(cmin=0.0, cmax=zmax, colorscale=ATTENTION_COLORSCALE,
-                       colorbar=dict(title=dict(text="weight"), tickformat=".0%", thickness=14)),
-        height=int(np.clip(260 + 16 * n, 420, 900)),
-    )
-    layout["margin"]["t"] = 140  # room for rotated key labels above the map
-    return _figure([trace], layout)
-
-
 def model_view(
     weights: np.ndarray,
     q_tokens: Sequence[str],
@@ -417,92 +365,6 @@ def model_view(
     fig = _figure(traces, layout)
     logger.debug("model_view: %d x %d heads of %s maps", n_layers, n_heads, w.shape[-2:])
     return fig
-
-
-def head_summary(scores: np.ndarray, metric_name: str, title: str = "") -> go.Figure:
-    """A layer x head grid of `(L, H)` scores (e.g. entropy), values printed in the cells.
-
-    Clicks: a point's x is the 0-based head index and y the 0-based layer index
-    (tick labels read "H1", "L1"); customdata holds the same [layer, head] pair.
-    """
-    s = np.asarray(scores, dtype=np.float64)
-    if s.ndim != 2:
-        raise ValueError(f"expected (L, H) scores, got {s.shape}")
-    n_layers, n_heads = s.shape
-    customdata = [[[layer, head] for head in range(n_heads)] for layer in range(n_layers)]
-    text = [[f"L{layer + 1} H{head + 1}" for head in range(n_heads)] for layer in range(n_layers)]
-    name = escape_label(metric_name)
-    trace = go.Heatmap(
-        z=s, x=list(range(n_heads)), y=list(range(n_layers)), customdata=customdata, text=text,
-        texttemplate="%{z:.2f}", colorscale=SCORE_COLORSCALE, colorbar=dict(title=dict(text=name), thickness=14),
-        # the name goes in via meta, so a "%{" in it cannot act as a template variable
-        meta=name, hovertemplate="%{text}<br>%{meta}: %{z:.3f}<extra></extra>", xgap=2, ygap=2,
-    )
-    layout = _layout(
-        title or f"{metric_name} per head",
-        xaxis=dict(tickmode="array", tickvals=list(range(n_heads)), ticktext=[f"H{h + 1}" for h in range(n_heads)],
-                   # no axis title: "H1".."H8" say it, and above the grid it would run into the figure title
-                   side="top", showgrid=False, zeroline=False),
-        yaxis=dict(tickmode="array", tickvals=list(range(n_layers)),
-                   ticktext=[f"L{layer + 1}" for layer in range(n_layers)], autorange="reversed",
-                   showgrid=False, zeroline=False, title=dict(text="layer")),
-        height=60 * n_layers + 180,
-    )
-    return _figure([trace], layout)
-
-
-def rollout_figure(rollout_weights: np.ndarray, src_tokens: Sequence[str], title: str = "") -> go.Figure:
-    """`(S, S)` attention rollout over the source as one heatmap.
-
-    Unlike raw maps the colour scale ends at the largest value: rollout spreads
-    mass over many tokens, and a fixed 0..1 scale would wash it out.
-    """
-    r = np.asarray(rollout_weights, dtype=np.float32)
-    zmax = float(r.max()) if r.size and r.max() > 0 else 1.0
-    return attention_heatmap(r, src_tokens, src_tokens, title or "Encoder attention rollout", zmax=zmax)
-
-
-def step_figure(
-    step_topk: Sequence[tuple[str, float]],
-    cross_row: np.ndarray,
-    src_tokens: Sequence[str],
-    chosen_token: str,
-    title: str = "",
-    k: int = 5,
-) -> go.Figure:
-    """One decoding step: top-k next-token probabilities (left) and the `(S,)` cross-attention row (right).
-
-    The chosen token's bar is highlighted; sampling may choose a token outside the top-k.
-    """
-    row = np.asarray(cross_row, dtype=np.float32)
-    if row.shape != (len(src_tokens),):
-        raise ValueError(f"cross_row shape {row.shape} != ({len(src_tokens)},)")
-    top = sorted(step_topk, key=lambda tp: tp[1], reverse=True)[:k]
-    tokens = [t for t, _ in top]
-    probs = [float(p) for _, p in top]
-    colors = [HIGHLIGHT_COLOR if t == chosen_token else TRAIN_COLOR for t in tokens]
-    bars = go.Bar(
-        x=probs, y=list(range(len(top))), orientation="h", marker=dict(color=colors),
-        customdata=[escape_label(choice_label(t)) for t in tokens], hovertemplate="%{customdata}: %{x:.1%}<extra></extra>",
-        texttemplate="%{x:.0%}", textposition="outside", showlegend=False,
-    )
-    attention = go.Bar(
-        x=list(range(len(src_tokens))), y=row, xaxis="x2", yaxis="y2", marker=dict(color=TRAIN_COLOR),
-        customdata=_labels(src_tokens), hovertemplate="%{customdata}: %{y:.1%}<extra></extra>", showlegend=False,
-    )
-    left, right = [0.0, 0.34], [0.44, 1.0]
-    layout = _layout(
-        title or f"Next token: {chosen_token}",
-        xaxis=dict(domain=left, anchor="y", range=[0, 1.15], tickformat=".0%", title=dict(text="probability")),
-        yaxis=dict(domain=[0, 1], anchor="x", autorange="reversed",
-                   **_token_axis(tokens) | dict(ticktext=[escape_label(choice_label(t)) for t in tokens])),
-        xaxis2=dict(domain=right, anchor="y2", tickangle=-45, **_token_axis(src_tokens)),
-        yaxis2=dict(domain=[0, 1], anchor="x2", range=[0, 1], tickformat=".0%", title=dict(text="cross-attention")),
-        annotations=[_panel_title(f"Top-{len(top)} next tokens", x=sum(left) / 2, y=1.02),
-                     _panel_title("Cross-attention over the source", x=sum(right) / 2, y=1.02)],
-        height=380,
-    )
-    return _figure([bars, attention], layout)
 
 
 # ----------------------------------------------------------------------------- training curves

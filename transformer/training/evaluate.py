@@ -70,7 +70,7 @@ def teacher_forced_loss(model: Transformer, batches) -> tuple[float, float]:
     model.eval()
     total, count = 0.0, 0
     for batch in batches:
-        logits = model(batch.src, batch.tgt_in)
+        logits = model(batch.src, batch.tgt_in).logits
         total += torch.nn.functional.cross_entropy(
             logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_id, reduction="sum"
         ).item()

@@ -120,7 +120,7 @@ def measure_roles(tr: Translator, sample: Sample, outputs: list[list[int]], alig
         src_ids, tgt_in, out_ids = src + [cfg.eos_id], [cfg.bos_id] + out, out + [cfg.eos_id]
         with torch.inference_mode():
             att = tr.model(torch.tensor([src_ids], device=tr.device), torch.tensor([tgt_in], device=tr.device),
-                           return_attention=True).attention
+                           output_attentions=True).attention
         maps = SentenceMaps(*(torch.stack([w[0] for w in ws]).float().cpu().numpy()
                               for ws in (att.encoder, att.decoder, att.cross)),
                             tr.tokenizer.ids_to_tokens(src_ids), src_ids, tr.tokenizer.ids_to_tokens(tgt_in), tgt_in,

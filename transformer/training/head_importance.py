@@ -38,7 +38,7 @@ def head_importance(model: Transformer, pairs: Sequence[tuple[list[int], list[in
             masks = {k: torch.ones(len(chunk), layers[k], cfg.n_heads, device=device, requires_grad=True)
                      for k in KINDS}
             with torch.enable_grad():
-                logits = model(src, tgt_in, head_mask=HeadMask(**masks))
+                logits = model(src, tgt_in, head_mask=HeadMask(**masks)).logits
                 nll = torch.nn.functional.cross_entropy(logits.float().transpose(1, 2), tgt_out,
                                                         ignore_index=cfg.pad_id, reduction="none")  # (B, T)
                 per_sentence = nll.sum(1) / (tgt_out != cfg.pad_id).sum(1)

@@ -111,12 +111,12 @@ def batch_loss(model: torch.nn.Module, batch: Batch, label_smoothing: float, bf1
     pad, device_type = core.config.pad_id, batch.src.device.type
     with hardware.training_attention(batch.src.device), torch.autocast(
             device_type, dtype=torch.bfloat16, enabled=bf16, cache_enabled=False if static_shape else None):
-        out = model(batch.src, batch.tgt_in, return_hidden=fused)  # (B, T, d_model) hidden, or (B, T, V) logits
+        out = model(batch.src, batch.tgt_in, project=not fused)  # the fused loss projects the hidden states itself
     if fused:
-        return linear_cross_entropy(out, core.generator.weight, batch.tgt_out, pad, label_smoothing,
+        return linear_cross_entropy(out.hidden, core.generator.weight, batch.tgt_out, pad, label_smoothing,
                                     torch.bfloat16 if bf16 else torch.float32, chunk_rows(batch.src.device),
                                     static_shape=static_shape)
-    return F.cross_entropy(out.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad,
+    return F.cross_entropy(out.logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad,
                            label_smoothing=label_smoothing, reduction="sum")
 
 

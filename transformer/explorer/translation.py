@@ -1,0 +1,42 @@
+"""The Translate press and another n-best candidate: validated, decoded through the batcher with whatever else is
+asked for at the same time, kept in the results store, and the attention payload the page draws."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import limits
+from .models import ModelService
+from .results import Result, run_translation, select_candidate, work_on
+from .views import result_payload
+
+
+class TranslateService:
+    """A sentence translated (with attention unless told not to), another candidate of a result, and the payload
+    of a result for the attention tab."""
+
+    def __init__(self, models: ModelService):
+        self.models = models
+
+    def translate(self, text: Any, method: Any, beam_size: Any, model: str | None,
+                  length_penalty: float, return_attention: bool = True) -> tuple[Result, str]:
+        """Validate and translate (with attention unless told not to), decoded with whatever else is asked for at
+        the same time: (Result, notice text for the user)."""
+        tr = self.models.translator(model)
+
+        def batched(text: str, **options: Any):
+            return self.models.batcher.translate(tr, text, **options, timeout_s=limits.REQUEST_TIMEOUT_S)
+
+        return run_translation(tr, model, text, method, beam_size, length_penalty, translate=batched,
+                               return_attention=return_attention)
+
+    def select(self, result: Result, index: Any) -> Result:
+        """Another n-best candidate of `result` (its attention: one teacher-forced pass, cached)."""
+        models = self.models
+        with models.results.using(result):
+            out = models.batcher.call(select_candidate, models.translator(result.model), result, index,
+                                      guard=models.results.lock, work=work_on(result))
+        return models.keep(out)
+
+    def payload(self, result: Result | None) -> dict[str, Any] | None:
+        """What the attention tab gets for a result: `views.result_payload` with its model's head analysis."""
+        return None if result is None else result_payload(result, self.models.heads(result.model))
