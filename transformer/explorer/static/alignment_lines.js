@@ -48,15 +48,18 @@ function rowPositions(n, m) {
 
 // The Plotly figure of an alignment: one line (a layout shape) per link, darker and wider as its weight grows,
 // the words as text at y = 1 (source) and y = 0 (translation), each word's links in its hover text.
-// `opts`: {title, fontSize, height, sourceName, targetName}.
+// `opts`: {title, fontSize, height (slanted words add their room), width (of the plot, in px), sourceName,
+// targetName}.
 function alignmentFigure(al, opts) {
-  const o = Object.assign({title: "", fontSize: 14, height: 360, sourceName: "source", targetName: "translation"},
-    opts || {});
+  const o = Object.assign({title: "", fontSize: 14, height: 360, width: 900, sourceName: "source",
+    targetName: "translation"}, opts || {});
   const xs = rowPositions(al.source.label.length, al.target.label.length);
   const xt = rowPositions(al.target.label.length, al.source.label.length);
   const n = Math.max(al.source.label.length, al.target.label.length);
-  const tilt = n > 10;  // long rows: words slanted so neighbours do not overlap
   const size = Math.max(9, Math.min(o.fontSize + 2, Math.floor(900 / Math.max(n, 1))));
+  // words slanted where the longest would not fit its share of the row (a character is about 0.6 em wide)
+  const longest = Math.max(0, ...al.source.label.concat(al.target.label).map((w) => String(w).length));
+  const tilt = n > 10 || longest * size * 0.6 > (o.width - 80) / Math.max(n, 1) * 0.92;
   const pct = (v) => `${(v * 100).toFixed(0)}%`;
   const shapes = al.links.map((l) => ({type: "line", xref: "x", yref: "y", x0: xs[l.source], y0: 1,
     x1: xt[l.target], y1: 0, layer: "below",
@@ -84,7 +87,7 @@ function alignmentFigure(al, opts) {
   const margin = tilt ? {l: 90, r: 90, t: 150, b: 110} : {l: 40, r: 40, t: 110, b: 50};
   const layout = {title: {text: o.title, x: 0.5, xanchor: "center", yref: "container", y: 1, yanchor: "top",
     pad: {t: 12}, font: {size: o.fontSize + 2}}, font: {size: o.fontSize}, paper_bgcolor: "white",
-  plot_bgcolor: "white", showlegend: false, hovermode: "closest", height: o.height, margin, shapes, annotations,
+  plot_bgcolor: "white", showlegend: false, hovermode: "closest", height: o.height + (tilt ? 140 : 0), margin, shapes, annotations,
   xaxis: {range: [0, 1], visible: false, fixedrange: true}, yaxis: {range: [-0.08, 1.08], visible: false,
     fixedrange: true}};
   return {data, layout};
