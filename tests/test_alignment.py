@@ -257,8 +257,8 @@ def test_every_read_out_the_page_can_show_carries_its_agreement():
     in 100; the mean of all (the page cannot show it) is left out; no scores, nothing."""
     from transformer.explorer.head_views import AGREEMENT, read_out_agreements
 
-    read_outs = [_read_out("head", 0, 1, "shifted", 9.0, (90.32, 87.6)), _read_out("layer", 1, None, "predicting", 12.0),
-                 _read_out("all", None, None, "predicting", 10.0, (99.0, 99.0))]
+    read_outs = [_read_out("head", 0, 1, "shifted", 9.0, (90.32, 87.6)),
+                 _read_out("layer", 1, None, "predicting", 12.0), _read_out("all", None, None, "predicting", 10.0, (99.0, 99.0))]
     said = read_out_agreements(_scores(read_outs[0], read_outs))
     assert said["read_outs"] == {"0|1|decoder input token": [90, 88], "1|-1|predicted token": [80, 70]}
     assert said["template"] == AGREEMENT.replace("{pairs}", "5")

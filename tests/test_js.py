@@ -76,6 +76,17 @@ ALIGNMENT_CASES = [
 ]
 
 
+def word_incidence(info: dict) -> np.ndarray:
+    """Which word each token of a payload axis (`payload.token_info`) belongs to, (tokens, words) of 0/1, as
+    alignment.piece_words says it for its words: the axis's word groups without <bos>/<eos>/<pad>."""
+    groups = sorted({g for g, s in zip(info["groups"], info["special"]) if not s})
+    out = np.zeros((len(info["groups"]), len(groups)))
+    for i, (g, s) in enumerate(zip(info["groups"], info["special"])):
+        if not s:
+            out[i, groups.index(g)] = 1.0
+    return out
+
+
 def python_alignment_cases() -> list[dict]:
     """Random cross maps over `ALIGNMENT_CASES` with the links alignment.py scores AER by (word_maps, then links_from)
     for both read-outs, over the payload's word groups, and each axis as the payload sends it. One row looks only
@@ -83,14 +94,7 @@ def python_alignment_cases() -> list[dict]:
     from transformer.explorer.payload import token_info
     from transformer.training import alignment
 
-    def incidence(info: dict) -> np.ndarray:  # the payload's words without specials, as piece_words would say
-        groups = sorted({g for g, s in zip(info["groups"], info["special"]) if not s})
-        out = np.zeros((len(info["groups"]), len(groups)))
-        for i, (g, s) in enumerate(zip(info["groups"], info["special"])):
-            if not s:
-                out[i, groups.index(g)] = 1.0
-        return out
-
+    incidence = word_incidence
     rng = np.random.default_rng(11)
     cases = []
     for name, src, out in ALIGNMENT_CASES:

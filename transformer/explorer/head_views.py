@@ -3,9 +3,9 @@
 `python -m transformer.training.head_analysis` writes `head_importance.json` and `head_roles.json` into a
 checkpoint directory. `head_info` reads what the attention tab needs per head (importance, role tags,
 every role's share, the read-out each cross-attention view opens on: `opening_read_outs`, and how far each
-read-out the page can show agrees with a person: `read_out_agreements`); `head_figures` draws the Heads tab: one importance heatmap per attention kind
-(role tags in the cells) above that kind's pruning curve (importance order, reverse, random), and a
-table of how many heads of each kind carry each role. Pure plotly and pandas, no gradio, no torch.
+read-out the page can show agrees with a person: `read_out_agreements`); `head_figures` draws the Heads tab:
+one importance heatmap per attention kind (role tags in the cells) above that kind's pruning curve (importance
+order, reverse, random), and a table of how many heads of each kind carry each role. Pure plotly and pandas, no gradio, no torch.
 """
 from __future__ import annotations
 

@@ -87,8 +87,8 @@ function alignmentFigure(al, opts) {
   const margin = tilt ? {l: 90, r: 90, t: 150, b: 110} : {l: 40, r: 40, t: 110, b: 50};
   const layout = {title: {text: o.title, x: 0.5, xanchor: "center", yref: "container", y: 1, yanchor: "top",
     pad: {t: 12}, font: {size: o.fontSize + 2}}, font: {size: o.fontSize}, paper_bgcolor: "white",
-  plot_bgcolor: "white", showlegend: false, hovermode: "closest", height: o.height + (tilt ? 140 : 0), margin, shapes, annotations,
-  xaxis: {range: [0, 1], visible: false, fixedrange: true}, yaxis: {range: [-0.08, 1.08], visible: false,
+  plot_bgcolor: "white", showlegend: false, hovermode: "closest", height: o.height + (tilt ? 140 : 0), margin,
+  shapes, annotations, xaxis: {range: [0, 1], visible: false, fixedrange: true}, yaxis: {range: [-0.08, 1.08], visible: false,
     fixedrange: true}};
   return {data, layout};
 }

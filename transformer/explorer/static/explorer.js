@@ -161,7 +161,8 @@ function initExplorer(root, props, watch) {
     let text = "";
     if (data && state.tab === "cross" && !showNorm()) {
       const [L, H] = mapsOf("cross").shape;
-      const layer = clampLayer(L), head = headOf(H), open = opensOn("cross"), said = data.heads && data.heads.agreements;
+      const layer = clampLayer(L), head = headOf(H), open = opensOn("cross");
+      const said = data.heads && data.heads.agreements;
       const numbers = said && said.read_outs[`${layer}|${head}|${state.rows}`];
       if (open && open.agreement && layer === open.layer && head === open.head && state.rows === open.rows) {
         text = open.agreement;
