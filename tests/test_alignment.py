@@ -252,6 +252,20 @@ def test_the_agreement_reads_its_numbers_and_says_nothing_without_them(tmp_path)
     assert agreement({"pairs": {"test": 5}}, anchor) == ""
 
 
+def test_every_read_out_the_page_can_show_carries_its_agreement():
+    """Heads and layer means of both rows, keyed as the page names its view, with their test precision and recall
+    in 100; the mean of all (the page cannot show it) is left out; no scores, nothing."""
+    from transformer.explorer.head_views import AGREEMENT, read_out_agreements
+
+    read_outs = [_read_out("head", 0, 1, "shifted", 9.0, (90.32, 87.6)),
+                 _read_out("layer", 1, None, "predicting", 12.0), _read_out("all", None, None, "predicting", 10.0, (99.0, 99.0))]
+    said = read_out_agreements(_scores(read_outs[0], read_outs))
+    assert said["read_outs"] == {"0|1|decoder input token": [90, 88], "1|-1|predicted token": [80, 70]}
+    assert said["template"] == AGREEMENT.replace("{pairs}", "5")
+    assert said["template"].format(precision=90, recall=88) == AGREEMENT.format(precision=90, recall=88, pairs=5)
+    assert read_out_agreements(None) is None and read_out_agreements({"pairs": {"test": 5}}) is None
+
+
 def test_the_heads_tab_says_what_the_cross_view_opens_on_and_how_far_it_agrees():
     """en-de's Heads tab figure carries the opening read-out and its agreement, as the page shows it."""
     from transformer.explorer.head_views import head_figures, head_info

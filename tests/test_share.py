@@ -177,3 +177,14 @@ def test_ordinary_unicode_in_link_text_is_kept():
     for text in ("Zoë lives in Tórshavn.", "My colleague 王芳 wrote.", "I wrote سلمى on the card."):
         view, notes = ViewState.from_query({"text": text})
         assert view.text == text and notes == []
+
+
+def test_the_alignment_drawing_round_trips_and_is_off_unless_asked():
+    """align=1 opens the cross view drawn as lines between words (static/alignment_lines.js); the link leaves it out
+    when it is off, and anything but a switch's value is refused with a note."""
+    view, notes = parse(text="My sister reads a book.", kind="cross", align="1")
+    assert notes == [] and view.align and view.client()["align"] is True
+    assert view.to_query()["align"] == "1" and parse(**view.to_query()) == (view, [])
+    assert "align" not in ViewState().client() and "align" not in ViewState().to_query()
+    view, notes = parse(kind="cross", align="lines")
+    assert not view.align and len(notes) == 1 and notes[0].startswith("align 'lines'") and "0 or 1" in notes[0]

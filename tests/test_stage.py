@@ -315,7 +315,7 @@ def test_cross_attention_opens_on_the_read_out_that_aligns_best():
         assert page.evaluate(checked) == "predicted token"  # the rows the cross default set are given back
         page.evaluate(f"{EXPLORER}.update({{tab: 'encoder'}})")
         page.wait_for_function(f"({title})('#focus-encoder').includes('layer 6 · mean over heads')")
-        # rows chosen on the cross view end its default: its layer and head stay, the note goes
+        # rows chosen on the cross view end its default: its layer and head stay, the note says that read-out's numbers
         page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
         page.wait_for_function(f"({checked}) === '{rows}'")
         other = next(r for r in ("decoder input token", "predicted token") if r != rows)
@@ -323,7 +323,11 @@ def test_cross_attention_opens_on_the_read_out_that_aligns_best():
         page.evaluate(f"{EXPLORER}.update({{tab: 'encoder'}})")
         page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
         page.wait_for_function(f"({title})('#focus-cross').includes('layer {best['layer'] + 1} · head {best['head'] + 1}')")
-        assert page.evaluate(checked) == other and note.is_hidden()
+        assert page.evaluate(checked) == other
+        said = heads["agreements"]
+        numbers = said["read_outs"][f"{best['layer']}|{-1 if best['head'] is None else best['head']}|{other}"]
+        assert note.text_content() == said["template"].format(precision=numbers[0], recall=numbers[1])
+        assert "eflomal" not in note.text_content()
         page.locator("#head select").select_option("2")
         page.evaluate(f"{EXPLORER}.update({{tab: 'encoder'}})")
         page.wait_for_function(f"({title})('#focus-encoder').includes('head 3')")

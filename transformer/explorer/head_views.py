@@ -2,9 +2,10 @@
 
 `python -m transformer.training.head_analysis` writes `head_importance.json` and `head_roles.json` into a
 checkpoint directory. `head_info` reads what the attention tab needs per head (importance, role tags,
-every role's share, the read-out each cross-attention view opens on: `opening_read_outs`); `head_figures` draws the Heads tab: one importance heatmap per attention kind
-(role tags in the cells) above that kind's pruning curve (importance order, reverse, random), and a
-table of how many heads of each kind carry each role. Pure plotly and pandas, no gradio, no torch.
+every role's share, the read-out each cross-attention view opens on: `opening_read_outs`, and how far each
+read-out the page can show agrees with a person: `read_out_agreements`); `head_figures` draws the Heads tab:
+one importance heatmap per attention kind (role tags in the cells) above that kind's pruning curve (importance
+order, reverse, random), and a table of how many heads of each kind carry each role. Pure plotly and pandas, no gradio, no torch.
 """
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def head_info(directory: Path | None) -> dict[str, Any] | None:
         kinds = {kind: {"importance": importance["importance"][kind], "tags": roles["kinds"][kind]["tags"],
                         "shares": roles["kinds"][kind]["shares"]} for kind in KINDS}
         return {"kinds": kinds, "names": roles["names"], "thresholds": roles["thresholds"], "codes": ROLE_CODES,
-                "opens_on": opening_read_outs(directory, kinds["cross"])}
+                "opens_on": opening_read_outs(directory, kinds["cross"]),
+                "agreements": read_out_agreements(read_alignment(directory))}
     except (KeyError, TypeError):
         log.warning("incomplete head analysis in %s", directory)
         return None
@@ -143,14 +145,47 @@ def _in_100(value: Any) -> int:
     return int(round(float(value)))
 
 
+AGREEMENT = ("Of the links this map draws, {precision} in 100 are ones a person also drew; of a person's links, it "
+             "finds {recall} in 100 (our own {pairs} test sentences).")
+
+
+def _agreement_of(read_out: dict[str, Any], scores: dict[str, Any]) -> str:
+    """One read-out's precision and recall on the gold set's test part, in plain words (KeyError, TypeError or
+    ValueError when the scores lack them)."""
+    test = read_out["test"]
+    return AGREEMENT.format(precision=_in_100(test["precision"]), recall=_in_100(test["recall"]),
+                            pairs=int(scores["pairs"]["test"]))
+
+
+def read_out_agreements(scores: dict[str, Any] | None) -> dict[str, Any] | None:
+    """How far each read-out the page can show agrees with a person, for the line the cross view shows under the
+    controls whichever read-out is on screen: {"template": AGREEMENT with {precision} and {recall} left for the
+    page, "read_outs": {"layer|head|rows": [precision, recall]}} (head -1: the mean over heads; rows as the row
+    labels say), each in 100 on the gold set's test part. The opening read-out's sentence, with eflomal's
+    figures, is `opening_read_outs`'s. None without scores."""
+    if not isinstance(scores, dict):
+        return None
+    try:
+        template = AGREEMENT.replace("{pairs}", str(int(scores["pairs"]["test"])))
+        shown = {}
+        for read_out in scores["read_outs"]:
+            view = _shown(read_out)
+            if view is not None:
+                test = read_out["test"]
+                shown[f"{view['layer']}|{view['head']}|{view['rows']}"] = [_in_100(test["precision"]),
+                                                                          _in_100(test["recall"])]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        log.warning("incomplete %s", ALIGNMENT_FILE)
+        return None
+    return {"template": template, "read_outs": shown} if shown else None
+
+
 def agreement(scores: dict[str, Any], anchor_path: Path = ANCHOR_FILE) -> str:
     """How far the read-out the cross view opens on agrees with a person, in plain words: its precision and
     recall on the gold set's test part, and eflomal's on the same sentences where the anchor was run on them
     (bench/alignment_anchor.py); "" when the scores say too little."""
     try:
-        test, pairs = scores["best"]["test"], int(scores["pairs"]["test"])
-        text = (f"Of the links this map draws, {_in_100(test['precision'])} in 100 are ones a person also drew; "
-                f"of a person's links, it finds {_in_100(test['recall'])} in 100 (our own {pairs} test sentences).")
+        text = _agreement_of(scores["best"], scores)
     except (KeyError, TypeError, ValueError):
         return ""
     try:

@@ -40,6 +40,11 @@ def _view(view_id: str, inner: str = PLOT) -> str:
     return f'<div id="{view_id}" class="view"><p class="message" hidden></p>{inner}</div>'
 
 
+# the cross view's switch between its map and an aligner's drawing of it (static/alignment_lines.js; a link's align=1)
+ALIGN_SWITCH = ('<label id="align" class="control"><input type="checkbox"> Draw as a word alignment: a line from '
+                'each translated word to the source word it looks at most</label>')
+
+
 def _kind_panel(kind: str) -> str:
     rollout = ""
     if kind == "encoder":
@@ -47,6 +52,7 @@ def _kind_panel(kind: str) -> str:
                    'up in each position</h2>' + _view("rollout"))
     return (
         f'<div role="tabpanel" id="panel-{kind}" data-tab="{kind}" aria-labelledby="tab-{kind}">'
+        + (ALIGN_SWITCH if kind == "cross" else "") +
         f'<div class="focus-row">{_view(f"focus-{kind}", SAVE_BUTTONS + PLOT)}'
         f'<div class="side"><h2 class="view-label">Heads: low numbers look at few words, high numbers spread out. '
         f'Click a cell (or press Enter on it) to show that head; the layer label shows the layer&rsquo;s average. '
@@ -98,7 +104,7 @@ def html_template() -> str:
 def js_on_load() -> str:
     """explorer.js plus the call that starts it on the component (`element`, `props`, `watch` from gr.HTML);
     it asks the server for a model pass (heads switched off, norms) with gr.HTML's `trigger("rerun", ...)`."""
-    scripts = ("inflate.js", "transforms.js", "explorer.js")  # the pure parts first: explorer.js calls them
+    scripts = ("inflate.js", "transforms.js", "alignment_lines.js", "explorer.js")  # the pure parts first
     return share_js() + "".join((STATIC_DIR / name).read_text(encoding="utf-8") for name in scripts) + \
         "\ninitExplorer(element, props, watch);\n"
 

@@ -23,6 +23,9 @@ URL parameters (all optional; layer and head are 1-based as on screen):
     measure         weight | norm (Kobayashi et al.'s ‖α f(x)‖, row-normalised)
     step            1..MAX_STEP: the decoding step the steps view shows (kind=steps; the page clamps it to
                     the translation's length)
+    align           0 | 1: the cross view drawn the way aligners draw an alignment (the two sentences as rows of
+                    words, a line from each translation word to the source word its row weighs most) instead of
+                    its map; the rows of the kind on screen say which read-out (static/alignment_lines.js)
     cell            QUERY.KEY, e.g. 7.6: the cell of the map on screen whose weight the inside panel explains,
                     as token positions counting from 1 with <bos>/<eos> counted (a map's full axes, as
                     "hide special tokens" off shows them); only on the attention tab with kind encoder,
@@ -56,7 +59,7 @@ KINDS = ATTENTION_KINDS  # the three attention kinds of a translation
 VIEW_KINDS = KINDS + ("steps",)  # the attention tab's views (explorer.js `state.tab`)
 ROWS_CODES = {"input": ROWS_INPUT, "predicted": ROWS_PREDICTED}
 PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "layer", "head", "rows", "hide",
-          "merge", "present", "off", "measure", "yours", "step", "cell")
+          "merge", "present", "off", "measure", "yours", "step", "cell", "align")
 MEASURES = ("weight", "norm")  # what the attention maps show: α, or ‖α f(x)‖
 KIND_CODES = {"e": "encoder", "d": "decoder", "c": "cross"}  # `off`'s kind letters
 _BOOLS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
@@ -77,7 +80,8 @@ class ViewState:
     static/explorer.js (`client()` is its initial value): `kind` (an attention kind or "steps"),
     `layer` (0-based; None: the last), `head` (MEAN_HEADS: the mean), `rows`, `hide_special`,
     `merge_subwords`, `step` (1-based; in URLs of the steps view), `cell` (the (query, key) token positions,
-    0-based, of the cell the inside panel explains once the link's translation is on screen).
+    0-based, of the cell the inside panel explains once the link's translation is on screen), `align` (the
+    cross view drawn as an alignment).
     """
 
     text: str = ""
@@ -99,6 +103,7 @@ class ViewState:
     measure: str = "weight"
     yours: str = ""  # a translation of one's own to score (the "Your translation" box)
     cell: tuple[int, int] | None = None  # (query, key), 0-based: the clicked cell of the inside panel
+    align: bool = False  # the cross view as lines between words (an aligner's drawing) instead of a map
 
     def client(self) -> dict[str, Any]:
         """The browser-side fields under the names explorer.js uses (`off` and `measure` when not the default)."""
@@ -110,6 +115,8 @@ class ViewState:
             client["measure"] = self.measure
         if self.cell is not None:
             client["cell"] = list(self.cell)
+        if self.align:
+            client["align"] = True
         return client
 
     def to_query(self) -> dict[str, str]:
@@ -123,7 +130,8 @@ class ViewState:
                  "present": str(int(self.present)), "off": off_text(self.off),
                  "measure": "" if self.measure == "weight" else self.measure, "yours": self.yours,
                  "step": str(self.step) if self.kind == "steps" and self.step > 1 else "",
-                 "cell": "" if self.cell is None else f"{self.cell[0] + 1}.{self.cell[1] + 1}"}
+                 "cell": "" if self.cell is None else f"{self.cell[0] + 1}.{self.cell[1] + 1}",
+                 "align": "1" if self.align else ""}
         return {k: v for k, v in query.items() if v != ""}
 
     @classmethod
@@ -258,7 +266,8 @@ def _read_decoding(view: ViewState, values: Mapping[str, str]) -> list[str]:
 
 
 def _read_toggles(view: ViewState, values: Mapping[str, str]) -> list[str]:
-    """`rows` (input | predicted), `step` and the switches `hide`, `merge` and `present` (0 | 1, or the like)."""
+    """`rows` (input | predicted), `step` and the switches `hide`, `merge`, `present` and `align` (0 | 1, or the
+    like)."""
     notes = []
     if "rows" in values:
         if values["rows"] in ROWS_CODES:
@@ -266,7 +275,8 @@ def _read_toggles(view: ViewState, values: Mapping[str, str]) -> list[str]:
         else:
             notes.append(_ignored(values, "rows", "must be input or predicted"))
     notes += _read_whole(view, values, "step", "step", limits.MAX_STEP)
-    for key, attr in (("hide", "hide_special"), ("merge", "merge_subwords"), ("present", "present")):
+    for key, attr in (("hide", "hide_special"), ("merge", "merge_subwords"), ("present", "present"),
+                      ("align", "align")):
         if key in values:
             if values[key].lower() in _BOOLS:
                 setattr(view, attr, _BOOLS[values[key].lower()])

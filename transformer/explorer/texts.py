@@ -18,7 +18,9 @@ look at. The darker a square, the more the row's word looks at the column's word
 * **Cross-attention** (where writing meets reading): each German word looks back at the English sentence.
   This is where you can often see which English word a German word comes from. It opens on the map that
   agrees best with the links a person draws between the words of a sentence and its translation, where the
-  model has been checked against them; the line under the controls says how far.
+  model has been checked against them; the line under the controls says how far, for whichever map is shown.
+  **Draw as a word alignment** shows the same map the way word aligners draw one: the English sentence in a
+  row above, the German below, and a line from each German word to the English word it looks at most.
 * **Rows labelled by the word they write**: each decoder row is named after the word the model writes at
   that step ("predicted token"). The model reads the word before it (the "decoder input token"); the
   other naming is one click away.

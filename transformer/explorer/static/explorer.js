@@ -153,15 +153,23 @@ function initExplorer(root, props, watch) {
     state.head = MEAN;
   }
 
-  // how far the read-out the cross view opens on agrees with a person: said while that read-out is on screen
+  // how far the cross read-out on screen agrees with a person (alignment.json: the opening one's sentence with
+  // eflomal's figures, any other head or layer mean from head_views.read_out_agreements); weights only
   function showAgreement() {
     const note = $("#agreement");
     if (!note) return;
-    const open = opensOn("cross");
-    const on = Boolean(open && open.agreement && state.tab === "cross" && state.layer === open.layer &&
-      state.head === open.head && state.rows === open.rows && !showNorm());
-    note.textContent = on ? open.agreement : "";
-    note.hidden = !on;
+    let text = "";
+    if (data && state.tab === "cross" && !showNorm()) {
+      const [L, H] = mapsOf("cross").shape;
+      const layer = clampLayer(L), head = headOf(H), open = opensOn("cross");
+      const said = data.heads && data.heads.agreements;
+      const numbers = said && said.read_outs[`${layer}|${head}|${state.rows}`];
+      if (open && open.agreement && layer === open.layer && head === open.head && state.rows === open.rows) {
+        text = open.agreement;
+      } else if (numbers) text = said.template.replace("{precision}", numbers[0]).replace("{recall}", numbers[1]);
+    }
+    note.textContent = text;
+    note.hidden = !text;
   }
   const clampLayer = (n) => Math.min(Math.max(state.layer, 0), n - 1);
   const headOf = (n) => (state.head < n ? state.head : MEAN);
@@ -251,9 +259,12 @@ function initExplorer(root, props, watch) {
     if (!data || !plot || !plot.data || !window.Plotly) return;
     const esc = (t) => String(t).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
     const title = `${esc(data.source)} \u2192 ${esc(data.translation)}<br>${plot.layout.title.text}`;
+    // an alignment drawing keeps room for its slanted words above and below its rows
+    const margin = plot.__alignment ? {l: 140, r: 140, t: 300, b: 180} : {l: 90, r: 40, t: 220, b: 40};
     const layout = Object.assign({}, plot.layout, {width: 1920, height: 1080,
-      title: Object.assign({}, plot.layout.title, {text: title}), margin: {l: 90, r: 40, t: 220, b: 40}});
-    const name = `attention-${state.tab}-layer${state.layer + 1}-${state.head < 0 ? "mean" : `head${state.head + 1}`}`;
+      title: Object.assign({}, plot.layout.title, {text: title}), margin});
+    const what = plot.__alignment ? "alignment" : "attention";
+    const name = `${what}-${state.tab}-layer${state.layer + 1}-${state.head < 0 ? "mean" : `head${state.head + 1}`}`;
     window.Plotly.downloadImage({data: plot.data, layout, config: PLOT_CONFIG},
       {format: button.dataset.format, width: 1920, height: 1080, filename: name});
   }
@@ -290,16 +301,43 @@ function initExplorer(root, props, watch) {
     plot.setAttribute("role", "img");  // the map's text alternative: what it is and its strongest link
     plot.setAttribute("aria-label", describe(view));
     plot.__view = view;  // for tests: what is drawn, before Plotly touches it
+    plot.__alignment = null;
   }
 
   // ---- the views
   function drawFocus(kind, view) {
     if (view.message) { setMessage(`focus-${kind}`, view.message); return; }
+    if (kind === "cross" && state.align) { drawAlignment(); return; }
     view.measure = showNorm() ? "norm" : "weight";
     heatmap(`focus-${kind}`, view, 1, (plot) => {  // once drawn: Plotly adds `on` to the map it drew
       if (plot.removeAllListeners) plot.removeAllListeners("plotly_click");
       plot.on("plotly_click", (e) => cellClicked(kind, e));
     });
+  }
+
+  // the cross view as aligners draw an alignment (static/alignment_lines.js): the read-out on screen, its words
+  // whatever the hide and merge switches say (links are between words, specials are never words)
+  function drawAlignment() {
+    const plot = setMessage("focus-cross", null);
+    const arr = mapsOf("cross"), [L, H] = arr.shape, layer = clampLayer(L), head = headOf(H);
+    const [q, k] = kindAxes("cross");
+    const al = wordAlignment(headMap(arr, layer, head), q.info, k.info);
+    const title = `${TITLES.cross} · layer ${layer + 1} · ${headLabel(head)} · word alignment${suffix()}` +
+      (showNorm() ? " · norm \u2016\u03b1 f(x)\u2016" : "");
+    const figure = alignmentFigure(al, {title, fontSize: fontSize(), width: plot.clientWidth || 600,
+      height: present() ? 440 : 380});
+    const draw = (plot.__draw || 0) + 1;  // as heatmap(): data-drawn says this drawing is on screen
+    plot.__draw = draw;
+    plot.dataset.drawn = "";
+    withPlotly((plotly) => plotly.react(plot, figure.data, figure.layout, PLOT_CONFIG).then(() => {
+      if (plot.__draw !== draw) return;
+      if (plot.removeAllListeners) plot.removeAllListeners("plotly_click");  // no cell to explain here
+      plot.dataset.drawn = String(draw);
+    }));
+    plot.setAttribute("role", "img");
+    plot.setAttribute("aria-label", describeAlignment(al, title));
+    plot.__view = null;
+    plot.__alignment = al;  // for tests: the links drawn
   }
 
   // a click on a cell of the focus map: the inside panel (static/inside.js) shows how that weight is computed
@@ -573,6 +611,7 @@ function initExplorer(root, props, watch) {
     $$("#rows input").forEach((r) => { r.checked = r.value === state.rows; });
     $("#hide input").checked = state.hide;
     $("#merge input").checked = state.merge;
+    $("#align input").checked = Boolean(state.align);
     $$("#measure input").forEach((r) => { r.checked = r.value === state.measure; });
     $("#ablate input").checked = offMode;
     $("#heads-on").disabled = !state.off.length;
@@ -638,7 +677,8 @@ function initExplorer(root, props, watch) {
     const draw = (id, key, fn) => { if (drawn[id] !== key) { fn(); drawn[id] = key; } };
     if (KINDS.includes(state.tab)) {
       const kind = state.tab;
-      draw(`focus-${kind}`, `${common}|${pick}`, () => drawFocus(kind, focus[kind]));
+      draw(`focus-${kind}`, `${common}|${pick}|${kind === "cross" && Boolean(state.align)}`,
+        () => drawFocus(kind, focus[kind]));
       afterPaint(() => {  // the views below the focus view follow once it is on screen
         draw(`grid-${kind}`, `${data.rev}|${pick}|${offKey(state.off)}|${offMode}`, () => drawSummary(kind));
         draw(`model-${kind}`, `${common}|${pick}|${$(`#model-${kind}`).clientWidth}`, () => drawModel(kind));
@@ -657,7 +697,7 @@ function initExplorer(root, props, watch) {
 
   function update(changes) {
     // another map (or heads off): the cell the inside panel explains is no longer on screen, nor in the link
-    if (["tab", "layer", "head", "merge", "off"].some((key) => key in changes)) state.cell = null;
+    if (["tab", "layer", "head", "merge", "off", "align"].some((key) => key in changes)) state.cell = null;
     Object.assign(state, chosen(changes));
     render();
     share.sync();
@@ -705,6 +745,7 @@ function initExplorer(root, props, watch) {
   $$("#rows input").forEach((r) => r.addEventListener("change", (e) => update({rows: e.target.value})));
   $("#hide input").addEventListener("change", (e) => update({hide: e.target.checked}));
   $("#merge input").addEventListener("change", (e) => update({merge: e.target.checked}));
+  $("#align input").addEventListener("change", (e) => update({align: e.target.checked}));
   $("#step input").addEventListener("input", (e) => update({step: Number(e.target.value)}));
   $$("[role=tab]").forEach((tab) => tab.addEventListener("click", () => update({tab: tab.dataset.tab})));
   $$(".tablist").forEach((list) => list.addEventListener("keydown", (e) => {

@@ -9,7 +9,7 @@ function attentionView() {
   if (window.__attention) return [window.__attention, false];
   // auto: no layer or head chosen yet (each kind opens on its default: explorer.js autoPick)
   const state = {tab: "encoder", layer: null, head: -1, auto: true, rows: "predicted token", hide: false,
-    merge: false, step: 1, off: [], measure: "weight", cell: null, linkedCell: null};
+    merge: false, step: 1, off: [], measure: "weight", cell: null, linkedCell: null, align: false};
   const view = {state, explorer: null};
   view.viewJson = () => JSON.stringify({kind: state.tab, layer: state.layer, head: state.head, rows: state.rows});
   view.share = makeShare(state);
@@ -24,6 +24,7 @@ function attentionView() {
     if (["decoder input token", "predicted token"].includes(v.rows)) state.rows = v.rows;
     if (typeof v.hide === "boolean") state.hide = v.hide;
     if (typeof v.merge === "boolean") state.merge = v.merge;
+    state.align = v.align === true;  // the cross view as an alignment drawing (sent only when on)
     if (Array.isArray(v.off)) state.off = v.off;  // validated by the server (share.py), like the rest
     if (["weight", "norm"].includes(v.measure)) state.measure = v.measure;
     // a linked cell: explorer.js asks the inside panel for it once the link's translation is drawn
@@ -75,6 +76,7 @@ function makeShare(state) {
     p.set("rows", state.rows === "predicted token" ? "predicted" : "input");
     p.set("hide", state.hide ? "1" : "0");
     p.set("merge", state.merge ? "1" : "0");
+    if (state.align) p.set("align", "1");  // left out when off, as ViewState.to_query does
     const codes = {encoder: "e", decoder: "d", cross: "c"};
     const off = (state.off || []).map((h) => `${codes[h[0]]}${h[1] + 1}.${h[2] + 1}`).sort();
     if (off.length) p.set("off", off.join(","));
