@@ -84,3 +84,36 @@ def test_presentation_mode_shows_the_step_translation_the_notes_and_copy_link(se
         assert on_screen(box(page, "#learn-translation"), 1280, 720), box(page, "#learn-translation")
         assert errors == []
         page.close()
+
+
+# ----------------------------------------------------------------------------- views that open where their point shows
+
+
+def test_greedy_against_beam_and_your_translation_open_on_cross_attention(server):
+    """Lesson link 8 (tab=compare, no kind) and a compare link that names the encoder open greedy against beam on
+    cross-attention, and the encoder is not offered there (one source: its maps are the same on both sides).
+    A `yours` link without a kind, and Score pressed on the encoder view, show cross-attention (the encoder
+    does not read the German)."""
+    with chromium() as browser:
+        for params in ({"tab": "compare"}, {"tab": "compare", "kind": "encoder"}):
+            page, (_, _, errors) = open_at(browser, link(server, **params), 1280, 720)
+            page.wait_for_selector("#compare-panel[data-ready^='compare-']")
+            assert page.locator("#compare-kind select").input_value() == "cross", params
+            options = page.locator("#compare-kind select option").evaluate_all("(os) => os.map((o) => o.value)")
+            assert "encoder" not in options, options
+            assert errors == []
+            page.close()
+        page, (_, _, errors) = open_at(browser, link(server, yours="e d c b a"), 1280, 720)
+        page.wait_for_function(f"({READY})('#yours-panel').startsWith('scored-')")
+        assert page.evaluate(f"{EXPLORER}.state.tab") == "cross"
+        page.close()
+        page, (_, _, errors) = open_at(browser, link(server, kind="encoder"), 1280, 720)
+        views_drawn(page)
+        page.locator("#yours textarea, #yours input").first.fill("e d c b a")
+        page.locator("#yours-score").click()
+        page.wait_for_function(f"({READY})('#yours-panel').startsWith('scored-')")
+        page.wait_for_function(f"{EXPLORER}.state.tab === 'cross'")
+        views_drawn(page)
+        assert page.locator("#focus-cross .plot").is_visible()
+        assert errors == []
+        page.close()

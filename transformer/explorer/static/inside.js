@@ -221,6 +221,17 @@ function initYours(root, props, watch) {
     panel.__value = v;
     panel.dataset.ready = `scored-${v.tokens.length}-${t.fmt(v.log_prob, 4)}`;
   }
+  // Score (button or Enter): the encoder's maps do not depend on the German, so its view would show no change;
+  // the maps go to cross-attention, where one's own translation is read against the source
+  const toCross = () => {
+    const explorer = attentionView()[0].explorer;
+    if (explorer && explorer.state.tab === "encoder") explorer.update({tab: "cross"});
+  };
+  document.addEventListener("click", (e) => { if (e.target.closest && e.target.closest("#yours-score")) toCross(); },
+    true);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && e.target.closest && e.target.closest("#yours")) toCross();
+  }, true);
   watch("value", render);
   render();
 }
