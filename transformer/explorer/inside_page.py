@@ -74,7 +74,9 @@ def learn_template() -> str:
         "</div>"
         '<p id="learn-error" class="warn"></p>'
         '<p class="note">Source: <span id="learn-source"></span></p>'
-        '<p id="learn-translation" class="caption"></p><p id="learn-score" class="note"></p>'
+        # "At this step": the side column's translation box keeps the finished model's, which reads differently
+        '<p class="caption"><span class="note">At this step: </span><span id="learn-translation"></span></p>'
+        '<p id="learn-score" class="note"></p>'
         '<div class="controls">' + select.format("kind", "Attention", kinds) + select.format("layer", "Layer", "")
         + select.format("head", "Head", "") + "</div>"
         '<div id="learn-map" class="plot"></div>'

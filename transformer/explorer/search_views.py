@@ -182,6 +182,8 @@ def compare_value(session: CompareSession, data: Any = None) -> dict[str, Any]:
     a, b = session.attentions
     kind = data.get("kind") if isinstance(data, Mapping) else None
     kind = kind if kind in COMPARE_KINDS else "cross"
+    if session.mode == "methods" and kind == "encoder":
+        kind = "cross"  # one source decoded two ways: the encoder's maps are the same on both sides
     maps_a, maps_b = getattr(a, kind), getattr(b, kind)
     n_layers, n_heads = min(maps_a.shape[0], maps_b.shape[0]), min(maps_a.shape[1], maps_b.shape[1])
     kind, layer, head, rows = pick_view({**(dict(data) if isinstance(data, Mapping) else {}), "kind": kind},

@@ -152,6 +152,10 @@ class ViewState:
         notes += _read_texts(view, values)
         notes += _drop_overlong(values)
         notes += _read_choices(view, values, models, default_model)
+        if values.get("kind") not in VIEW_KINDS and (view.tab == "compare" or view.yours):
+            # the encoder reads only the English: the same on both sides of greedy against beam, and the same
+            # whatever German one scores; cross-attention is where either difference shows
+            view.kind = "cross"
         notes += _read_decoding(view, values)
         notes += _read_toggles(view, values)
         # the model is settled now, and its size bounds the layer and the head

@@ -44,6 +44,9 @@ def build_controls(view: ViewState, examples: list[str], models: list[str],
     the translation box, which `build_results` files with the other results)."""
     src = gr.Textbox(label="Source sentence (press Enter to translate)", lines=1, max_lines=4,
                      placeholder="Type a sentence, e.g. " + placeholder, elem_id="source", autofocus=True)
+    # one Tab from the sentence to the map (explorer.js focuses it), not a walk through the whole side column
+    gr.HTML('<button type="button" class="skip-link">Go to the map</button>', elem_id="skip-to-map",
+            apply_default_css=False, padding=False)
     with gr.Row(elem_id="translate-row"):
         translate = gr.Button("Translate", variant="primary", elem_id="translate", scale=2, min_width=120)
         api = gr.Button(visible=False)  # the /translate API's own event (app.py, wire_translation)
@@ -74,7 +77,7 @@ def build_results(translation: gr.Textbox, serving_note: str, nbest: Any,
         notice = gr.Textbox(label="Notes", interactive=False, elem_id="notice", value=serving_note)
         with gr.Column(elem_id="nbest-row"):
             table = gr.Dataframe(value=nbest, label=texts.NBEST_LABEL, interactive=False,
-                                 elem_id="nbest", wrap=True, column_widths=["8%", "50%", "16%", "14%", "12%"])
+                                 elem_id="nbest", wrap=True, column_widths=["7%", "32%", "20%", "18%", "23%"])
             with gr.Row():
                 candidate = gr.Dropdown(choices=choices, value=0, type="value",
                                         label="Candidate shown", interactive=False, elem_id="candidate", min_width=160)

@@ -83,6 +83,7 @@ preferring short ones.
 
 LENGTH_PENALTY_INFO = ("How much the search favours longer translations (0 = not at all); starts at the value that "
                        "scored best on held-out sentences")
-NBEST_LABEL = ("Other translations the search found, best first, each once at its best score (spellings: how many "
-               "other ways of cutting it into pieces the search also found; the tree shows them all). Click a row "
-               "to look at it")
+NBEST_LABEL = ("Other translations the search found, best first, each once at its best score (log-prob.: the "
+               "translation's log-probability; score: the same per length, which the search ranks by; spellings: how "
+               "many other ways of cutting it into pieces the search also found; the tree shows them all). Click a "
+               "row to look at it")

@@ -49,7 +49,8 @@ def distinct_candidates(result: Result) -> list[tuple[int, int]]:
     return [(i, counts[text]) for text, i in first.items()]
 
 
-NBEST_COLUMNS = ["#", "translation", "log-probability", "score (length-normalised)", "spellings"]
+# short headers: the side column is narrow, and the label (texts.NBEST_LABEL) says what each one is
+NBEST_COLUMNS = ["#", "translation", "log-prob.", "score", "spellings"]
 
 
 def nbest_table(result: Result | None) -> pd.DataFrame:
@@ -58,8 +59,9 @@ def nbest_table(result: Result | None) -> pd.DataFrame:
     if result is None:
         return pd.DataFrame(columns=NBEST_COLUMNS)
     cands = result.translation.candidates
-    rows = [[i + 1, cands[i].text, round(cands[i].log_prob, 3), round(cands[i].score, 3), n]
-            for i, n in distinct_candidates(result)]
+    # numbered by rank, 1, 2, 3...: the candidates' own numbers skip the other spellings left out (1, 4, 5)
+    rows = [[rank + 1, cands[i].text, round(cands[i].log_prob, 2), round(cands[i].score, 2), n]
+            for rank, (i, n) in enumerate(distinct_candidates(result))]
     return pd.DataFrame(rows, columns=NBEST_COLUMNS)
 
 
@@ -83,7 +85,8 @@ def candidate_choices(result: Result | None) -> list[tuple[str, int]]:
     if result is None:
         return [("1", 0)]
     cands = result.translation.candidates
-    return [(f"{i + 1}: {cands[i].text[:60] or '(empty)'}", i) for i, _ in distinct_candidates(result)]
+    return [(f"{rank + 1}: {cands[i].text[:60] or '(empty)'}", i)  # numbered as the n-best table's rows
+            for rank, (i, _) in enumerate(distinct_candidates(result))]
 
 
 
@@ -96,11 +99,15 @@ def result_payload(result: Result | None, heads: dict[str, Any] | None = None) -
     ablation = None
     if result.off and result.base is not None:
         ablation = {"off": [list(h) for h in result.off], "unmasked": result.base.translation.text}
-    return attention_payload(result.attention, model=result.model, candidate=result.candidate,
-                             n_candidates=len(result.translation.candidates), source=result.source,
-                             translation=result.translation.candidates[result.candidate].text,
-                             norms=result.norm, ablation=ablation, heads=heads,
-                             entities=result.translation.entities)
+    payload = attention_payload(result.attention, model=result.model, candidate=result.candidate,
+                                n_candidates=len(result.translation.candidates), source=result.source,
+                                translation=result.translation.candidates[result.candidate].text,
+                                norms=result.norm, ablation=ablation, heads=heads,
+                                entities=result.translation.entities)
+    # the candidate's number in the n-best table and the selector (its rank among distinct translations)
+    ranks = [i for i, _ in distinct_candidates(result)]
+    payload["rank"] = ranks.index(result.candidate) if result.candidate in ranks else result.candidate
+    return payload
 
 
 

@@ -174,7 +174,8 @@ function initExplorer(root, props, watch) {
   const clampLayer = (n) => Math.min(Math.max(state.layer, 0), n - 1);
   const headOf = (n) => (state.head < n ? state.head : MEAN);
   const headLabel = (h) => (h < 0 ? "mean over heads" : `head ${h + 1}`);
-  const suffix = () => (data.candidate ? ` · candidate ${data.candidate + 1}` : "");
+  // numbered as in the n-best table (`rank`: the distinct translations' order; older payloads have none)
+  const suffix = () => (data.candidate ? ` · candidate ${(Number.isInteger(data.rank) ? data.rank : data.candidate) + 1}` : "");
 
   // explorer.focus_view's arrays: one layer and head (or the mean) of one kind, transformed
   function focusData(kind) {
@@ -215,6 +216,27 @@ function initExplorer(root, props, watch) {
     return Object.assign({tickmode: "array", tickvals: labels.map((_, i) => i), ticktext: labels,
       tickfont: {size: Math.max(8, Math.min(present() ? 20 : 14, Math.floor(420 / Math.max(n, 1))))},
       showgrid: false, zeroline: false, automargin: true}, extra);
+  }
+
+  // Tick labels that never run into each other, however many columns (the best viewers thin their axes the
+  // same way): the font follows the cell's size down to 10 px, slanted column labels stand upright when their
+  // slant leaves too little room between them, and past that only every k-th label is written; every cell still
+  // names its row and column on hover. `cell`: a cell's side in px; `angle`: the slant asked for. Returns what
+  // it chose (a key).
+  function legibleLabels(layout, view, cell, angle) {
+    cell = Math.max(cell, 1);
+    const x = layout.xaxis, y = layout.yaxis;
+    const size = Math.max(10, Math.min(present() ? 20 : 14, Math.floor(cell * 0.9)));
+    const room = 1.25 * size;  // a line of text, with a little air
+    const slant = Math.abs(Math.sin(angle * Math.PI / 180));
+    x.tickangle = cell * slant >= room ? angle : -90;
+    const step = Math.ceil(room / cell);
+    const thin = (labels) => (step > 1 ? labels.map((t, i) => (i % step ? "" : t)) : labels);
+    x.tickfont = {size};
+    y.tickfont = {size};
+    x.ticktext = thin(view.k.label);
+    y.ticktext = thin(view.q.label);
+    return `${size}|${x.tickangle}|${step}`;
   }
 
   function baseLayout(title, extra) {
@@ -287,19 +309,45 @@ function initExplorer(root, props, watch) {
       coloraxis: {cmin: 0, cmax: zmax, colorscale: data.colorscale,
         colorbar: {title: {text: measure === "weight" ? "weight" : "norm share"}, tickformat: ".0%", thickness: 14}},
       height: mapHeight(plot, n),
+      width: plot.clientWidth || undefined,  // the width of the place it has now (see resized, below)
     });
     layout.margin = big ? {l: 50, r: 10, t: 125, b: 10} : {l: 60, r: 30, t: 150, b: 30};
+    if (window.innerWidth <= 760) {  // a phone (explorer.css): the title wraps, a thin colour bar, small margins
+      layout.xaxis.title = {text: ""};
+      layout.yaxis.title = {text: ""};
+      layout.coloraxis.colorbar = Object.assign(layout.coloraxis.colorbar, {thickness: 10, title: {text: ""}});
+      layout.title.text = layout.title.text.replace(/ \u00b7 /g, "<br>");
+      layout.margin = {l: 10, r: 10, t: 150, b: 20};
+    }
+    // a first guess of a cell's size (square cells: the map's width or its height, less the margins and the
+    // colour bar, decides); once drawn, Plotly's own size of a cell corrects it
+    const guess = Math.min(((plot.clientWidth || 800) - 260) / Math.max(view.k.label.length, 1),
+      (layout.height - 200) / Math.max(view.q.label.length, 1));
+    const angle = layout.xaxis.tickangle, labelled = legibleLabels(layout, view, guess, angle);
     // data-drawn: empty while Plotly draws, then the draw's number (tests wait on it before they click a cell)
     const draw = (plot.__draw || 0) + 1;
     plot.__draw = draw;
     plot.dataset.drawn = "";
     withPlotly((plotly) => plotly.react(plot, [trace], layout, PLOT_CONFIG).then(() => {
+      const full = plot._fullLayout;
+      const cell = full && full.xaxis && full.yaxis ? Math.min(full.xaxis._length / Math.max(view.k.label.length, 1),
+        full.yaxis._length / Math.max(view.q.label.length, 1)) : guess;
+      if (plot.__draw === draw && legibleLabels(layout, view, cell, angle) !== labelled) {
+        return plotly.react(plot, [trace], layout, PLOT_CONFIG);
+      }
+      return null;
+    }).then(() => {
       if (plot.__draw !== draw) return;  // a newer draw of this map is on its way
       if (onDrawn) onDrawn(plot);
       plot.dataset.drawn = String(draw);
     }));
     plot.setAttribute("role", "img");  // the map's text alternative: what it is and its strongest link
     plot.setAttribute("aria-label", describe(view));
+    if (plot.closest(".focus-row")) {  // a focus map takes the keyboard: its cells are chosen with the arrow keys
+      plot.setAttribute("role", "application");
+      plot.setAttribute("aria-roledescription", "attention map");
+      plot.setAttribute("aria-label", `${describe(view)} Arrow keys choose a cell; Enter shows how its weight is computed.`);
+    }
     plot.__view = view;  // for tests: what is drawn, before Plotly touches it
     plot.__alignment = null;
   }
@@ -338,6 +386,52 @@ function initExplorer(root, props, watch) {
     plot.setAttribute("aria-label", describeAlignment(al, title));
     plot.__view = null;
     plot.__alignment = al;  // for tests: the links drawn
+  }
+
+  // The focus map from the keyboard (a map cell was reachable only by mouse or by a link's cell): Tab (or the
+  // "Go to the map" button beside the source box) focuses it, the arrow keys move a cursor over its cells, said
+  // aloud through a live region, and Enter or Space explains the cell as a click does.
+  const cursors = {};  // kind -> [row, column] of the keyboard's cell on the map drawn now
+  function showCursor(kind) {
+    const plot = $(`#focus-${kind} .plot`), view = plot.__view;
+    if (!view || !view.z.length || !window.Plotly || !plot.dataset.drawn) return;
+    const Q = view.z.length, K = view.z[0].length;
+    let [i, j] = cursors[kind] || [0, 0];
+    [i, j] = [Math.min(Math.max(i, 0), Q - 1), Math.min(Math.max(j, 0), K - 1)];
+    cursors[kind] = [i, j];
+    window.Plotly.relayout(plot, {shapes: [{type: "rect", xref: "x", yref: "y", x0: j - 0.5, x1: j + 0.5,
+      y0: i - 0.5, y1: i + 0.5, line: {color: "#d62728", width: 3}}]});
+    const plain = (t) => new DOMParser().parseFromString(t, "text/html").documentElement.textContent;
+    $(`#focus-${kind} .cell-now`).textContent = `Row ${i + 1}, ${plain(view.q.label[i])}, looks at column ${j + 1}, ` +
+      `${plain(view.k.label[j])}: ${(view.z[i][j] * 100).toFixed(1)}%.`;
+    plot.dataset.cursor = `${i}.${j}`;  // tests read where the cursor is
+  }
+  for (const kind of KINDS) {
+    const view = $(`#focus-${kind}`), plot = view.querySelector(".plot");
+    const live = view.appendChild(document.createElement("p"));
+    live.className = "cell-now sr-only";
+    live.setAttribute("aria-live", "polite");
+    plot.tabIndex = 0;
+    plot.addEventListener("focus", () => showCursor(kind));
+    plot.addEventListener("blur", () => {
+      if (window.Plotly && plot.dataset.drawn && (plot.layout || {}).shapes) window.Plotly.relayout(plot, {shapes: []});
+    });
+    plot.addEventListener("keydown", (e) => {
+      const moves = {ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1]};
+      const v = plot.__view;
+      if (!v || !data) return;
+      if (moves[e.key]) {
+        const [i, j] = cursors[kind] || [0, 0];
+        cursors[kind] = [i + moves[e.key][0], j + moves[e.key][1]];
+        showCursor(kind);
+      } else if (e.key === "Enter" || e.key === " ") {
+        const [i, j] = cursors[kind] || [0, 0];
+        askCell(kind, v.q.index ? v.q.index[i] : null, v.k.index ? v.k.index[j] : null);
+      } else {
+        return;
+      }
+      e.preventDefault();
+    });
   }
 
   // a click on a cell of the focus map: the inside panel (static/inside.js) shows how that weight is computed
@@ -550,7 +644,7 @@ function initExplorer(root, props, watch) {
       xaxis2: tokenAxis(src.label, {domain: [0.44, 1], anchor: "y2", tickangle: -45}),
       yaxis2: {domain: [0, 1], anchor: "x2", range: [0, 1], tickformat: ".0%", title: {text: "cross-attention"}},
       annotations: [panel(`Top-${top.length} next tokens`, 0.17), panel("Cross-attention over the source", 0.72)],
-      height: present() ? 480 : 380,
+      height: fitToWindow(plot, present() ? 480 : 380),
     });
     layout.margin = {l: 70, r: 30, t: 90, b: 90};
     withPlotly((plotly) => plotly.react(plot, [bars, attention], layout, PLOT_CONFIG));
@@ -822,14 +916,43 @@ function initExplorer(root, props, watch) {
     }
   }
 
+  // "Go to the map" beside the source box (side_panels.build_controls): focus the map on screen, in one Tab
+  // instead of a walk through the whole side column
+  document.addEventListener("click", (e) => {
+    if (!e.target.closest || !e.target.closest("#skip-to-map button")) return;
+    const app = Array.from(document.querySelectorAll("button[role=tab]")).find((b) => b.textContent.trim() === "Attention");
+    if (!root.offsetWidth && app) app.click();  // another tab of the app is on screen
+    const kind = KINDS.includes(state.tab) ? state.tab : null;
+    const target = kind ? $(`#focus-${kind} .plot`) : $("#step input");
+    requestAnimationFrame(() => { target.focus(); target.scrollIntoView({block: "nearest"}); });
+  });
+
   // presentation mode (body.present) changes sizes: redraw what is visible
   new MutationObserver(() => { for (const id in drawn) delete drawn[id]; render(); })
     .observe(document.body, {attributes: true, attributeFilter: ["class"]});
+  // A figure keeps the width of its last draw (Plotly's own resizing is off, above), so when a view's width
+  // changes (the window, a projector plugged in, the side column rewrapping, a phone's layout settling after
+  // load) every view is drawn again at its new size once the resizing settles; until then the views count as
+  // drawing (data-views), so no one reads a half-resized page
   let resizing = null;
-  window.addEventListener("resize", () => {
+  function resized() {
+    if (!data) return;
+    $(".explorer").dataset.views = "drawing";
     clearTimeout(resizing);
-    resizing = setTimeout(() => { if (data) { for (const id in drawn) delete drawn[id]; render(); } }, 100);
+    resizing = setTimeout(() => { for (const id in drawn) delete drawn[id]; render(); }, 100);
+  }
+  window.addEventListener("resize", resized);
+  const widths = new Map();  // the width each view was last seen at: only a change of width redraws
+  const viewWidths = new ResizeObserver((entries) => {
+    let changed = false;
+    for (const e of entries) {
+      const was = widths.get(e.target), now = Math.round(e.contentRect.width);
+      widths.set(e.target, now);
+      if (was > 0 && now > 0 && was !== now) changed = true;  // a tab coming on screen is the observer below
+    }
+    if (changed) resized();
   });
+  $$(".view").forEach((view) => viewWidths.observe(view));
   // back from another tab of the app: draw what was skipped, at the size the views have now
   new ResizeObserver(() => {
     if (pending && root.offsetWidth) { for (const id in drawn) delete drawn[id]; render(); }

@@ -85,7 +85,8 @@ function initInsidePanel(root, props, watch, trigger) {
     t.react(t.$("#inside-qk"), [top, prod], t.layout({height: t.big() ? 300 : 240,
       xaxis: {domain: [0, 1], anchor: "y", showticklabels: false},
       yaxis: {domain: [0.5, 1], automargin: true, autorange: "reversed"},
-      xaxis2: {domain: [0, 1], anchor: "y2", title: {text: `dimension (0 to ${v.d_k - 1})`}},
+      xaxis2: {domain: [0, 1], anchor: "y2", title: {text: `dimension (0 to ${v.d_k - 1})`, standoff: 8},
+        automargin: true},
       yaxis2: {domain: [0, 0.3], automargin: true}}));
   }
 
@@ -98,8 +99,10 @@ function initInsidePanel(root, props, watch, trigger) {
       customdata: v.keys.map((k, j) => [t.esc(k), v.allowed[j] ? "" : " (masked: the model may not look here)"]),
       hovertemplate: `key %{x}: %{customdata[0]}<br>${what}: %{y:.4f}%{customdata[1]}<extra></extra>`};
     const lay = t.layout({height: t.big() ? 320 : 260, margin: {l: 60, r: 20, t: 20, b: 80}, bargap: 0.25,
-      xaxis: {tickmode: "array", tickvals: v.keys.map((_, j) => j), ticktext: v.keys.map(t.esc), tickangle: -45},
-      yaxis: {title: {text: what}, range: what === "weight" ? [0, 1.15] : undefined, zeroline: true}});
+      xaxis: {tickmode: "array", tickvals: v.keys.map((_, j) => j), ticktext: v.keys.map(t.esc), tickangle: -45,
+        automargin: true},
+      yaxis: {title: {text: what, standoff: 8}, range: what === "weight" ? [0, 1.15] : undefined, zeroline: true,
+        automargin: true}});
     t.react(div, [trace], lay);
     div.__values = y;
   }
@@ -112,9 +115,10 @@ function initInsidePanel(root, props, watch, trigger) {
     const trace = {type: "heatmap", z, y: rows.map((_, i) => i), zmid: 0, zmin: -m, zmax: m, colorscale: SIGNED, xgap: 1, ygap: 1, customdata: rows.map((r) => v.output.map(() => r)),
       hovertemplate: "%{customdata}<br>dimension %{x}: %{z:.4f}<extra></extra>", colorbar: {thickness: 12}};
     t.react(t.$("#inside-values"), [trace], t.layout({height: Math.min(620, 120 + 22 * (n + 1)),
-      xaxis: {title: {text: "dimension"}}, shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: n - 0.5,
+      xaxis: {title: {text: "dimension", standoff: 8}, automargin: true}, shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: n - 0.5,
         y1: n - 0.5, line: {color: "#111", width: 2}}],
-      yaxis: {tickmode: "array", tickvals: rows.map((_, i) => i), ticktext: rows, autorange: "reversed"}}));
+      yaxis: {tickmode: "array", tickvals: rows.map((_, i) => i), ticktext: rows, autorange: "reversed",
+        automargin: true}}));
   }
 
   function text(id, s) { t.$(id).textContent = s; }
@@ -221,6 +225,17 @@ function initYours(root, props, watch) {
     panel.__value = v;
     panel.dataset.ready = `scored-${v.tokens.length}-${t.fmt(v.log_prob, 4)}`;
   }
+  // Score (button or Enter): the encoder's maps do not depend on the German, so its view would show no change;
+  // the maps go to cross-attention, where one's own translation is read against the source
+  const toCross = () => {
+    const explorer = attentionView()[0].explorer;
+    if (explorer && explorer.state.tab === "encoder") explorer.update({tab: "cross"});
+  };
+  document.addEventListener("click", (e) => { if (e.target.closest && e.target.closest("#yours-score")) toCross(); },
+    true);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && e.target.closest && e.target.closest("#yours")) toCross();
+  }, true);
   watch("value", render);
   render();
 }
@@ -274,8 +289,8 @@ function initLearn(root, props, watch, trigger) {
     const now = {type: "scatter", mode: "markers", x: [v.step], y: [v.score], marker: {size: 14, color: "#d62728"},
       hoverinfo: "skip"};
     t.react(t.$("#learn-curve"), [line, now], t.layout({height: 220, showlegend: false,
-      margin: {l: 60, r: 20, t: 20, b: 45}, xaxis: {type: "log", title: {text: "training step"}},
-      yaxis: {title: {text: v.metric_name || ""}}}));
+      margin: {l: 60, r: 20, t: 20, b: 45}, xaxis: {type: "log", title: {text: "training step", standoff: 8},
+        automargin: true}, yaxis: {title: {text: v.metric_name || "", standoff: 8}, automargin: true}}));
   }
 
   function map(v) {
@@ -295,8 +310,12 @@ function initLearn(root, props, watch, trigger) {
       ticktext: labels.map(t.esc), automargin: true}, extra);
     const plot = t.$("#learn-map");
     t.react(plot, [trace], t.layout({height: Math.min(700, Math.max(360, 200 + 18 * q.length)),
+      // the title at the top and the slanted column labels under it: the top margin holds both, one above the
+      // other (their own automargins do not add up), so the labels never run over the title
       title: {text: `${KIND_NAMES[kind]} \u00b7 layer ${layer + 1} \u00b7 ${head < 0 ? "mean over heads" :
-        `head ${head + 1}`} \u00b7 step ${v.step}`}, margin: {l: 110, r: 20, t: 110, b: 20},
+        `head ${head + 1}`} \u00b7 step ${v.step}`, yref: "container", y: 1, yanchor: "top", pad: {t: 8}},
+      margin: {l: 110, r: 20, b: 20, t: 60 + Math.ceil(0.87 * 0.65 * (t.big() ? 18 : 13) *
+        Math.max(3, ...k.map((x) => String(x).length)))},
       xaxis: axis(k, {side: "top", tickangle: -60, showgrid: false, zeroline: false}),
       yaxis: axis(q, {autorange: "reversed", scaleanchor: "x", showgrid: false, zeroline: false})}));
     plot.__grid = grid;

@@ -118,9 +118,12 @@ function initComparePanel(root, props, watch, trigger) {
       t.$(`#compare-${side} .source`).textContent = value.sources[i];
       t.$(`#compare-${side} .output`).textContent = value.translations[i];
     }
-    t.fill(kindSel, KIND_NAMES, value.kind);
+    // greedy against beam reads one source: its encoder maps are the same on both sides (the server opens cross)
+    t.fill(kindSel, value.mode === "methods" ? KIND_NAMES.filter(([, k]) => k !== "encoder") : KIND_NAMES, value.kind);
     t.layerHead(layerSel, headSel, value.n_layers, value.n_heads, value.layer, value.head);
-    t.draw(pair, value.pair);
+    // both maps on one screen with the texts above them (the difference map follows below)
+    t.draw(pair, {data: value.pair.data, layout: Object.assign({}, value.pair.layout,
+      {height: fitToWindow(pair, value.pair.layout.height || 460)})});
     const note = t.$("#compare-note");
     note.textContent = value.note || "";
     note.hidden = !value.note;

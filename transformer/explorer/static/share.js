@@ -138,3 +138,13 @@ function withPlotly(draw) {
     for (const early of queue.splice(0)) early(window.Plotly);
   }, 50);
 }
+
+// The height a figure at `el` may take so that its bottom stays on screen (a projector's 720 px): the window
+// below its top, between `least` and `most` (its own height). A phone scrolls anyway, so it keeps `most`.
+function fitToWindow(el, most, least) {
+  "use strict";
+  least = least === undefined ? 300 : least;
+  if (window.innerWidth <= 760) return most;
+  const top = el.getBoundingClientRect().top + window.scrollY;
+  return Math.round(Math.max(least, Math.min(most, window.innerHeight - top - 8)));
+}
