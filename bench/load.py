@@ -130,7 +130,8 @@ def one_request(client, text: str, api_only: bool) -> str:
         payload = outputs[3]
         if not isinstance(payload, dict) or "kinds" not in payload:
             raise ValueError(f"translate_view returned {str(outputs)[:200]}")
-        answer = [outputs[0], outputs[2], {k: v for k, v in payload.items() if k != "rev"}]  # rev: a counter
+        # rev, gen, answers: counters of the process and the session (launch.stamped), not the translation's
+        answer = [outputs[0], outputs[2], {k: v for k, v in payload.items() if k not in ("rev", "gen", "answers")}]
     if not isinstance(outputs[0], str):
         raise TypeError(f"translation is {type(outputs[0]).__name__}")
     return hashlib.sha256(json.dumps(answer, sort_keys=True, default=str).encode()).hexdigest()

@@ -46,8 +46,7 @@ ENGINES = ("x86", "fbgemm", "onednn", "qnnpack")  # torch's quantised CPU kernel
 ROW_BLOCK = 16  # rows per float32 matrix product in the search: one call shape, whatever the batch
 _ACTIVATION_LEVELS = 63  # a row is quantised to [-63, 63]: 7 bits, as fbgemm's reduce_range expects
 INT_MM_MAX_OUT = 4096  # RowInt8Linear's default: `_int_mm` up to this many outputs, wider ones the packed linear
-INT8_KERNELS = ("int_mm", "packed", "onednn")  # RowInt8Linear's kernels, the same bits: `serving.kernels` times each
-_ONEDNN_ZERO_POINT = 64  # the oneDNN kernel takes activations as uint8: the integers in [-63, 63] shifted by this
+INT8_KERNELS = ("int_mm", "packed")  # RowInt8Linear's two kernels, the same bits: `serving.kernels` times both
 
 
 def int8_available() -> bool:
@@ -55,31 +54,14 @@ def int8_available() -> bool:
     return any(engine in torch.backends.quantized.supported_engines for engine in ENGINES)
 
 
-@functools.cache
-def int8_kernels_available() -> tuple[str, ...]:
-    """The `INT8_KERNELS` this torch build runs: each tried once on a tiny layer (oneDNN's quantised linear is
-    in x86 builds only)."""
-    if not int8_available():
-        return ()
-    out = []
-    for kernel in INT8_KERNELS:
-        try:
-            RowInt8Linear(nn.Linear(4, 4), kernel=kernel)(torch.ones(1, 4))
-            out.append(kernel)
-        except (RuntimeError, NotImplementedError, AttributeError):
-            log.info("int8 kernel %s: not in this torch build", kernel)
-    return tuple(out)
-
-
 class RowInt8Linear(nn.Module):
     """`nn.Linear` with int8 weights (one scale per output channel) and int8 activations (one scale per
     row), int32 accumulation: each output row depends on its input row alone, bit for bit (module doc).
 
-    Three kernels give the same bits (`kernel`): torch's `_int_mm` ("int_mm": int8 x int8 -> exact int32, then the
-    two scales), fbgemm/oneDNN's packed dynamic linear ("packed") and oneDNN's quantised linear on weights packed
-    once ("onednn": uint8 activations with a zero point, which oneDNN subtracts exactly). Each dequantises as
-    float32(int32 sum) * weight scale, then * row scale + bias. Which is faster depends on the CPU and the shape
-    (`serving.kernels` times them); without a choice, `_int_mm` serves layers of at most `INT_MM_MAX_OUT` outputs."""
+    Two kernels give the same bits (`kernel`): torch's `_int_mm` ("int_mm": int8 x int8 -> exact int32, then the
+    two scales) and fbgemm/oneDNN's packed dynamic linear ("packed"). Both dequantise as float32(int32 sum) *
+    weight scale, then * row scale + bias. Which is faster depends on the CPU and the shape (`serving.kernels`
+    times them); without a choice, `_int_mm` serves layers of at most `INT_MM_MAX_OUT` outputs."""
 
     def __init__(self, linear: nn.Linear, kernel: str | None = None):
         super().__init__()
@@ -92,13 +74,10 @@ class RowInt8Linear(nn.Module):
         with warnings.catch_warnings():  # quantized tensors announce their deprecation on every call
             warnings.simplefilter("ignore")
             qweight = torch.quantize_per_channel(weight, scales.double(), zero, 0, torch.qint8)
-            self.kernel = kernel or ("int_mm" if self.out_features <= INT_MM_MAX_OUT else "packed")
-            self._weight_scale = qweight.q_per_channel_scales().float()  # (N,)
-            if self.kernel == "int_mm":
+            self.int_mm = kernel == "int_mm" if kernel else self.out_features <= INT_MM_MAX_OUT
+            if self.int_mm:
                 self._weight_t = qweight.int_repr().t().contiguous()  # (K, N) int8
-            elif self.kernel == "onednn":
-                self._onednn = torch.ops.onednn.qlinear_prepack(qweight.int_repr(), None)  # oneDNN's blocked layout
-                self._zero_points = torch.zeros(self.out_features, dtype=torch.long)
+                self._weight_scale = qweight.q_per_channel_scales().float()  # (N,)
             else:
                 self._packed = torch.ops.quantized.linear_prepack(qweight, None)
                 self._scale_row = torch.zeros(1, self.in_features)  # fixes the dynamic kernel's activation scale at 1
@@ -112,12 +91,8 @@ class RowInt8Linear(nn.Module):
         rows = x.reshape(-1, self.in_features)  # (M, K)
         scale = rows.abs().amax(1, keepdim=True).clamp_min_(1e-30).div_(_ACTIVATION_LEVELS)  # (M, 1)
         q = torch.div(rows, scale).round_()  # (M, K) integers in [-63, 63]
-        if self.kernel == "int_mm":
+        if self.int_mm:
             out = torch._int_mm(q.to(torch.int8), self._weight_t) * self._weight_scale  # (M, N): w_scale * int sum
-        elif self.kernel == "onednn":  # activation scale 1, zero point subtracted in int32: w_scale * int sum
-            out = torch.ops.onednn.qlinear_pointwise(
-                q.add_(_ONEDNN_ZERO_POINT).to(torch.uint8), 1.0, _ONEDNN_ZERO_POINT, self._onednn, self._weight_scale,
-                self._zero_points, None, 1.0, 0, torch.float32, "none", [], "")
         else:  # the extra row pins the kernel's activation scale; its output row is dropped
             out = torch.ops.quantized.linear_dynamic(torch.cat([q, self._scale_row]), self._packed, True)[: q.size(0)]
         out = out.mul_(scale) if self.bias is None else torch.addcmul(self.bias, out, scale)
@@ -171,13 +146,13 @@ class FusedQKVAttention(MultiHeadAttention):
         return self.split_heads(q), self.split_heads(k), self.split_heads(v)
 
 
-Int8Kernels = dict[tuple[int, int], str]  # (in_features, out_features) -> one of INT8_KERNELS
+Int8Kernels = dict[tuple[int, int], str]  # (in_features, out_features) -> "int_mm" | "packed"
 _process_kernels: Int8Kernels = {}  # `use_int8_kernels`: what this process's int8 search models are built with
 
 
 def use_int8_kernels(kernels: Int8Kernels) -> None:
     """Build this process's int8 search models with `kernels` from now on (the app sets `serving.kernels`'s choice
-    at start, like torch's thread count; every kernel gives the same bits, so it moves only speed)."""
+    at start, like torch's thread count; both kernels give the same bits, so it moves only speed)."""
     _process_kernels.clear()
     _process_kernels.update(kernels)
 

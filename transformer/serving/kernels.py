@@ -5,8 +5,8 @@ for the CPU, and a scalar loop elsewhere (an AVX2-only AMD EPYC), while fbgemm's
 code. So at start the app times, on one decoding step's linear layers (the model's own shapes, at the row counts
 of one beam and of a batch), each way the search can compute them:
 
-- int8 through `_int_mm`, through fbgemm's packed linear, and through oneDNN's quantised linear
-  (`quantize.RowInt8Linear`; the same bits every way, so each layer shape takes the fastest kernel);
+- int8 through `_int_mm`, and int8 through the packed linear (`quantize.RowInt8Linear`; the same bits either
+  way, so each layer shape takes the faster kernel);
 - float32 in fixed row blocks (`quantize.RowBlockLinear`).
 
 It serves the faster precision, logs the timings behind the choice, and says plainly when even the best one is
@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ..config import ModelConfig
-from ..quantize import RowBlockLinear, RowInt8Linear, int8_kernels_available
+from ..quantize import INT8_KERNELS, RowBlockLinear, RowInt8Linear, int8_available
 
 log = logging.getLogger(__name__)
 
@@ -123,11 +123,12 @@ def best_ms(fn: Callable[[], object], deadline: float, repeats: int = REPEATS, b
 
 
 def candidate_layers(linear: nn.Linear) -> dict[str, nn.Module]:
-    """Each way the search can compute `linear`, by name: "fp32" and one "int8:<kernel>" per kernel of
-    `quantize.INT8_KERNELS` this torch build runs."""
+    """Each way the search can compute `linear`, by name: "fp32" and, where torch has quantised kernels, one
+    "int8:<kernel>" per kernel of `quantize.INT8_KERNELS`."""
     out: dict[str, nn.Module] = {"fp32": RowBlockLinear(linear)}
-    for kernel in int8_kernels_available():
-        out[f"int8:{kernel}"] = RowInt8Linear(linear, kernel=kernel)
+    if int8_available():
+        for kernel in INT8_KERNELS:
+            out[f"int8:{kernel}"] = RowInt8Linear(linear, kernel=kernel)
     return out
 
 
@@ -151,7 +152,7 @@ def time_layers(config: ModelConfig, budget_s: float = PROBE_BUDGET_S) -> dict[s
 
 
 def fastest_int8_kernels(layer_ms: dict[str, dict[tuple[int, int], float]]) -> tuple[tuple[tuple[int, int], str], ...]:
-    """Each layer shape's fastest int8 kernel in `time_layers`' timings (() where no int8 kernel was timed)."""
+    """Each layer shape's faster int8 kernel in `time_layers`' timings (() where no int8 kernel was timed)."""
     names = [name for name in layer_ms if name.startswith("int8:")]
     if not names:
         return ()
@@ -160,7 +161,7 @@ def fastest_int8_kernels(layer_ms: dict[str, dict[tuple[int, int], float]]) -> t
 
 def choose(layer_ms: dict[str, dict[tuple[int, int], float]], probe_s: float = 0.0) -> ServingPath:
     """The path from measured layer times (`time_layers`' form; tests pass their own): int8 with each shape's
-    fastest kernel, or float32, whichever step is faster."""
+    faster kernel, or float32, whichever step is faster."""
     step_ms = {"fp32": sum(layer_ms["fp32"].values())}
     kernels = fastest_int8_kernels(layer_ms)
     int8_names = [name for name in layer_ms if name.startswith("int8:")]
