@@ -270,6 +270,22 @@ def test_map_labels_stay_legible_up_to_40_columns(server):
             page.close()
 
 
+def test_a_short_sentence_keeps_every_label_at_720p(server):
+    """A lesson's sentence (here 18 tokens) on a projector: every row and column label is written, in a font
+    that fits its cell (the teacher points at a word's label; thinning is for long sentences only)."""
+    with chromium() as browser:
+        url = link(server, text="a b c d e f g h i j k l m n o p", kind="cross", present=1)
+        page, (_, _, errors) = open_at(browser, url, 1280, 720)
+        for kind in ("encoder", "cross"):
+            page.evaluate(f"{EXPLORER}.update({{tab: '{kind}'}})")
+            views_drawn(page)
+            m = page.evaluate(LEGIBLE, kind)
+            assert m["xstep"] == 1 and m["ystep"] == 1, (kind, m)
+            assert m["xsize"] >= 10 and m["xsize"] * 1.25 <= max(m["col"], m["row"]) + 1, (kind, m)
+        assert errors == []
+        page.close()
+
+
 CLEAR = """(root) => { const boxes = (s) => [...document.querySelectorAll(root + ' ' + s)].filter((t) => t.textContent)
     .map((t) => t.getBoundingClientRect());
   const meet = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;

@@ -226,8 +226,9 @@ function initExplorer(root, props, watch) {
   function legibleLabels(layout, view, cell, angle) {
     cell = Math.max(cell, 1);
     const x = layout.xaxis, y = layout.yaxis;
-    const size = Math.max(10, Math.min(present() ? 20 : 14, Math.floor(cell * 0.9)));
-    const room = 1.25 * size;  // a line of text, with a little air
+    // the font shrinks to fit a cell (a line of text and a little air: 1.25 x its size) before any label is left out
+    const size = Math.max(10, Math.min(present() ? 20 : 14, Math.floor(cell / 1.25)));
+    const room = 1.25 * size;
     const slant = Math.abs(Math.sin(angle * Math.PI / 180));
     x.tickangle = cell * slant >= room ? angle : -90;
     const step = Math.ceil(room / cell);
