@@ -1,4 +1,4 @@
-"""Training: `python -m transformer.train --preset en-de` (or multi30k-en-de, toy-reverse, toy-copy, toy-sort).
+"""Training: `python -m transformer.train --preset en-de` (or de-en, multi30k-en-de, toy-reverse, toy-copy, toy-sort).
 
 Every flag maps onto a `TrainConfig` field; a preset fills in the recipe of a
 shipped checkpoint and any flag given after it overrides. A run directory
