@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import ROOT, app_env, shared_app  # noqa: E402
 from test_browser import CHROMIUM, open_page, chromium, sync_api, views_drawn  # noqa: E402,F401
 from toy_snapshots import SNAPSHOT_STEPS, toy_run_with_snapshots  # noqa: E402
+from transformer.explorer.page import PLOTLY_JS  # noqa: E402
 
 SHOTS = ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())
 SOURCE, YOURS = "a b c d e", "e d c a b"
@@ -271,14 +272,14 @@ def test_browser_watch_it_learn(server, toy_run):
 
 
 def test_browser_a_step_that_comes_before_plotly_js_is_drawn_once_it_loads(server):
-    """plotly.js (3.5 MB) comes in a script gradio adds with the attention component; on a slow network (or a
+    """plotly.js (1.5 MB) comes in a script gradio adds with the attention component; on a slow network (or a
     busy machine) the learning panel's first step arrived before it had loaded, and drawing it threw "Cannot
     read properties of undefined (reading 'react')". Held back here until the step is on the page: no script
     error, and the map is drawn once plotly.js loads."""
     with chromium() as browser:
         page, (dialogs, external, errors) = open_page(browser)
         held = []
-        page.route("**/plotly.min.js", lambda route: held.append(route))  # unanswered until the step is in
+        page.route(f"**/{PLOTLY_JS.name}", lambda route: held.append(route))  # unanswered until the step is in
         page.goto(server.url)
         page.wait_for_function("window.__attention && window.__attention.share.ready")
         page.locator("#source textarea, #source input").first.fill(SOURCE)

@@ -122,8 +122,9 @@ function initComparePanel(root, props, watch, trigger) {
     t.fill(kindSel, value.mode === "methods" ? KIND_NAMES.filter(([, k]) => k !== "encoder") : KIND_NAMES, value.kind);
     t.layerHead(layerSel, headSel, value.n_layers, value.n_heads, value.layer, value.head);
     // both maps on one screen with the texts above them (the difference map follows below)
-    t.draw(pair, {data: value.pair.data, layout: Object.assign({}, value.pair.layout,
-      {height: fitToWindow(pair, value.pair.layout.height || 460)})});
+    const figure = JSON.parse(value.pair);  // one JSON text, as every figure comes (search_views.figure_json)
+    t.draw(pair, {data: figure.data, layout: Object.assign({}, figure.layout,
+      {height: fitToWindow(pair, figure.layout.height || 460)})});
     const note = t.$("#compare-note");
     note.textContent = value.note || "";
     note.hidden = !value.note;
