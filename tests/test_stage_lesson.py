@@ -16,11 +16,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import shared_app  # noqa: E402
-from test_browser import TIMEOUT_MS, chromium, watch_page  # noqa: E402
+from test_browser import chromium  # noqa: E402
+from test_stage import EXPLORER, open_at  # noqa: E402  (a page at a size, its first payload drawn)
 from toy_snapshots import toy_run_with_snapshots  # noqa: E402
 
 TEXT = "a b c d e"
-EXPLORER = "(document.querySelector('#explorer .explorer') || {}).__explorer"
 READY = "(s) => ((document.querySelector(s) || {}).dataset || {}).ready || ''"
 
 pytestmark = pytest.mark.slow  # Chromium: `pytest -m "not slow"` leaves it out
@@ -34,15 +34,6 @@ def server():
 
 def link(server, **params) -> str:
     return server.url + "?" + urlencode({"text": TEXT, **params})
-
-
-def open_at(browser, url: str, width: int, height: int):
-    page = browser.new_page(viewport={"width": width, "height": height})
-    page.set_default_timeout(TIMEOUT_MS)
-    problems = watch_page(page)
-    page.goto(url)
-    page.wait_for_function(f"(() => {{ const x = {EXPLORER}; return x && x.payload && x.asked === null; }})()")
-    return page, problems
 
 
 def views_drawn(page) -> None:
