@@ -82,10 +82,12 @@ def rng_state() -> dict:
 
 
 def set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"])
+    """Put back `rng_state()`'s generators. A state loaded with map_location=cuda has its byte tensors on the
+    GPU, and both setters take CPU byte tensors only."""
+    torch.set_rng_state(state["torch"].cpu())
     random.setstate(state["python"])
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
 
 class RunDirectory:
