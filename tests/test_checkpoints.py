@@ -12,19 +12,22 @@ from transformer.training import evaluate
 from transformer.training.corpora import CorpusSpec, corpus_test_split
 from transformer.training.data import DEFAULT_DATA_DIR, DataError, load_split, toy_pairs
 from transformer.training.evaluate import score_translations, sequence_accuracy
-from transformer.hub import read_config, read_weights
+from transformer.hub import checkpoint_languages, read_config, read_weights
 from transformer.translator import load_pretrained
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINTS = sorted(p for p in (ROOT / "checkpoints").iterdir() if (p / "config.json").is_file())
 FLAGSHIP = ROOT / "checkpoints" / "multi30k-en-de"
 DEFAULT = ROOT / "checkpoints" / "en-de"  # the app's default model
+DE_EN = ROOT / "checkpoints" / "de-en"  # German→English
 TOYS = {"toy-copy": "copy", "toy-reverse": "reverse", "toy-sort": "sort"}
 
 # Our own sentences, never Multi30k text.
 ENGLISH = ["A small dog is running after a red ball.", "Two women are drinking coffee in a kitchen.",
            "The old man waves from his boat."]
 LETTERS = ["c a t", "h e l l o w o r l d", "z y x w"]
+GERMAN = ["Ein kleiner Hund rennt einem roten Ball hinterher.", "Zwei Frauen trinken Kaffee in einer Küche.",
+          "Der alte Mann winkt von seinem Boot."]
 
 # Greedy BLEU on the first 200 test_2016_flickr sentences, measured when the checkpoint was shipped,
 # minus a margin: a regression guard, not the reported score (see the model card).
@@ -32,6 +35,8 @@ FLAGSHIP_BLEU_FLOOR_200 = 34.0  # measured 37.46 (greedy, first 200 sentences)
 # The same guard for en-de, on each corpus's test split: measured 46.18 (Tatoeba) and 36.07 (Multi30k)
 # on the final export (step 2400).
 DEFAULT_BLEU_FLOORS_200 = {"tatoeba-en-de": 43.0, "multi30k": 33.0}
+# The same guard for de-en: a few points under what its export scored there when it was shipped.
+DE_EN_BLEU_FLOORS_200 = {"tatoeba-en-de": 46.0, "multi30k": 38.0}
 
 # How people type, in our own words: (English, what the German must show).
 EVERYDAY = [
@@ -45,7 +50,7 @@ EVERYDAY = [
 
 def test_every_expected_checkpoint_is_shipped():
     names = {p.name for p in CHECKPOINTS}
-    assert {"en-de", "multi30k-en-de", *TOYS} <= names
+    assert {"en-de", "de-en", "multi30k-en-de", *TOYS} <= names
 
 
 @pytest.mark.parametrize("sentence, expected", EVERYDAY, ids=[e for e, _ in EVERYDAY])
@@ -55,8 +60,9 @@ def test_default_model_translates_everyday_sentences(sentence, expected):
     assert expected in r.text, r.text
 
 
-def test_default_model_card_carries_the_tatoeba_attribution():
-    card = (DEFAULT / "README.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("directory", [DEFAULT, DE_EN], ids=lambda p: p.name)
+def test_tatoeba_models_cards_carry_the_attribution(directory):
+    card = (directory / "README.md").read_text(encoding="utf-8")
     assert "Attribution: www.manythings.org/anki and tatoeba.org" in card
 
 
@@ -66,7 +72,7 @@ def test_checkpoint_loads_and_translates(directory):
     read_weights(directory)  # a readable safetensors file; load_pretrained checks it fits the config
     tr = load_pretrained(directory)
     assert tr.tokenizer.vocab_size <= config.src_vocab_size
-    sentences = LETTERS if directory.name in TOYS else ENGLISH
+    sentences = LETTERS if directory.name in TOYS else GERMAN if directory.name == "de-en" else ENGLISH
     for sentence in sentences:
         r = tr.translate(sentence, method="beam", beam_size=4)
         assert r.text.strip(), f"{directory.name} gave an empty translation for {sentence!r}"
@@ -119,11 +125,14 @@ def test_flagship_bleu_regression_guard():
     assert bleu >= FLAGSHIP_BLEU_FLOOR_200
 
 
-@pytest.mark.parametrize("corpus", sorted(DEFAULT_BLEU_FLOORS_200))
-def test_default_model_bleu_regression_guard(corpus):
+@pytest.mark.parametrize("directory, corpus, floor",
+                         [(DEFAULT, c, f) for c, f in sorted(DEFAULT_BLEU_FLOORS_200.items())]
+                         + [(DE_EN, c, f) for c, f in sorted(DE_EN_BLEU_FLOORS_200.items())],
+                         ids=lambda v: v.name if isinstance(v, Path) else str(v))
+def test_bleu_regression_guard(directory, corpus, floor):
     try:
-        sources, references = CorpusSpec(corpus).load(corpus_test_split(corpus), "en", "de")
+        sources, references = CorpusSpec(corpus).load(corpus_test_split(corpus), *checkpoint_languages(directory))
     except DataError:
         pytest.skip(f"{corpus} data not present")
-    hypotheses = load_pretrained(DEFAULT).translate_batch(sources[:200], method="greedy")
-    assert score_translations(hypotheses, references[:200])["bleu"] >= DEFAULT_BLEU_FLOORS_200[corpus]
+    hypotheses = load_pretrained(directory).translate_batch(sources[:200], method="greedy")
+    assert score_translations(hypotheses, references[:200])["bleu"] >= floor

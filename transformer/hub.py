@@ -244,6 +244,24 @@ def save_checkpoint(
     return directory
 
 
+def train_config(directory: Path | None) -> dict:
+    """The recipe a checkpoint was trained with (its training.json's `train_config`; {} where there is none)."""
+    training = directory / "training.json" if directory is not None else None
+    if training is None or not training.is_file():
+        return {}
+    return json.loads(training.read_text(encoding="utf-8")).get("train_config", {})
+
+
+LANGUAGES = {"en": "English", "de": "German"}  # the corpora's language codes, in words
+
+
+def checkpoint_languages(directory: Path | None) -> tuple[str, str]:
+    """(source, target) language codes a checkpoint translates between; ("en", "de") where its recipe does
+    not say (the toy and older checkpoints)."""
+    cfg = train_config(directory)
+    return cfg.get("src_lang", "en"), cfg.get("tgt_lang", "de")
+
+
 def training_progress(directory: Path | None) -> tuple[int, int] | None:
     """(steps done, steps planned) of a checkpoint exported before its schedule ended; None if finished
     or unknown. Such a model is still being trained (over several sessions): it is listed last."""

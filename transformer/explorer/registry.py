@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer.hub import resolve_checkpoint, training_progress
+from transformer.hub import LANGUAGES, checkpoint_languages, resolve_checkpoint, train_config, training_progress
 from transformer.translator import Translator, load_pretrained
 
 log = logging.getLogger(__name__)
@@ -164,21 +164,12 @@ EXAMPLES_DE = [  # our own, for a model that reads German: a verb at the end, a 
     "Meine Freundin Oluwaseun ist 1983 nach Plowdiw gezogen.",  # names and a year: placeholders in the maps
     "Ein Mann in einer roten Jacke fährt mit dem Fahrrad durch den Park.",
 ]
-LANGUAGES = {"en": "English", "de": "German"}
 EXAMPLES_TOY = ["h e l l o", "a b c d e f g", "g r a d i e n t", "z y x w v", "t r a n s f o r m e r"]
-
-
-def train_config(directory: Path | None) -> dict:
-    """The recipe a checkpoint was trained with (its training.json's `train_config`; {} where there is none)."""
-    training = directory / "training.json" if directory is not None else None
-    if training is None or not training.is_file():
-        return {}
-    return json.loads(training.read_text(encoding="utf-8")).get("train_config", {})
 
 
 def source_language(directory: Path | None) -> str:
     """The language a checkpoint reads, in words ("English" where its recipe does not say)."""
-    return LANGUAGES.get(train_config(directory).get("src_lang", "en"), "English")
+    return LANGUAGES.get(checkpoint_languages(directory)[0], "English")
 
 
 def examples_for(tr: Translator | None, directory: Path | None = None) -> list[str]:

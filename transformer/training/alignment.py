@@ -292,24 +292,27 @@ class Scores:
         return min(range(len(self.read_outs)), key=lambda k: self.counts[split][k].aer)
 
 
-def sentence_links(translator, pair: GoldPair) -> list[set[Link]]:
-    """Links of every read-out (`read_outs` order) for one gold pair forced through `translator`."""
-    result = translator.force(pair.english, pair.german)
+def sentence_links(translator, pair: GoldPair, reads_german: bool = False) -> list[set[Link]]:
+    """Links of every read-out (`read_outs` order) for one gold pair forced through `translator`. A model that
+    reads German (`reads_german`) is forced the other way, each English word linked to its German word."""
+    source, target = (pair.german, pair.english) if reads_german else (pair.english, pair.german)
+    source_words, target_words = (pair.de_words, pair.en_words) if reads_german else (pair.en_words, pair.de_words)
+    result = translator.force(source, target)
     att = result.attention
-    src = piece_words(att.src_tokens, pair.en_words, result.entities)  # (S, W_en)
-    tgt = piece_words(att.tgt_out_tokens, pair.de_words, result.entities)  # (T, W_de)
+    src = piece_words(att.src_tokens, source_words, result.entities)  # (S, W_source)
+    tgt = piece_words(att.tgt_out_tokens, target_words, result.entities)  # (T, W_target)
     links = []
     for rows in ROWS:
         links += [links_from(m) for m in stacked(word_maps(att.cross, src, tgt, rows))]
-    return links
+    return [{(e, d) for d, e in found} for found in links] if reads_german else links
 
 
-def score(translator, pairs: Sequence[GoldPair]) -> Scores:
+def score(translator, pairs: Sequence[GoldPair], reads_german: bool = False) -> Scores:
     """Every read-out's AER counts over `pairs`, per split."""
     cfg = translator.model.config
     scores = Scores(read_outs(cfg.n_decoder_layers, cfg.n_heads))
     for k, pair in enumerate(pairs):
-        scores.add(pair.split, sentence_links(translator, pair), pair)
+        scores.add(pair.split, sentence_links(translator, pair, reads_german), pair)
         if (k + 1) % 50 == 0:
             log.info("forced %d of %d gold pairs", k + 1, len(pairs))
     return scores
@@ -359,15 +362,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
-    from transformer.translator import load_pretrained  # the model only when asked for (tests import this)
+    from transformer.hub import checkpoint_languages, resolve_checkpoint  # the model only when asked for
+    from transformer.translator import load_pretrained
 
     pairs = read_pharaoh(*args.pharaoh, dev=args.dev) if args.pharaoh else read_gold(args.gold)
     pairs = pairs[:args.limit] if args.limit else pairs
     translator = load_pretrained(args.checkpoint)
-    scores = score(translator, pairs)
+    reads_german = checkpoint_languages(resolve_checkpoint(args.checkpoint))[0] == "de"
+    scores = score(translator, pairs, reads_german)
+    source, target = ("German", "English") if reads_german else ("English", "German")
     result = {"checkpoint": args.checkpoint, "gold": " ".join(args.pharaoh) if args.pharaoh else args.gold,
-              "method": "forced gold German; rows of a word's pieces averaged, columns summed, specials left out, "
-                        "each German word linked to its argmax English word; AER per Och & Ney 2003, in %",
+              "method": f"forced gold {target}; rows of a word's pieces averaged, columns summed, specials left "
+                        f"out, each {target} word linked to its argmax {source} word; AER per Och & Ney 2003, in %",
               **report(scores, default_cross_head(args.checkpoint))}
     for key in ("opens_on", "mean_of_all"):
         for e in result.get(key, []):

@@ -102,8 +102,8 @@ def parser() -> argparse.ArgumentParser:
                                       "else ../shared/data/NAME)")
     p.add_argument("--source-form", choices=sorted(SOURCE_FORMS), default="as-written",
                    help="rewrite every source first (the references stay): how robust is the model to how people type")
-    p.add_argument("--src-lang", default="en")
-    p.add_argument("--tgt-lang", default="de")
+    p.add_argument("--src-lang", help="the source side of --split (default: the language the checkpoint reads)")
+    p.add_argument("--tgt-lang", help="the reference side of --split (default: the language the checkpoint writes)")
     p.add_argument("--limit", type=int, help="only the first N sentences")
     p.add_argument("--method", choices=["greedy", "beam"], default="beam")
     p.add_argument("--beam-size", type=int, help="default: the checkpoint's (generation_config.json), else 5")
@@ -121,8 +121,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from transformer.hub import (
-        load_checkpoint,  # local import keeps `evaluate` importable from hub-free code
+    from transformer.hub import (  # local import keeps `evaluate` importable from hub-free code
+        checkpoint_languages,
+        load_checkpoint,
+        resolve_checkpoint,
     )
 
     p = parser()
@@ -150,7 +152,9 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"sequence accuracy = {result['sequence_accuracy']:.4f}")
     else:
         if args.split:
-            sources, references = CorpusSpec(args.corpus, path=args.data_dir).load(args.split, args.src_lang, args.tgt_lang)
+            src_lang, tgt_lang = checkpoint_languages(resolve_checkpoint(args.checkpoint))
+            src_lang, tgt_lang = args.src_lang or src_lang, args.tgt_lang or tgt_lang
+            sources, references = CorpusSpec(args.corpus, path=args.data_dir).load(args.split, src_lang, tgt_lang)
         else:
             sources, references = read_lines(args.src_file), read_lines(args.ref_file)
             if len(sources) != len(references):

@@ -51,6 +51,7 @@ class Sample:
     """A seeded sample of each corpus's split: texts, references and the model's ids for them."""
 
     corpora: list[str]
+    languages: tuple[str, str] = ("en", "de")  # (source, target), as the checkpoint translates
     corpus_of: list[int] = field(default_factory=list)  # index into corpora, per sentence
     sources: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
@@ -63,10 +64,13 @@ class Sample:
         return {"split": split, "seed": seed, "sentences": counts}
 
 
-def load_sample(tr: Translator, corpora: list[str], split: str, per_corpus: int, seed: int) -> Sample:
-    sample = Sample(list(corpora))
+def load_sample(tr: Translator, corpora: list[str], split: str, per_corpus: int, seed: int,
+                languages: tuple[str, str] = ("en", "de")) -> Sample:
+    """Up to `per_corpus` seeded pairs of each corpus's `split`, read in the checkpoint's (source, target)
+    `languages`."""
+    sample = Sample(list(corpora), languages=languages)
     for i, name in enumerate(corpora):
-        sources, references = CorpusSpec(name).load(split, "en", "de")
+        sources, references = CorpusSpec(name).load(split, *languages)
         pick = sorted(random.Random(seed).sample(range(len(sources)), min(per_corpus, len(sources))))
         for j in pick:
             source = tr.source(sources[j]) if sources[j].strip() else None
@@ -95,11 +99,12 @@ def greedy_bleu(tr: Translator, sample: Sample, head_mask: HeadMask | None = Non
     return scores, outputs
 
 
-def training_pairs(tr: Translator, corpora: list[str], n: int, seed: int) -> list[tuple[list[int], list[int]]]:
+def training_pairs(tr: Translator, corpora: list[str], n: int, seed: int,
+                   languages: tuple[str, str] = ("en", "de")) -> list[tuple[list[int], list[int]]]:
     """Up to `n` training pairs of each corpus (seeded), as token ids: the aligner's and counts' data."""
     pairs = []
     for name in corpora:
-        sources, targets = CorpusSpec(name).load("train", "en", "de")
+        sources, targets = CorpusSpec(name).load("train", *languages)
         pick = random.Random(seed).sample(range(len(sources)), min(n, len(sources)))
         src = tr.tokenizer.encode_batch([sources[j] for j in pick])
         tgt = tr.tokenizer.encode_batch([targets[j] for j in pick])
@@ -131,7 +136,7 @@ def measure_roles(tr: Translator, sample: Sample, outputs: list[list[int]], alig
 
 def roles_json(tr: Translator, sample: Sample, outputs: list[list[int]], args) -> dict:
     start = time.perf_counter()
-    pairs = training_pairs(tr, sample.corpora, args.aligner_pairs, args.seed)
+    pairs = training_pairs(tr, sample.corpora, args.aligner_pairs, args.seed, sample.languages)
     frequency = np.bincount(np.concatenate([np.concatenate([s, t]) for s, t in pairs]).astype(np.int64),
                             minlength=tr.model.config.src_vocab_size)
     aligner = IBM1.train(pairs, tr.model.config.src_vocab_size, iterations=args.aligner_iterations)
@@ -196,7 +201,7 @@ def parse_args(argv: list[str] | None):
 
 
 def main(argv: list[str] | None = None) -> tuple[dict, dict]:
-    from transformer.hub import load_checkpoint
+    from transformer.hub import checkpoint_languages, load_checkpoint
 
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -205,7 +210,8 @@ def main(argv: list[str] | None = None) -> tuple[dict, dict]:
     directory = Path(args.checkpoint)
     model = load_checkpoint(directory, device=args.device)
     tr = Translator(model, model.tokenizer, directory.name, truecaser=model.truecaser)
-    sample = load_sample(tr, args.corpus or list(DEFAULT_CORPORA), args.split, args.per_corpus, args.seed)
+    sample = load_sample(tr, args.corpus or list(DEFAULT_CORPORA), args.split, args.per_corpus, args.seed,
+                         checkpoint_languages(directory))
     jobs = set(args.jobs.split(","))
     baseline, outputs = greedy_bleu(tr, sample)
     log.info("%d sentences; intact greedy BLEU %s", len(sample.sources), {k: round(v, 2) for k, v in baseline.items()})

@@ -14,12 +14,13 @@ import json
 from pathlib import Path
 
 from transformer.casing import TRUECASE_FILE
-from transformer.hub import GENERATION_FILE, training_progress
+from transformer.hub import GENERATION_FILE, LANGUAGES, training_progress
 
+from .config import PRESETS
 from .corpora import ATTRIBUTION, CorpusSpec, corpus_test_split
 
 FRONT_MATTER = """---
-language: [en, de]
+language: [{source}, {target}]
 license: mit
 library_name: pytorch
 pipeline_tag: translation
@@ -54,12 +55,27 @@ def _metrics_table(metrics: dict) -> list[str]:
     return rows
 
 
+def _languages(cfg: dict) -> tuple[str, str]:
+    """(source, target) of a recipe, in words: English→German where it does not say."""
+    return LANGUAGES[cfg.get("src_lang", "en")], LANGUAGES[cfg.get("tgt_lang", "de")]
+
+
+def _command(preset: str, cfg: dict) -> str:
+    """The training command: the preset, and a flag for each setting the run changed from it."""
+    recipe, flags = PRESETS.get(preset, {}), []
+    for key, value in cfg.items():
+        if key in recipe and key not in ("output", "run_dir", "corpora") and value != recipe[key]:
+            flags.append(f"--{key.replace('_', '-')} {value}")
+    return " ".join([f"python -m transformer.train --preset {preset}", *flags])
+
+
 def _corpus_lines(cfg: dict, corpora: list[CorpusSpec], truecased: bool) -> list[str]:
     """What a translation model was trained on, how, and how its input is prepared."""
+    source, target = _languages(cfg)
     mix = ", ".join(f"{c.name} (weight {c.weight:g})" for c in corpora)
     tests = ", ".join(f"{c.name} {corpus_test_split(c.name)}" for c in corpora)
     how = (f"fine-tuned from `{cfg['init_from']}` on" if cfg.get("init_from") else "trained from scratch for")
-    lines = [f"An encoder–decoder Transformer {how} English→German on the train splits of {mix}; model "
+    lines = [f"An encoder–decoder Transformer {how} {source}→{target} on the train splits of {mix}; model "
              f"selection on their val splits; {tests} used only for the report.", ""]
     if cfg.get("rare_holdout"):
         lines += [f"The rare-word split of {cfg['rare_holdout']} (1000 train pairs whose English holds a word seen "
@@ -74,7 +90,7 @@ def _corpus_lines(cfg: dict, corpora: list[CorpusSpec], truecased: bool) -> list
                   f"⟨{cfg['placeholders']}⟩ (`transformer/placeholders.py`), and the translation puts them back. "
                   f"Training added {cfg.get('placeholder_copies', 0)} copies of each pair whose two sides share such "
                   "an entity, with the entities as placeholders; `copied_words.txt` lists the capitalised words "
-                  "the training data copies into German unchanged, which count as names.", ""]
+                  f"the training data copies into {target} unchanged, which count as names.", ""]
     if cfg.get("bpe_dropout"):
         lines += [f"BPE-dropout {cfg['bpe_dropout']:g} (Provilkov et al., 2020): each training pair is tokenised "
                   "once with merges dropped at random.", ""]
@@ -83,8 +99,8 @@ def _corpus_lines(cfg: dict, corpora: list[CorpusSpec], truecased: bool) -> list
              if cfg.get(k)]
     if noise:
         lines += [f"Training sources (never targets) are rewritten at random: {', '.join(noise)}.", ""]
-    lines += ["Input typed all in capitals or all in lower case is truecased before tokenising (`truecase.en`, "
-              "a Moses truecaser learned from the training English)." if truecased else
+    lines += [f"Input typed all in capitals or all in lower case is truecased before tokenising (`{TRUECASE_FILE}`, "
+              f"a Moses truecaser learned from the training {source})." if truecased else
               "ALL-CAPS input is lowercased before tokenising.", ""]
     lines += [ATTRIBUTION[c.name] for c in corpora if c.name in ATTRIBUTION]
     return lines + ([""] if any(c.name in ATTRIBUTION for c in corpora) else [])
@@ -106,7 +122,8 @@ def render_card(directory: Path) -> str:
     metrics = _read_json(directory / "metrics.json")
     cfg = training.get("train_config", {})
     preset = training.get("preset", directory.name)  # the recipe, where it is not the directory's name
-    lines = [FRONT_MATTER, f"# {directory.name}", ""]
+    codes = cfg.get("src_lang", "en"), cfg.get("tgt_lang", "de")
+    lines = [FRONT_MATTER.format(source=codes[0], target=codes[1]), f"# {directory.name}", ""]
     corpora = [CorpusSpec.parse(c) for c in cfg.get("corpora") or ()]
     if cfg.get("task", "multi30k") == "multi30k" and not corpora:
         lines += ["An encoder–decoder Transformer trained from scratch for English→German on Multi30k task 1 "
@@ -124,7 +141,7 @@ def render_card(directory: Path) -> str:
     lines += ["## Metrics", "", *_metrics_table(metrics), ""]
     lines += _decoding_lines(_read_json(directory / GENERATION_FILE))
     lines += ["## Model", "",
-              f"- parameters: {training.get('parameters', '?'):,}" if training else "- parameters: ?",
+              f"- parameters: {training['parameters']:,}" if "parameters" in training else "- parameters: ?",
               f"- layers: {config.get('n_encoder_layers')} encoder + {config.get('n_decoder_layers')} decoder, "
               f"d_model {config.get('d_model')}, {config.get('n_heads')} heads, d_ff {config.get('d_ff')}, "
               f"{config.get('activation')}, {'pre-LN' if config.get('norm_first') else 'post-LN'}, "
@@ -132,7 +149,7 @@ def render_card(directory: Path) -> str:
               f"- weights: {'float16' if training.get('float16') else 'float32'} safetensors; "
               f"selected: {training.get('selected', '?')}", ""]
     lines += ["## Training", "",
-              f"- command: `python -m transformer.train --preset {preset}`",
+              f"- command: `{_command(preset, cfg)}`",
               f"- seed: {cfg.get('seed')}; epochs: {training.get('epochs')}; optimizer steps: {training.get('steps')}",
               f"- training time: {training.get('train_minutes')} minutes (excluding per-epoch validation) on "
               f"{training.get('device')} with {training.get('threads')} torch thread(s)",
