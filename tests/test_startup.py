@@ -5,14 +5,21 @@ the page answers; start-up work that can wait (the search process's model load) 
 """
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gradio import networking
+
+from transformer.explorer import launch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -57,3 +64,35 @@ def test_the_app_starts_and_stays_up_while_every_core_is_busy():
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
+
+
+@contextlib.contextmanager
+def page_answering_after(delay_s: float) -> Iterator[str]:
+    """A local page whose HEAD answers 200 only after `delay_s` seconds, as a busy app renders its first page."""
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):  # noqa: N802 (http.server's name)
+            time.sleep(delay_s)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_launch_waits_for_a_page_slower_than_gradios_own_check():
+    original = networking.url_ok
+    with page_answering_after(3.5) as url:
+        assert not networking.url_ok(url)  # gradio's own check gives up: the app exited at start
+        with launch.patient_self_check(limit_s=20):
+            assert networking.url_ok(url)  # what launch asks inside `serve`
+    assert networking.url_ok is original
+    with page_answering_after(1.5) as url:
+        assert not launch.page_answers(url, limit_s=0.5)  # and it still gives up, at its own limit

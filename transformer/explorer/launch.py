@@ -7,6 +7,7 @@ handler so that it holds one of its session's model slots (`checks.SessionSlots`
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
+import httpx
+from gradio import networking
 
 from . import limits, page
 from .checks import SessionSlots
@@ -44,13 +47,44 @@ def serve(demo: gr.Blocks, when_up: Callable[[], Any] = lambda: None) -> None:
     """`python app.py`: launch `demo` with `launch_options()`, call `when_up()`, then serve until interrupted.
 
     Gradio's launch fetches its own page once, with a 3 s limit, and exits (a `ValueError` about a share link)
-    if that fetch times out, although the page answers. Start-up work that can wait, such as the search
-    process's model load, is therefore started by `when_up`, after that check: on a busy machine it made the
-    fetch miss its limit."""
-    demo.launch(**launch_options(), prevent_thread_lock=True)
+    if that fetch times out, although the page answers. Launch waits longer for it (`patient_self_check`), and
+    start-up work that can wait, such as the search process's model load, is started by `when_up`, after it."""
+    with patient_self_check():
+        demo.launch(**launch_options(), prevent_thread_lock=True)
     log.info("serving at %s", demo.local_url)
     when_up()
     demo.block_thread()
+
+
+SELF_CHECK_OK = (200, 301, 302, 303, 307, 308, 401)  # what gradio's own check takes as "the page answers"
+
+
+def page_answers(url: str, limit_s: float) -> bool:
+    """Whether `url` answers a HEAD request within `limit_s` seconds, asking again while it refuses."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            left = max(deadline - time.monotonic(), 0.1)
+            if httpx.head(url, timeout=left, verify=False).status_code in SELF_CHECK_OK:
+                return True
+        except (httpx.ConnectError, httpx.TimeoutException):
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.25)
+
+
+@contextlib.contextmanager
+def patient_self_check(limit_s: float = 60.0):
+    """Inside: gradio's launch checks its page with `page_answers(url, limit_s)` instead of one 3 s request.
+    Rendering the page's config for the first time can take longer on a busy laptop, and the app then exited
+    at start although it was up."""
+    original = networking.url_ok
+    networking.url_ok = functools.partial(page_answers, limit_s=limit_s)
+    try:
+        yield
+    finally:
+        networking.url_ok = original
 
 
 def session_limited(slots: SessionSlots, generations: SessionGenerations | None = None) -> Callable[..., Handler]:

@@ -44,10 +44,10 @@ The **Heads** and **Training** tabs go further: which heads matter most, what th
 on, and how the model learned.
 """
 
-ROLE_LEGEND = ("Letters: A lines up each German word with its English word (alignment) · P looks at the previous "
-               "word · N at the next word · S at the word itself · R at the rarest word · K parks on start/end "
-               "marks and punctuation (a sink). Hover a cell for the shares; the Heads tab explains how they "
-               "are measured.")
+ROLE_LEGEND = ("Letters: A lines up each translated word with the source word it translates (alignment) · "
+               "P looks at the previous word · N at the next word · S at the word itself · R at the rarest word · "
+               "K parks on start/end marks and punctuation (a sink). Hover a cell for the shares; the Heads tab "
+               "explains how they are measured.")
 
 HEADS_FURTHER = """
 **Going further: what the heads do.** The importance of a head is how much the model's error grows when
