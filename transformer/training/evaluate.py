@@ -105,6 +105,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--src-lang", help="the source side of --split (default: the language the checkpoint reads)")
     p.add_argument("--tgt-lang", help="the reference side of --split (default: the language the checkpoint writes)")
     p.add_argument("--limit", type=int, help="only the first N sentences")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda where there is a GPU")
     p.add_argument("--method", choices=["greedy", "beam"], default="beam")
     p.add_argument("--beam-size", type=int, help="default: the checkpoint's (generation_config.json), else 5")
     p.add_argument("--length-penalty", type=float,
@@ -137,7 +138,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.beam_size is not None and not 1 <= args.beam_size <= MAX_BEAM_SIZE:
         p.error(f"--beam-size must be from 1 to {MAX_BEAM_SIZE}, got {args.beam_size}")
 
-    model = load_checkpoint(args.checkpoint)
+    if args.device != "cpu" and args.quantize == "int8":
+        p.error("--quantize int8 runs on the CPU only")
+    model = load_checkpoint(args.checkpoint, device=args.device)
     search = int8_search_model(model) if args.quantize == "int8" else model
     beam_size, length_penalty = (model.generation or GenerationConfig()).resolve(args.beam_size, args.length_penalty)
     settings = {"method": args.method, "beam_size": beam_size if args.method == "beam" else 1,
@@ -167,6 +170,8 @@ def main(argv: list[str] | None = None) -> dict:
         hypotheses = translate_texts(translator, sources, keep_case=args.keep_case,
                                      **{k: v for k, v in settings.items() if k != "precision"})
         result = {**score_translations(hypotheses, references), **settings, "split": args.split or args.src_file}
+        if args.device != "cpu":  # a GPU's sums may round apart from the CPU's: say where a score comes from
+            result["device"] = args.device
         if args.split:
             result["corpus"] = args.corpus
         if args.source_form != "as-written":
