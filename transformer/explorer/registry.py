@@ -160,7 +160,7 @@ EXAMPLES_DE = [  # our own, for a model that reads German: a verb at the end, a 
     "Warum hast du mir nichts von der Party erzählt?",
     "Er ruft seine Mutter jeden Sonntag an.",
     "Wir wohnen seit drei Jahren in München.",
-    "Die Kinderbuchautorin liest heute in der Stadtbibliothek.",
+    "Mein Vater ist Busfahrer, und meine Mutter repariert Fahrräder.",
     "Meine Freundin Oluwaseun ist 1983 nach Plowdiw gezogen.",  # names and a year: placeholders in the maps
     "Ein Mann in einer roten Jacke fährt mit dem Fahrrad durch den Park.",
 ]
