@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from strings import all_strings
-from transformer.explorer import page, viz
+from transformer.explorer import browser, viz
 from transformer.explorer.payload import (
     QUANT_SCALE, SMALL_QUANT_SCALE, attention_payload, decode_array, decode_attention, encode_array, encode_rows,
     token_info,
@@ -136,13 +136,13 @@ def test_integers_and_masses_survive_the_codec_and_a_tiny_mass_stays_above_zero(
 def test_payload_revisions_differ_and_skeleton_has_every_view():
     att = make_attention()
     assert attention_payload(att)["rev"] != attention_payload(att)["rev"]
-    template = page.html_template()
+    template = browser.html_template()
     for view_id in ("focus-encoder", "model-cross", "grid-decoder", "rollout", "step-plot", "hidden-mass",
                     "layer", "head", "rows", "hide", "merge", "step"):
         assert f'id="{view_id}"' in template
     assert "${" not in template and "{{" not in template  # gr.HTML would fill these from the payload
-    assert page.PLOTLY_JS.is_file() and f"gradio_api/file={page.PLOTLY_JS.as_posix()}" in page.head_html()
-    assert "initExplorer(element, props, watch)" in page.js_on_load()
+    assert browser.PLOTLY_JS.is_file() and f"gradio_api/file={browser.PLOTLY_JS.as_posix()}" in browser.head_html()
+    assert "initExplorer(element, props, watch)" in browser.js_on_load()
 
 
 def test_the_vendored_plotly_bundle_is_the_version_the_plotly_package_ships():
@@ -153,14 +153,14 @@ def test_the_vendored_plotly_bundle_is_the_version_the_plotly_package_ships():
         assert found, head
         return found[1]
 
-    assert version(page.PLOTLY_JS, re.escape("(cartesian - minified) ")) == version(page.PLOTLY_PACKAGE_JS, "")
+    assert version(browser.PLOTLY_JS, re.escape("(cartesian - minified) ")) == version(browser.PLOTLY_PACKAGE_JS, "")
 
 
 def test_rows_choices_match_the_explorer():
     views = pytest.importorskip("transformer.explorer.views")  # imports plotly and pandas
     from transformer.explorer import share
-    assert page.ROWS_CHOICES == (share.ROWS_INPUT, share.ROWS_PREDICTED)
-    assert page.KIND_TITLES == views.KIND_TITLES
+    assert browser.ROWS_CHOICES == (share.ROWS_INPUT, share.ROWS_PREDICTED)
+    assert browser.KIND_TITLES == views.KIND_TITLES
     assert share.ViewState().client()["rows"] == share.ROWS_PREDICTED  # rows say what they predict
 
 

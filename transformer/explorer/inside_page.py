@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from .page import STATIC_DIR, share_js
+from .browser import STATIC_DIR, share_js
 
 
 def _h(text: str) -> str:
