@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from . import browser, inside_page, texts
+from . import browser, texts
 from .share import ViewState
 
 if TYPE_CHECKING:  # only for the annotation: the panels take a model's values, not the code that computes them
@@ -37,8 +37,8 @@ def build_attention_tab(view: ViewState) -> HtmlTab:
 
 def build_inside_panel() -> gr.HTML:
     """How the weight of a clicked cell is computed, below the maps (static/inside.js)."""
-    return gr.HTML(None, html_template=inside_page.inside_template(), js_on_load=inside_page.inside_js(),
-                   css_template=inside_page.CSS, elem_id="inside", apply_default_css=False)
+    return gr.HTML(None, html_template=browser.inside_template(), js_on_load=browser.inside_js(),
+                   css_template=browser.CSS, elem_id="inside", apply_default_css=False)
 
 
 def build_tree_tab() -> HtmlTab:
@@ -78,6 +78,6 @@ def build_model_tabs(info: ModelInfo) -> tuple[PlotTab, PlotTab]:
 def build_learn_tab(index: dict[str, Any] | None) -> HtmlTab:
     """The model at each of its training snapshots (shown only for a checkpoint that ships them: `index`)."""
     with gr.Tab("Watch it learn", id="learn", elem_id="tab-learn", visible=index is not None) as tab:
-        html = gr.HTML(index, html_template=inside_page.learn_template(), js_on_load=inside_page.learn_js(),
-                       css_template=inside_page.CSS, elem_id="learn", apply_default_css=False)
+        html = gr.HTML(index, html_template=browser.learn_template(), js_on_load=browser.learn_js(),
+                       css_template=browser.CSS, elem_id="learn", apply_default_css=False)
     return HtmlTab(tab, html)
