@@ -31,11 +31,11 @@ import gradio as gr  # noqa: E402
 from transformer.explorer import browser, launch, limits, texts  # noqa: E402
 from transformer.explorer.callbacks import Explorer  # noqa: E402
 from transformer.explorer.checks import event_data, view_data  # noqa: E402
+from transformer.explorer.compare import CompareSession  # noqa: E402
 from transformer.explorer.inside import Inside  # noqa: E402
 from transformer.explorer.models import ModelInfo  # noqa: E402
 from transformer.explorer.registry import EXAMPLES_EN  # noqa: E402
 from transformer.explorer.results import Result  # noqa: E402
-from transformer.explorer.search_views import CompareSession  # noqa: E402
 from transformer.explorer.share import ViewState  # noqa: E402
 from transformer.explorer.startup import start_explorer  # noqa: E402
 from transformer.explorer.side_panels import (  # noqa: E402
@@ -57,7 +57,7 @@ from transformer.explorer.tab_panels import (  # noqa: E402
     build_model_tabs,
     build_tree_tab,
 )
-from transformer.explorer.views import candidate_choices, nbest_select_candidate, nbest_table  # noqa: E402
+from transformer.explorer.result_view import candidate_choices, nbest_select_candidate, nbest_table  # noqa: E402
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 # `launch.session_limited(slots)`: wraps a handler so that it holds one of its session's model slots

@@ -14,19 +14,17 @@ import html
 from functools import cache
 from pathlib import Path
 
-import plotly
-
 from . import texts
+from .share import ROWS_INPUT, ROWS_PREDICTED
+from .texts import KIND_TITLES
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 # plotly.js's official cartesian bundle (bar, heatmap, scatter and the rest of the 2-D traces: all the page draws),
-# the version the plotly package ships: a third of the full bundle, so a page opens its views sooner
+# at the version the plotly package ships: smaller than the full bundle, so a page has less script to parse
 PLOTLY_JS = STATIC_DIR / "vendor" / "plotly-cartesian.min.js"
-PLOTLY_PACKAGE_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 
-KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
 TABS = {**KIND_TITLES, "steps": "Step by step"}
-ROWS_CHOICES = ("decoder input token", "predicted token")
+ROWS_CHOICES = (ROWS_INPUT, ROWS_PREDICTED)
 MEASURE_CHOICES = (("weight", "how much it looks (weight)"), ("norm", "how much it takes in (norm)"))
 
 
