@@ -1,12 +1,15 @@
-"""A Python copy of what the browser draws (static/explorer.js), the reference the browser and payload tests
-compare the page with: a result's attention as the views show it, one head's map (a Plotly figure), every layer
-and head (arrays), a decoding step, the rollout, and the notes on hidden mass.
+"""A Python copy of what the browser computes (static/explorer.js), the reference the browser and payload tests
+compare the page with: the payload decoded (`decode_attention`), a result's attention as the views show it, one
+head's map (a Plotly figure), every layer and head (arrays), a decoding step, the rollout, and the notes on hidden
+mass.
 
 Test-only: the app sends the payload (`result_view.result_payload`) and the page draws it; nothing in
 `transformer/` calls these.
 """
 from __future__ import annotations
 
+import base64
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,11 +18,48 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer.explorer import figures
-from transformer.explorer.share import KINDS, MEAN_HEADS, ROWS_PREDICTED, head_text  # noqa: F401  (KINDS: for the tests)
+from transformer.explorer.payload import CODEC
+from transformer.explorer.share import KINDS, MEAN_HEADS, ROWS_PREDICTED, head_text
 from transformer.explorer.texts import KIND_TITLES
 from transformer.explorer.token_labels import WORD_MARK, choice_label, display_token, escape_label, labels
 from transformer.explorer.transforms import check_tokens, hide_special, merge_subwords
-from transformer.translator import Attention
+from transformer.translator import Attention, StepRecord
+
+
+# ----------------------------------------------------------------------------- the payload, decoded
+
+
+def _unpack(entry: dict[str, Any]) -> bytes:
+    """The bytes of an entry, inflated as explorer.js's `inflate` does (entries without a codec are plain)."""
+    raw = base64.b64decode(entry["data"])
+    return zlib.decompress(raw, -15) if entry.get("codec") == CODEC else raw
+
+
+def decode_array(entry: dict[str, Any]) -> np.ndarray:
+    """The inverse of `payload.encode_rows`, as float32, computed as the browser computes it (explorer.js
+    `decodeArray`)."""
+    if entry["dtype"] == "float32":
+        return np.frombuffer(_unpack(entry), dtype="<f4").reshape(entry["shape"]).copy()
+    dtype = np.dtype("<u2") if entry["dtype"] == "uint16" else np.dtype("u1")
+    raw = np.frombuffer(_unpack(entry), dtype=dtype).reshape(entry["shape"])
+    values = (raw.astype(np.float64) / entry["scale"]).astype(np.float32)
+    if "kept_mass" in entry:
+        mass = decode_array(entry["kept_mass"])[..., None]
+        kept = np.asarray(entry["kept"], dtype=bool)
+        values[..., kept] = (values[..., kept] * mass).astype(np.float32)
+    return values
+
+
+def decode_attention(payload: dict[str, Any], measure: str = "weight") -> Attention:
+    """The weights (or the row-normalised norms) and tokens exactly as the browser sees them (quantised),
+    as an `Attention`."""
+    toks = payload["tokens"]
+    steps = [StepRecord(i, s["token"], s["p"], [(t, p) for t, _, p in s["top"]])
+             for i, s in enumerate(payload["steps"])]
+    key = "weights" if measure == "weight" else "norm"
+    return Attention(*(decode_array(payload["kinds"][k][key]) for k in KINDS), toks["src"]["raw"],
+                     toks["tgt_in"]["raw"], toks["tgt_out"]["raw"], steps, measure=measure)
+
 
 # ----------------------------------------------------------------------------- figures (pure: arrays -> figures)
 

@@ -22,13 +22,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import app_env, import_app, shared_app  # noqa: E402
 import reference_views  # noqa: E402
+from reference_views import decode_attention  # noqa: E402
 
 gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 from transformer.explorer import checks, exports, launch, limits, registry, result_view, results, share, training_tab  # noqa: E402
-from transformer.explorer.payload import decode_attention  # noqa: E402
 from transformer.translator import (  # noqa: E402
     Attention, Candidate, StepRecord, Translation, load_pretrained,
 )

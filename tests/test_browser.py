@@ -287,7 +287,8 @@ def test_browser_views_match_python():
 
     import reference_views as views
     from transformer.explorer import share
-    from transformer.explorer.payload import attention_payload, decode_array, decode_attention
+    from reference_views import decode_array, decode_attention
+    from transformer.explorer.payload import attention_payload
 
     src = ["\u2581A", "\u2581ri", "des", EVIL, "<unk>", ".", "<eos>"]
     out = ["\u2581Ein", "\u2581Rad", "fahr", "er", "<b>", ".", "<eos>"]
@@ -657,7 +658,7 @@ def test_browser_heads_off_norms_and_roles():
     """Clicks switch heads off (translation, n-best, maps and URL follow; "All heads on" undoes it), the
     weight/norm toggle (one model pass, then in the browser), a link with heads off, and a model's roles
     and Heads tab."""
-    from transformer.explorer.payload import decode_attention
+    from reference_views import decode_attention
 
     server = shared_app(ENV)
     with chromium() as browser:
@@ -839,7 +840,7 @@ def test_browser_inflates_every_block_type_deflate_makes():
     import base64
     import zlib
 
-    from transformer.explorer.payload import decode_array
+    from reference_views import decode_array
 
     rng = np.random.default_rng(3)
 

@@ -38,8 +38,8 @@ from . import token_labels, transforms
 from transformer.config import ATTENTION_KINDS
 from transformer.translator import Attention, StepRecord
 
-__all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "decode_array", "decode_attention",
-           "encode_array", "encode_rows", "token_info", "norm_rows", "ATTENTION_COLORS"]
+__all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "encode_rows", "token_info", "norm_rows",
+           "ATTENTION_COLORS"]
 
 # 2: rows relative to their kept mass; 3: quantised along running sums, mass as float32;
 # 4: every array deflated, the mass as uint16
@@ -59,14 +59,6 @@ SCORE_COLORS = "Viridis"
 _REVISIONS = itertools.count(1)
 
 
-def encode_array(values: np.ndarray, scale: int) -> dict[str, Any]:
-    """Weights in [0, 1] -> {"shape", "scale", "dtype", "codec", "data"}: little-endian uint8/uint16 integers,
-    compressed (`_pack`) and base64-encoded."""
-    dtype = _int_dtype(scale)
-    q = np.rint(_unit_interval(values) * scale).astype(dtype)
-    return _entry(q, scale)
-
-
 def _int_dtype(scale: int) -> np.dtype:
     return np.dtype("<u2") if scale > 255 else np.dtype("u1")
 
@@ -83,12 +75,6 @@ def _pack(raw: bytes) -> str:
     small, and the quantised maps of real sentences shrink well (bench/payload_size.py)."""
     packer = zlib.compressobj(PACK_LEVEL, zlib.DEFLATED, -15)
     return base64.b64encode(packer.compress(raw) + packer.flush()).decode("ascii")
-
-
-def _unpack(entry: dict[str, Any]) -> bytes:
-    """The bytes of an entry, inflated as explorer.js's `inflate` does (entries without a codec are plain)."""
-    raw = base64.b64decode(entry["data"])
-    return zlib.decompress(raw, -15) if entry.get("codec") == CODEC else raw
 
 
 def encode_rows(values: np.ndarray, kept: Sequence[bool], scale: int) -> dict[str, Any]:
@@ -132,20 +118,6 @@ def _cumulative_round(values: np.ndarray, scale: int) -> np.ndarray:
     each integer is within one step of its value, and so is the sum of any run of neighbours."""
     running = np.rint(np.cumsum(values, axis=-1) * scale)
     return np.clip(np.diff(running, axis=-1, prepend=0.0), 0, scale)
-
-
-def decode_array(entry: dict[str, Any]) -> np.ndarray:
-    """The inverse of `encode_array` (and of `encode_rows`), as float32, computed as the browser computes it."""
-    if entry["dtype"] == "float32":
-        return np.frombuffer(_unpack(entry), dtype="<f4").reshape(entry["shape"]).copy()
-    dtype = np.dtype("<u2") if entry["dtype"] == "uint16" else np.dtype("u1")
-    raw = np.frombuffer(_unpack(entry), dtype=dtype).reshape(entry["shape"])
-    values = (raw.astype(np.float64) / entry["scale"]).astype(np.float32)
-    if "kept_mass" in entry:
-        mass = decode_array(entry["kept_mass"])[..., None]
-        kept = np.asarray(entry["kept"], dtype=bool)
-        values[..., kept] = (values[..., kept] * mass).astype(np.float32)
-    return values
 
 
 def token_info(tokens: Sequence[str], entities: Sequence[str] = ()) -> dict[str, Any]:
@@ -255,14 +227,3 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
         "ablation": ablation,
         "heads": heads,
     }
-
-
-def decode_attention(payload: dict[str, Any], measure: str = "weight") -> Attention:
-    """The weights (or the row-normalised norms) and tokens exactly as the browser sees them (quantised),
-    as an `Attention`."""
-    toks = payload["tokens"]
-    steps = [StepRecord(i, s["token"], s["p"], [(t, p) for t, _, p in s["top"]])
-             for i, s in enumerate(payload["steps"])]
-    key = "weights" if measure == "weight" else "norm"
-    return Attention(*(decode_array(payload["kinds"][k][key]) for k in KINDS), toks["src"]["raw"],
-                     toks["tgt_in"]["raw"], toks["tgt_out"]["raw"], steps, measure=measure)
