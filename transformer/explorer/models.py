@@ -64,7 +64,7 @@ class ModelService:
         # Loading runs on the batcher's thread too: torch's OpenMP (libgomp) keeps a thread pool for every thread
         # that runs parallel work, and once the pools hold more threads than there are cores, each parallel
         # region wakes its threads by futex instead of spinning: loaded on the main thread, the model then
-        # translated several times slower (bench/thread_pools.py).
+        # translates slower (bench/thread_pools.py, docs/benchmarks.md).
         registry.runner = self.batcher.call
         self.default_model = registry.default()
         self.default_translator: Translator | None = None

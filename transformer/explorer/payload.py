@@ -41,17 +41,16 @@ from transformer.translator import Attention, StepRecord
 __all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "encode_rows", "token_info", "norm_rows",
            "ATTENTION_COLORS"]
 
-# 2: rows relative to their kept mass; 3: quantised along running sums, mass as float32;
-# 4: every array deflated, the mass as uint16
-PAYLOAD_VERSION = 4
+PAYLOAD_VERSION = 4  # sent as `version`: raised whenever the payload's layout changes
 CODEC = "deflate"
 QUANT_SCALE = 65535  # weights in [0, 1] as uint16: steps of 1.5e-5, so a hover's 0.1 % agrees with float32
 # uint8 for every input past a short sentence: along running sums 1/255 keeps every view within 0.004 of
-# float32, and its bytes compress to a third of uint16's (whose low byte is noise to the compressor)
+# float32, and its bytes compress far better than uint16's, whose low byte is noise to the compressor
+# (bench/payload_size.py)
 SMALL_QUANT_SCALE = 255
-MAX_WEIGHT_BYTES = 96_000  # uint16 only while its raw bytes (all kinds) stay within this: ~13 words on en-de
+MAX_WEIGHT_BYTES = 96_000  # uint16 only while its raw bytes (all kinds) stay within this: a short sentence
 MASS_SCALE = 65535  # a row's kept mass as uint16
-PACK_LEVEL = 6  # zlib's default: a higher level took longer for few bytes fewer
+PACK_LEVEL = 6  # zlib's default level: a higher one spends more time for few bytes fewer
 KINDS = ATTENTION_KINDS
 # light to dark, white = no attention; the canvas model view and the Plotly heatmaps share it
 ATTENTION_COLORS = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
@@ -106,7 +105,7 @@ def encode_rows(values: np.ndarray, kept: Sequence[bool], scale: int) -> dict[st
 
 def _unit_interval(values: np.ndarray) -> np.ndarray:
     """`values` as a new float64 array clipped to [0, 1], NaN as 0 (what `np.clip(np.nan_to_num(...), 0, 1)`
-    gives, in two passes instead of five: a payload's maps went through it many times a burst)."""
+    gives, in two passes instead of five: every map of a payload goes through it)."""
     out = np.array(values, dtype=np.float64)
     np.clip(out, 0.0, 1.0, out=out)  # +inf -> 1, -inf -> 0, NaN stays NaN
     out[np.isnan(out)] = 0.0
