@@ -7,19 +7,10 @@ import numpy as np
 import pytest
 
 from test_figures import EVIL, assert_no_raw_tag, random_attention
-from test_search_tree import FLAGSHIP
 from transformer.explorer import compare, figures
-from transformer.translator import Attention, load_pretrained
+from transformer.translator import Attention
 
-
-@pytest.fixture(autouse=True)
-def validate_figures(monkeypatch):
-    monkeypatch.setattr(figures, "VALIDATE_FIGURES", True)
-
-
-@pytest.fixture(scope="module")
-def tr():
-    return load_pretrained(FLAGSHIP)
+pytestmark = pytest.mark.usefixtures("validate_figures")
 
 
 def attention(src: list[str], tgt_in: list[str], seed: int, layers: int = 2, heads: int = 3) -> Attention:
@@ -29,9 +20,9 @@ def attention(src: list[str], tgt_in: list[str], seed: int, layers: int = 2, hea
 
 
 @pytest.mark.parametrize("kind,layer,head", [("cross", 3, 0), ("encoder", 0, 7), ("decoder", 2, -1)])
-def test_compare_figures_hold_exactly_the_two_results(tr, kind, layer, head):
-    a = tr.translate("He is reading a book in the garden.", method="greedy")
-    b = tr.translate("She is reading a book in the garden.", method="beam", beam_size=4)
+def test_compare_figures_hold_exactly_the_two_results(flagship, kind, layer, head):
+    a = flagship.translate("He is reading a book in the garden.", method="greedy")
+    b = flagship.translate("She is reading a book in the garden.", method="beam", beam_size=4)
     view = compare.compare_figures(a.attention, b.attention, kind, layer, head, labels=(a.text, b.text))
     for trace, att in zip(view.pair.data, (a.attention, b.attention)):
         maps = getattr(att, kind)
@@ -50,9 +41,9 @@ def test_compare_figures_hold_exactly_the_two_results(tr, kind, layer, head):
 
 
 @pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
-def test_a_sentence_compared_with_itself_differs_nowhere(tr, kind):
-    r = tr.translate("The grey dog bit the baker.", method="beam", beam_size=3)
-    again = tr.translate("The grey dog bit the baker.", method="beam", beam_size=3)
+def test_a_sentence_compared_with_itself_differs_nowhere(flagship, kind):
+    r = flagship.translate("The grey dog bit the baker.", method="beam", beam_size=3)
+    again = flagship.translate("The grey dog bit the baker.", method="beam", beam_size=3)
     view = compare.compare_figures(r.attention, again.attention, kind, 1, -1)
     assert view.note is None and view.difference_weights.shape == getattr(r.attention, kind).shape[-2:]
     assert np.all(view.difference_weights == 0) and np.all(np.asarray(view.difference.data[0].z) == 0)

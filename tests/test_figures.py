@@ -18,10 +18,7 @@ from transformer.explorer.training_tab import training_curves
 from transformer.explorer.transforms import rollout
 
 
-@pytest.fixture(autouse=True)
-def validate_figures(monkeypatch):
-    """Build every figure here with plotly's property validation on, so a bad property fails."""
-    monkeypatch.setattr(figures, "VALIDATE_FIGURES", True)
+pytestmark = pytest.mark.usefixtures("validate_figures")
 
 EVIL = "<img src=x onerror=alert(1)>"
 

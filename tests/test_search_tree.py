@@ -1,38 +1,26 @@
 """Tests for transformer/explorer/search_tree.py: the search tree figure and node naming."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from test_figures import EVIL, assert_no_raw_tag
-from transformer.explorer import figures, search_tree
+from transformer.explorer import search_tree
 from transformer.search_trace import FINISHED, PRUNED, ROOT
-from transformer.translator import load_pretrained
 
-FLAGSHIP = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
 # Our own sentences, never Multi30k text.
 LONG = ("Two young women in colourful dresses dance together on a wooden stage while an old man plays the accordion"
         " and three children clap their hands.")
 SHORT = "A small boy feeds the white goats behind the barn."
 
-
-@pytest.fixture(autouse=True)
-def validate_figures(monkeypatch):
-    monkeypatch.setattr(figures, "VALIDATE_FIGURES", True)
+pytestmark = pytest.mark.usefixtures("validate_figures")
 
 
 @pytest.fixture(scope="module")
-def tr():
-    return load_pretrained(FLAGSHIP)
-
-
-@pytest.fixture(scope="module")
-def long_pair(tr):
+def long_pair(flagship):
     """Beam 5 (length penalty 0.6) and greedy on a sentence where they end differently, both with their search
     recorded."""
-    beam = tr.translate(LONG, beam_size=5, length_penalty=0.6, return_attention=False, record_search=True)
-    greedy = tr.translate(LONG, method="greedy", return_attention=False, record_search=True)
+    beam = flagship.translate(LONG, beam_size=5, length_penalty=0.6, return_attention=False, record_search=True)
+    greedy = flagship.translate(LONG, method="greedy", return_attention=False, record_search=True)
     return beam, greedy
 
 
@@ -76,16 +64,16 @@ def test_tree_marks_finished_scores_and_where_beam_leaves_greedy(long_pair):
     assert len(greedy_line.x) == len(g_ids) + 1  # <bos> and every greedy token
 
 
-def test_tree_of_greedy_agreeing_with_beam_has_no_divergence_mark(tr):
-    beam = tr.translate(SHORT, beam_size=1, return_attention=False, record_search=True)
-    greedy = tr.translate(SHORT, method="greedy", return_attention=False, record_search=True)
+def test_tree_of_greedy_agreeing_with_beam_has_no_divergence_mark(flagship):
+    beam = flagship.translate(SHORT, beam_size=1, return_attention=False, record_search=True)
+    greedy = flagship.translate(SHORT, method="greedy", return_attention=False, record_search=True)
     fig = search_tree.beam_tree_figure(beam.search, greedy=greedy.search)
     assert not fig.layout.annotations and not fig.layout.shapes and "same output as greedy" in fig.layout.title.text
     assert len([t for t in fig.data if t.name == "greedy"]) == 1  # greedy stays inside the tree: no lane
 
 
-def test_tree_is_readable_for_beam_10_and_30_steps(tr):
-    r = tr.translate(LONG, beam_size=10, return_attention=False, record_search=True)
+def test_tree_is_readable_for_beam_10_and_30_steps(flagship):
+    r = flagship.translate(LONG, beam_size=10, return_attention=False, record_search=True)
     assert r.search.n_steps >= 25
     fig = search_tree.beam_tree_figure(r.search, width=1400)
     assert 320 <= fig.layout.height <= 2000 and fig.layout.width == 1400
@@ -118,15 +106,15 @@ def test_node_choices_name_prefixes(long_pair):
     assert label.endswith(" ".join(trace.prefix_tokens(best_end)))
 
 
-def test_pruned_candidates_lose_their_labels_only_in_a_wide_long_search(tr, long_pair):
+def test_pruned_candidates_lose_their_labels_only_in_a_wide_long_search(flagship, long_pair):
     def pruned_texts(trace):
         fig = search_tree.beam_tree_figure(trace)
         return next(list(t.text) for t in node_traces(fig) if t.name == "pruned candidate")
 
-    short = tr.translate("A dog sleeps.", beam_size=3, return_attention=False, record_search=True).search
+    short = flagship.translate("A dog sleeps.", beam_size=3, return_attention=False, record_search=True).search
     assert short.candidates_per_step * (short.n_steps + 1) <= search_tree.PRUNED_LABEL_LIMIT
     assert all(pruned_texts(short))  # few candidates: every one named
-    wide = tr.translate(LONG, beam_size=10, return_attention=False, record_search=True).search
+    wide = flagship.translate(LONG, beam_size=10, return_attention=False, record_search=True).search
     assert wide.candidates_per_step * (wide.n_steps + 1) > search_tree.PRUNED_LABEL_LIMIT
     assert not any(pruned_texts(wide))  # dots and hover text only
     fig = search_tree.beam_tree_figure(wide)
