@@ -5,7 +5,8 @@ layer, head, toggles). `ViewState.from_query(params, models, model_sizes)` reads
 parameters, validating each one: anything unknown, out of range or suspicious falls back to its
 default and is named in the returned notes (the page shows them as text). `to_query()` is the
 inverse; static/explorer.js builds the same parameters in the browser (`shareParams`) to keep the
-address bar in sync. Text from a URL only ever becomes a textbox value, never markup.
+address bar in sync. Text from a URL only ever becomes a textbox value, never markup. The tree and compare
+panels read their own kind, layer, head and rows from their event data the same way (`pick_view`).
 
 No gradio, no torch: strings in, a dataclass and notes out.
 
