@@ -28,14 +28,14 @@ os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 import gradio as gr  # noqa: E402
 
-from transformer.explorer import launch, limits, page, texts  # noqa: E402
+from transformer.explorer import browser, launch, limits, texts  # noqa: E402
 from transformer.explorer.callbacks import Explorer  # noqa: E402
 from transformer.explorer.checks import event_data, view_data  # noqa: E402
+from transformer.explorer.compare import CompareSession  # noqa: E402
 from transformer.explorer.inside import Inside  # noqa: E402
 from transformer.explorer.models import ModelInfo  # noqa: E402
 from transformer.explorer.registry import EXAMPLES_EN  # noqa: E402
 from transformer.explorer.results import Result  # noqa: E402
-from transformer.explorer.search_views import CompareSession  # noqa: E402
 from transformer.explorer.share import ViewState  # noqa: E402
 from transformer.explorer.startup import start_explorer  # noqa: E402
 from transformer.explorer.side_panels import (  # noqa: E402
@@ -57,7 +57,7 @@ from transformer.explorer.tab_panels import (  # noqa: E402
     build_model_tabs,
     build_tree_tab,
 )
-from transformer.explorer.views import candidate_choices, nbest_select_candidate, nbest_table  # noqa: E402
+from transformer.explorer.result_view import candidate_choices, nbest_select_candidate, nbest_table  # noqa: E402
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 # `launch.session_limited(slots)`: wraps a handler so that it holds one of its session's model slots
@@ -295,7 +295,7 @@ def create_app(checkpoint_dir: Path = CHECKPOINTS) -> ExplorerApp:
     explorer = start_explorer(checkpoint_dir)
     # plotly.js from the installed plotly package; the attention downloads from the folder they are written to
     # (exports.py), never copied into gradio's cache
-    gr.set_static_paths([page.PLOTLY_JS, explorer.exports.export_dir])
+    gr.set_static_paths([browser.PLOTLY_JS, explorer.exports.export_dir])
     inside = Inside(explorer.models)
     demo, app_page = build_page(explorer, inside, launch.session_limited(explorer.slots))
     demo.queue(default_concurrency_limit=2, max_size=limits.MAX_QUEUED)
@@ -320,7 +320,7 @@ def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> t
             restore=gr.Textbox(visible=False),
         )
         gr.Markdown(texts.INTRO, elem_id="intro")
-        with gr.Row(elem_id="stage"):  # the stage: a side column of controls, the views beside it (page.py)
+        with gr.Row(elem_id="stage"):  # the stage: a side column of controls, the views beside it (static/explorer.css)
             with gr.Column(scale=1, min_width=320, elem_id="sidebar"):
                 controls, translation = build_controls(view, info.examples, choices, EXAMPLES_EN[0])
                 results = build_results(translation, models.serving_note(), nbest_table(None), candidate_choices(None))
@@ -471,8 +471,8 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> tuple[Any, Any]:
         **model,
     )
     model_switched.then(**export).then(**tree)
-    controls.present.change(None, [controls.present], None, js=page.JS_PRESENT, **PRIVATE)
-    results.copy.click(None, None, [results.link], js=page.JS_COPY_LINK, **PRIVATE)
+    controls.present.change(None, [controls.present], None, js=browser.JS_PRESENT, **PRIVATE)
+    results.copy.click(None, None, [results.link], js=browser.JS_COPY_LINK, **PRIVATE)
     return rerun, wire_link(demo, app_page, export, tree)
 
 
@@ -488,7 +488,7 @@ def wire_link(demo: gr.Blocks, app_page: Page, export: dict[str, Any], tree: dic
     restored = [controls.model, states.model, controls.src, app_page.compare.src, controls.method, controls.beam]
     restored += [controls.lp, states.lp, controls.present, app_page.tabs, states.tab, results.note, states.restore]
     page_loaded = demo.load(app_page.on_restore, [states.model], [*restored, *training], **PRIVATE, **RESTORE)
-    view_restored = page_loaded.then(None, [states.restore], [states.view], js=page.JS_RESTORE, **PRIVATE)
+    view_restored = page_loaded.then(None, [states.restore], [states.view], js=browser.JS_RESTORE, **PRIVATE)
     link_translated = view_restored.then(
         per_session(app_page.on_restore_translate),
         [*inputs, states.restore],
@@ -513,20 +513,20 @@ def wire_tabs(app_page: Page) -> None:
     per_session, quiet_model = app_page.per_session, QUIET | model_group(explorer)
     entered = {}
     for tab in (app_page.attention.tab, app_page.tree.tab, compare.tab, app_page.training.tab, app_page.heads.tab):
-        view_written = tab.select(None, None, [states.view], js=page.js_enter_tab(tab.id), **PRIVATE)
+        view_written = tab.select(None, None, [states.view], js=browser.js_enter_tab(tab.id), **PRIVATE)
         entered[tab.id] = view_written.then(tab_entered(tab.id), None, [states.tab], queue=False, **PRIVATE)
     tree_inputs = [states.result, states.tab, states.view]
     entered["tree"].then(per_session(explorer.tree.on_tree_view), tree_inputs, [app_page.tree.view], **quiet_model)
     app_page.tree.view.pick(per_session(app_page.on_tree_pick), [states.result], [app_page.tree.view], **quiet_model)
     entered["compare"].then(compare_prefill, [controls.src, compare.src], [compare.src], queue=False, **PRIVATE)
-    compared = compare.run.click(None, None, [states.view], js=page.JS_VIEW, **PRIVATE)
+    compared = compare.run.click(None, None, [states.view], js=browser.JS_VIEW, **PRIVATE)
     compared.then(
         per_session(explorer.compare.on_compare),
         [controls.src, compare.src, controls.method, controls.beam, states.model, states.lp, states.view],
         [compare.view, states.compare],
         **quiet_model,
     )
-    versus = compare.versus.click(None, None, [states.view], js=page.JS_VIEW, **PRIVATE)
+    versus = compare.versus.click(None, None, [states.view], js=browser.JS_VIEW, **PRIVATE)
     versus.then(
         per_session(explorer.compare.on_greedy_vs_beam),
         [controls.src, controls.beam, states.model, states.lp, states.view],
@@ -568,7 +568,7 @@ def wire_inside(panels: InsidePanels, link_restored: Any, rerun: Any) -> None:
     panels.learn.view.learn(
         per_session(panels.on_learn), [states.model, controls.src], [panels.learn.view], **quiet_model
     )
-    learn_entered = panels.learn.tab.select(None, None, [states.view], js=page.js_enter_tab("learn"), **PRIVATE)
+    learn_entered = panels.learn.tab.select(None, None, [states.view], js=browser.js_enter_tab("learn"), **PRIVATE)
     learn_entered.then(tab_entered("learn"), None, [states.tab], queue=False, **PRIVATE)
     learn_panels = [panels.learn.tab, panels.learn.view, yours.view, panels.cell_panel]
     controls.model.input(panels.on_model, [controls.model], learn_panels, **PRIVATE)

@@ -11,7 +11,7 @@ this architecture must run for the same output, a lower bound in float32; `narro
 runs the same search with d_model and d_ff cut to 16, so the arithmetic nearly vanishes
 and what is left is eager PyTorch's cost per operation. For beam 5, `ours_with_search_recording`
 is `translate(..., record_search=True)` (the search tree the app draws) and
-`search_recording_overhead_pct` its cost over `ours_with_attention` (issue 12: at most 20 %). All of them
+`search_recording_overhead_pct` its cost over `ours_with_attention` (the goal: at most 20 %). All of them
 are timed in interleaved rounds (one call of each per round), so a slow spell of a shared
 machine hits every row alike and the speedups stay comparable. Prints one JSON object.
 

@@ -42,7 +42,6 @@ COMMANDS = {
     "browser_latency": "python bench/browser_latency.py --checkpoint checkpoints/en-de --reps 10",
     "decode_latency": "python bench/decode_latency.py --checkpoint checkpoints/en-de --compare checkpoints/multi30k-en-de "
                       "--threads 2 --repeats 30 --seed-repeats 5",
-    "figure_build": "python bench/figure_build.py --runs 7",
     "hostile_load": "python bench/hostile_load.py --checkpoint checkpoints/en-de --hostile 8 --victims 20 --sessions 200",
     "int8_accuracy": "python bench/int8_accuracy.py",
     "serving_paths": "python bench/serving_paths.py --threads 1 --repeats 20",

@@ -1,10 +1,13 @@
-"""Shared fixtures for the engine tests: tiny model configs and a deterministic torch setup.
+"""Shared fixtures: tiny model configs and a deterministic torch setup for the engine tests; plotly's validation
+and the shipped multi30k-en-de translator for the explorer's figure tests.
 
 Every model in these tests is tiny, and for tiny tensors torch's intra-op thread pool costs far more
 than it gives (on a busy 2-core machine a 2-thread forward pass was ~100x slower than a 1-thread one),
 so the whole session runs single-threaded; training subprocesses get `--threads 1` to match.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch
@@ -40,3 +43,20 @@ def make_model():
         return Transformer(tiny_config(**overrides)).eval()
 
     return build
+
+
+@pytest.fixture
+def validate_figures(monkeypatch):
+    """Every figure built with plotly's property validation on (`figures.VALIDATE_FIGURES`), so a bad property
+    fails."""
+    from transformer.explorer import figures
+
+    monkeypatch.setattr(figures, "VALIDATE_FIGURES", True)
+
+
+@pytest.fixture(scope="module")
+def flagship():
+    """The translator of the shipped multi30k-en-de checkpoint."""
+    from transformer.translator import load_pretrained
+
+    return load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de")

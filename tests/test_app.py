@@ -22,13 +22,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import app_env, import_app, shared_app  # noqa: E402
 import reference_views  # noqa: E402
+from reference_views import decode_attention  # noqa: E402
 
 gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from transformer.explorer import checks, exports, launch, limits, registry, results, share, views  # noqa: E402
-from transformer.explorer.payload import decode_attention  # noqa: E402
+from transformer.explorer import checks, exports, launch, limits, registry, result_view, results, share, training_tab  # noqa: E402
 from transformer.translator import (  # noqa: E402
     Attention, Candidate, StepRecord, Translation, load_pretrained,
 )
@@ -370,15 +370,15 @@ def test_export_npz_round_trip_without_pickle(app, tmp_path):
 
 def test_training_helpers(app, tmp_path):
     (tmp_path / "train_log.jsonl").write_text('{"epoch": 1, "val_loss": 2.0}\nnot json\n[1]\n{"epoch": 2}\n')
-    assert [r["epoch"] for r in views.load_train_log(tmp_path)] == [1, 2]
+    assert [r["epoch"] for r in training_tab.load_train_log(tmp_path)] == [1, 2]
     (tmp_path / "metrics.json").write_text(json.dumps({"bleu": 31.234567, "test": {"bleu": 30.0}, "n": [1, 2]}))
-    table = views.metrics_table(tmp_path)
+    table = training_tab.metrics_table(tmp_path)
     assert dict(zip(table["metric"], table["value"])) == {"bleu": "31.23", "test.bleu": "30", "n": "[1, 2]"}
-    assert "no metrics.json" in views.metrics_table(tmp_path / "nope")["metric"][0]
+    assert "no metrics.json" in training_tab.metrics_table(tmp_path / "nope")["metric"][0]
     (tmp_path / "metrics.json").write_text(json.dumps({
         "test/beam5": {"bleu": 23.456, "chrf": 45.7, "method": "beam", "signature": "x", "split": "test"},
         "val/greedy": {"bleu": 22.0, "method": "greedy", "batch_size": 64}}))
-    table = views.metrics_table(tmp_path)
+    table = training_tab.metrics_table(tmp_path)
     assert list(table.columns) == ["evaluation", "bleu", "chrf", "method"]
     assert table.values.tolist() == [["test/beam5", "23.46", "45.7", "beam"], ["val/greedy", "22", "", "greedy"]]
 
@@ -553,7 +553,7 @@ def test_main_path_records_no_search(app, monkeypatch):
 
 
 def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monkeypatch):
-    from transformer.explorer import search_viz
+    from transformer.explorer import search_tree
 
     tr = app.explorer.models.default_translator
     result = app.page.on_translate("h e l l o", "beam", 4, app.explorer.models.default_model, 0.6)[app.page.states.result]
@@ -566,7 +566,7 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     trace = result.search.trace
     final = [trace.prefix_ids(i) for i in trace.nbest]
     assert final == [c.ids for c in result.translation.candidates]  # the tree of the translation shown
-    assert value["choices"] == [[label, i] for label, i in search_viz.node_choices(trace)]  # plain text labels
+    assert value["choices"] == [[label, i] for label, i in search_tree.node_choices(trace)]  # plain text labels
     assert value["selected"] == trace.nbest[0] and (value["layer"], value["head"]) == (0, 1)
     reference = tr.attention_for_prefix(result.translation, trace.prefix_ids(value["selected"]))
     np.testing.assert_allclose(value["row"], reference.cross[0, 1, -1], atol=1e-6)
@@ -595,7 +595,7 @@ def test_tree_of_a_greedy_translation_has_no_second_search(app):
 
 
 def test_compare_figures_hold_both_results_arrays(app):
-    from transformer.explorer.search_viz import select_map
+    from transformer.explorer.compare import select_map
 
     tr = app.explorer.models.default_translator
     value, session = app.explorer.compare.on_compare("h e l l o", "h e l l a", "beam", 3, app.explorer.models.default_model, 0.6,
@@ -746,10 +746,10 @@ def test_norms_come_only_when_asked_and_rows_are_shares(app):
 
 
 def test_head_analysis_reaches_the_payload_and_the_heads_tab(app, tmp_path):
-    from transformer.explorer import head_views
+    from transformer.explorer import head_analysis
 
-    assert head_views.head_info(tmp_path) is None
-    fig, table = head_views.head_figures("x", tmp_path)
+    assert head_analysis.head_info(tmp_path) is None
+    fig, table = head_analysis.head_figures("x", tmp_path)
     assert "head_analysis" in json.dumps(fig.to_plotly_json()) and table.empty
     grid = [[0.5, 1.0], [1.0, 0.0]]
     kinds = {k: {"shares": {"sink": grid, "rare": grid}, "tags": [[["sink"], []], [["sink", "rare"], []]],
@@ -761,21 +761,21 @@ def test_head_analysis_reaches_the_payload_and_the_heads_tab(app, tmp_path):
         "importance": {k: grid for k in ("encoder", "decoder", "cross")},
         "pruning": {k: {"n_heads": 4, "importance": curve, "reverse": curve, "random": curve | {"seeds": [[1]]},
                         "removable": {"importance": 2}} for k in ("encoder", "decoder", "cross")}}))
-    info = head_views.head_info(tmp_path)
+    info = head_analysis.head_info(tmp_path)
     assert info["kinds"]["cross"]["tags"][1][0] == ["sink", "rare"] and info["codes"]["sink"] == "K"
-    fig, table = head_views.head_figures("x", tmp_path)
+    fig, table = head_analysis.head_figures("x", tmp_path)
     heatmaps = [t for t in fig.data if t.type == "heatmap"]
     assert len(heatmaps) == 3 and heatmaps[0].text[1][0] == "KR" and "sink &lt;b&gt;" in heatmaps[0].customdata[0][0]
     assert len([t for t in fig.data if t.type == "scatter"]) == 9
     assert "2 of 4 heads go" in json.dumps(fig.to_plotly_json(), ensure_ascii=False)
     assert list(table["heads"]) == [2, 1] * 3
-    payload = views.result_payload(fake_result(app), info)
+    payload = result_view.result_payload(fake_result(app), info)
     assert payload["heads"]["kinds"]["encoder"]["importance"] == grid
 
 
 def test_the_nbest_list_shows_each_translation_once_and_rows_map_to_candidates():
     from transformer.explorer.results import run_translation
-    from transformer.explorer.views import candidate_choices, nbest_row_candidate, nbest_table
+    from transformer.explorer.result_view import candidate_choices, nbest_row_candidate, nbest_table
 
     tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
     result = run_translation(tr, "en-de", "I know that the teacher speaks German.", "beam", 8, 1.4)[0]

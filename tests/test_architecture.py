@@ -30,7 +30,7 @@ def test_import_contracts_hold():
 
 
 @pytest.mark.parametrize("planted, contract", [
-    ("from transformer.explorer import viz", "Commands over training and the explorer"),  # core -> explorer
+    ("from transformer.explorer import figures", "Commands over training and the explorer"),  # core -> explorer
     ("import gradio", "Only the explorer imports"),
     ("from transformer import translator", "No import cycles"),  # model.py <-> translator.py
 ])

@@ -277,7 +277,7 @@ def test_browser_end_to_end(tmp_path):
 
 
 def test_browser_views_match_python():
-    """The arrays explorer.js plots equal the Python views (explorer.py / viz.py) of the same payload.
+    """The arrays explorer.js plots equal the Python views (tests/reference_views.py) of the same payload.
 
     A hand-made payload (BPE pieces to merge, specials to hide, HTML in tokens, 3 encoder and 2 decoder
     layers) goes into the page; for every kind, row labelling, toggle and a few layer/head choices, the
@@ -287,7 +287,8 @@ def test_browser_views_match_python():
 
     import reference_views as views
     from transformer.explorer import share
-    from transformer.explorer.payload import attention_payload, decode_array, decode_attention
+    from reference_views import decode_array, decode_attention
+    from transformer.explorer.payload import attention_payload
 
     src = ["\u2581A", "\u2581ri", "des", EVIL, "<unk>", ".", "<eos>"]
     out = ["\u2581Ein", "\u2581Rad", "fahr", "er", "<b>", ".", "<eos>"]
@@ -657,7 +658,7 @@ def test_browser_heads_off_norms_and_roles():
     """Clicks switch heads off (translation, n-best, maps and URL follow; "All heads on" undoes it), the
     weight/norm toggle (one model pass, then in the browser), a link with heads off, and a model's roles
     and Heads tab."""
-    from transformer.explorer.payload import decode_attention
+    from reference_views import decode_attention
 
     server = shared_app(ENV)
     with chromium() as browser:
@@ -778,7 +779,7 @@ def float32_views(page, view: dict, layers: list[int], heads: int) -> tuple[np.n
 @pytest.mark.skipif(not (EN_DE / "model.safetensors").is_file(), reason="checkpoints/en-de is not here")
 def test_browser_views_equal_the_float32_maps_at_short_and_long_lengths():
     """What explorer.js shows, with specials shown or hidden and subwords merged or not, equals the shipped
-    en-de's float32 attention transformed in Python (viz.hide_special renormalising rows, viz.merge_subwords)
+    en-de's float32 attention transformed in Python (transforms.hide_special renormalising rows, transforms.merge_subwords)
     within 0.005 per cell: the focus map (mean over heads) and the model view's maps of every head, every kind
     and both row labellings, for a short sentence with placeholders (uint16) and one of 150 tokens (uint8).
     The reference is the model's float32 maps, never the payload they were packed into."""
@@ -839,7 +840,7 @@ def test_browser_inflates_every_block_type_deflate_makes():
     import base64
     import zlib
 
-    from transformer.explorer.payload import decode_array
+    from reference_views import decode_array
 
     rng = np.random.default_rng(3)
 

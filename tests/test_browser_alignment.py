@@ -31,7 +31,7 @@ def expected_links(payload: dict) -> set[tuple[int, int]]:
     page got, over the payload's words (specials are none)."""
     from test_js import word_incidence
 
-    from transformer.explorer.payload import decode_attention
+    from reference_views import decode_attention
     from transformer.training import alignment
 
     opens = payload["heads"]["opens_on"]["cross"]

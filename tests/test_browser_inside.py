@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import ROOT, app_env, shared_app  # noqa: E402
 from test_browser import CHROMIUM, open_page, chromium, sync_api, views_drawn  # noqa: E402,F401
 from toy_snapshots import SNAPSHOT_STEPS, toy_run_with_snapshots  # noqa: E402
-from transformer.explorer.page import PLOTLY_JS  # noqa: E402
+from transformer.explorer.browser import PLOTLY_JS  # noqa: E402
 
 SHOTS = ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())
 SOURCE, YOURS = "a b c d e", "e d c a b"

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from transformer.explorer import registry, results, views
+from transformer.explorer import registry, result_view, results
 from transformer.explorer.callbacks import Explorer
 from transformer.explorer.inside import Inside
-from transformer.explorer.inside_views import check_yours
+from transformer.explorer.your_translation import check_yours
 from transformer.explorer.learning import LearningSnapshots, metric_of, snapshot_file, snapshot_records
 from transformer.explorer.share import ViewState
 from transformer.hub import load_int8_weights
@@ -286,5 +286,5 @@ def test_heads_off_under_your_translation_keep_the_models_texts(explorer, inside
     forced, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
     masked = results.ablate(explorer.models.translator(result.model), forced, [["cross", 3, 7]])
     text, nbest, notice = explorer.reruns.rerun_texts(masked)
-    assert text == result.translation.text and nbest.equals(views.nbest_table(result))
+    assert text == result.translation.text and nbest.equals(result_view.nbest_table(result))
     assert "your translation" in notice and "c4.8" in notice

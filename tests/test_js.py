@@ -44,9 +44,9 @@ TOKEN_CASES = [
 
 
 def python_transform_cases() -> list[dict]:
-    """Random rows over `TOKEN_CASES` with what viz.hide_special and viz.merge_subwords make of them (the functions
+    """Random rows over `TOKEN_CASES` with what transforms.hide_special and transforms.merge_subwords make of them (the functions
     the Python views use), and each axis as the payload sends it (`payload.token_info`)."""
-    from transformer.explorer import viz
+    from transformer.explorer import transforms
     from transformer.explorer.payload import token_info
 
     rng = np.random.default_rng(5)
@@ -56,9 +56,9 @@ def python_transform_cases() -> list[dict]:
         if name.startswith("a row with all"):
             w[1, :-1] = 0.0  # "▁Ja" looks only at <eos>: hidden, its row is all zeros
         w = (w / w.sum(1, keepdims=True)).astype(np.float32)
-        hw, hq, hk, mass = viz.hide_special(w, q, k)
-        mw, mq, mk = viz.merge_subwords(w, q, k)
-        bw, bq, bk = viz.merge_subwords(hw, hq, hk)
+        hw, hq, hk, mass = transforms.hide_special(w, q, k)
+        mw, mq, mk = transforms.merge_subwords(w, q, k)
+        bw, bq, bk = transforms.merge_subwords(hw, hq, hk)
         cases.append({"name": name, "weights": w.tolist(), "q": token_info(q), "k": token_info(k),
                       "hidden": {"weights": hw.tolist(), "q": hq, "k": hk, "mass": mass},
                       "merged": {"weights": mw.tolist(), "q": mq, "k": mk},

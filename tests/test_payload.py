@@ -4,16 +4,15 @@ from __future__ import annotations
 import base64
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from strings import all_strings
-from transformer.explorer import page, viz
-from transformer.explorer.payload import (
-    QUANT_SCALE, SMALL_QUANT_SCALE, attention_payload, decode_array, decode_attention, encode_array, encode_rows,
-    token_info,
-)
+from transformer.explorer import browser, token_labels, transforms
+from reference_views import decode_array, decode_attention
+from transformer.explorer.payload import QUANT_SCALE, SMALL_QUANT_SCALE, attention_payload, encode_rows, token_info
 from transformer.translator import Attention, StepRecord
 
 EVIL = "<img src=x onerror=alert(1)>"
@@ -35,16 +34,21 @@ def make_attention(n_enc: int = 2, n_dec: int = 2, heads: int = 4, src=None, out
     return Attention(rows((n_enc, heads, s, s)), dec, rows((n_dec, heads, t, s), 2), src, tin, out, steps)
 
 
+def plain_entry(values: np.ndarray, scale: int) -> dict:
+    """Every weight quantised as it is: `encode_rows` with no key kept apart (the encoding it improves on)."""
+    return encode_rows(values, [False] * np.shape(values)[-1], scale)
+
+
 def test_encode_decode_round_trip_within_half_a_step():
     w = rows((2, 3, 5, 7))
     for scale in (QUANT_SCALE, SMALL_QUANT_SCALE):
-        entry = encode_array(w, scale)
+        entry = plain_entry(w, scale)
         assert entry["dtype"] == ("uint16" if scale == QUANT_SCALE else "uint8")
         back = decode_array(json.loads(json.dumps(entry)))
         assert back.shape == w.shape and back.dtype == np.float32
         assert np.abs(back - w).max() <= 0.5 / scale + 1e-7
     # NaN and out-of-range values never produce garbage integers
-    back = decode_array(encode_array(np.array([[np.nan, -0.5, 1.5, 0.25]]), QUANT_SCALE))
+    back = decode_array(plain_entry(np.array([[np.nan, -0.5, 1.5, 0.25]]), QUANT_SCALE))
     np.testing.assert_allclose(back, [[0.0, 0.0, 1.0, 0.25]], atol=1e-4)
 
 
@@ -58,8 +62,8 @@ def test_payload_decodes_to_the_attention_it_came_from():
                                                                           att.tgt_out_tokens)
     assert [s.token for s in back.steps] == [s.token for s in att.steps]
     assert payload["n_layers"] == 2 and payload["n_heads"] == 4 and payload["candidate"] == 1
-    np.testing.assert_allclose(decode_array(payload["rollout"]), viz.rollout(att.encoder), atol=1e-4)
-    np.testing.assert_allclose(payload["kinds"]["cross"]["entropy"]["values"], viz.head_entropy(att.cross), atol=1e-3)
+    np.testing.assert_allclose(decode_array(payload["rollout"]), transforms.rollout(att.encoder), atol=1e-4)
+    np.testing.assert_allclose(payload["kinds"]["cross"]["entropy"]["values"], transforms.head_entropy(att.cross), atol=1e-3)
     assert np.array(payload["kinds"]["encoder"]["entropy"]["colors"]).shape == (2, 4)
 
 
@@ -75,9 +79,9 @@ def test_token_info_word_groups_with_and_without_specials():
     tokens = ["<bos>", "\u2581a", "<eos>", "b", "\u2581c", "d"]
     info = token_info(tokens)
     assert info["special"] == [True, False, True, False, False, False]
-    assert (info["groups"], info["words_raw"]) == viz.word_groups(tokens)
-    kept = [t for t in tokens if t not in viz.HIDDEN_BY_DEFAULT]
-    assert (info["groups_hidden"], info["words_hidden_raw"]) == viz.word_groups(kept)
+    assert (info["groups"], info["words_raw"]) == token_labels.word_groups(tokens)
+    kept = [t for t in tokens if t not in token_labels.HIDDEN_BY_DEFAULT]
+    assert (info["groups_hidden"], info["words_hidden_raw"]) == token_labels.word_groups(kept)
     # hiding changes the grouping: "b" follows "▁a" once <eos> is gone
     assert info["groups"][3] != info["groups"][1] and info["groups_hidden"][1] == info["groups_hidden"][0]
 
@@ -86,10 +90,10 @@ def test_every_label_is_escaped_and_raw_text_is_kept():
     payload = attention_payload(make_attention())
     for key in ("src", "tgt_in", "tgt_out"):
         info = payload["tokens"][key]
-        assert info["label"] == [viz.escape_label(viz.display_token(t)) for t in info["raw"]]
-        assert info["shown"] == [viz.display_token(t) for t in info["raw"]]
+        assert info["label"] == [token_labels.escape_label(token_labels.display_token(t)) for t in info["raw"]]
+        assert info["shown"] == [token_labels.display_token(t) for t in info["raw"]]
         assert not any("\u2581" in x for x in info["label"] + info["shown"] + info["words"])
-        assert info["words"] == [viz.escape_label(w) for w in info["words_raw"]]
+        assert info["words"] == [token_labels.escape_label(w) for w in info["words_raw"]]
     labels = [s for k in ("src", "tgt_in", "tgt_out") for f in ("label", "words", "words_hidden")
               for s in payload["tokens"][k][f]] + [s["label"] for s in payload["steps"]] + \
              [t[1] for s in payload["steps"] for t in s["top"]]
@@ -136,32 +140,34 @@ def test_integers_and_masses_survive_the_codec_and_a_tiny_mass_stays_above_zero(
 def test_payload_revisions_differ_and_skeleton_has_every_view():
     att = make_attention()
     assert attention_payload(att)["rev"] != attention_payload(att)["rev"]
-    template = page.html_template()
+    template = browser.html_template()
     for view_id in ("focus-encoder", "model-cross", "grid-decoder", "rollout", "step-plot", "hidden-mass",
                     "layer", "head", "rows", "hide", "merge", "step"):
         assert f'id="{view_id}"' in template
     assert "${" not in template and "{{" not in template  # gr.HTML would fill these from the payload
-    assert page.PLOTLY_JS.is_file() and f"gradio_api/file={page.PLOTLY_JS.as_posix()}" in page.head_html()
-    assert "initExplorer(element, props, watch)" in page.js_on_load()
+    assert browser.PLOTLY_JS.is_file() and f"gradio_api/file={browser.PLOTLY_JS.as_posix()}" in browser.head_html()
+    assert "initExplorer(element, props, watch)" in browser.js_on_load()
 
 
 def test_the_vendored_plotly_bundle_is_the_version_the_plotly_package_ships():
-    """The page draws with the cartesian bundle; the Python figures (search_views) come from the plotly package."""
+    """The page draws with the cartesian bundle; the Python figures (search_tree, compare) come from the plotly
+    package."""
+    import plotly
+
+    package_js = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+
     def version(path, label):
         head = path.read_text(encoding="utf-8")[:300]
         found = re.search(rf"plotly\.js {label}v(\d+\.\d+\.\d+)", head)
         assert found, head
         return found[1]
 
-    assert version(page.PLOTLY_JS, re.escape("(cartesian - minified) ")) == version(page.PLOTLY_PACKAGE_JS, "")
+    assert version(browser.PLOTLY_JS, re.escape("(cartesian - minified) ")) == version(package_js, "")
 
 
-def test_rows_choices_match_the_explorer():
-    views = pytest.importorskip("transformer.explorer.views")  # imports plotly and pandas
+def test_decoder_rows_open_labelled_by_the_token_they_predict():
     from transformer.explorer import share
-    assert page.ROWS_CHOICES == (share.ROWS_INPUT, share.ROWS_PREDICTED)
-    assert page.KIND_TITLES == views.KIND_TITLES
-    assert share.ViewState().client()["rows"] == share.ROWS_PREDICTED  # rows say what they predict
+    assert share.ViewState().client()["rows"] == share.ROWS_PREDICTED
 
 
 def test_entropy_colours_are_plotlys_viridis_at_the_scaled_score():
@@ -205,11 +211,11 @@ def test_hidden_specials_renormalise_to_the_float32_values_even_when_a_row_is_al
     np.testing.assert_allclose(shown, weights, atol=2e-5)
     hidden_shown = shown[..., 1:] / shown[..., 1:].sum(-1, keepdims=True)
     np.testing.assert_allclose(hidden_shown, rest, atol=1e-4)
-    plain = decode_array(encode_array(weights, QUANT_SCALE))  # the old encoding, for contrast
+    plain = decode_array(plain_entry(weights, QUANT_SCALE))  # for contrast
     assert np.abs(plain[..., 1:] / plain[..., 1:].sum(-1, keepdims=True) - rest).max() > 0.01
 
 
-EN_DE = __import__("pathlib").Path(__file__).resolve().parents[1] / "checkpoints" / "en-de"
+EN_DE = Path(__file__).resolve().parents[1] / "checkpoints" / "en-de"
 SHORT_EN = "Yesterday my younger sister finally baked a huge chocolate cake for our neighbours."
 LONG_EN = ("After the long winter the old fisherman repaired his wooden boat, painted it bright blue, and told every "
            "child in the village that he would sail across the quiet bay before the first summer storm arrived, "
@@ -308,15 +314,15 @@ def test_merged_words_of_many_pieces_stay_within_0_005_in_uint8():
 def test_tokens_are_shown_without_the_word_start_mark():
     """"▁" never reaches the screen: a word's first piece is bare, a piece that continues a word has "·", a lone
     "▁" is "␣", and as a next-token choice it says what it is."""
-    assert [viz.display_token(t) for t in ["\u2581I", "\u2581Lehr", "er", "\u2581", ",", "\u2581.", "<eos>", "⟨1⟩"]] == \
+    assert [token_labels.display_token(t) for t in ["\u2581I", "\u2581Lehr", "er", "\u2581", ",", "\u2581.", "<eos>", "⟨1⟩"]] == \
         ["I", "Lehr", "\u00b7er", "\u2423", ",", ".", "<eos>", "⟨1⟩"]
-    assert viz.choice_label("\u2581") == "\u2423 (a new word starts)"
+    assert token_labels.choice_label("\u2581") == "\u2423 (a new word starts)"
     att = make_attention(out=["\u2581", "\u2581Ein", "\u2581Rad", "fahrer", "<eos>"])
     payload = attention_payload(att)
     labels = [x[1] for s in payload["steps"] for x in s["top"]] + [s["label"] for s in payload["steps"]]
     assert "\u2423 (a new word starts)" in labels
     assert not [x for x in labels if "\u2581" in x]
-    assert viz.word_groups(["\u2581", "\u2581a"])[1] == ["\u2423", "a"]
+    assert token_labels.word_groups(["\u2581", "\u2581a"])[1] == ["\u2423", "a"]
 
 
 def test_colour_scales_read_by_lightness_alone():

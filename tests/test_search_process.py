@@ -134,8 +134,8 @@ def test_the_child_ends_with_its_parent():
 
 
 def test_the_app_searches_in_a_child_unless_told_not_to(monkeypatch, caplog):
-    """`Explorer.start`'s searcher: a live child of this process, on torch's threads; TRANSFORMER_SEARCH_PROCESS=0
-    keeps the searches in the app's process, and says so in the log."""
+    """`startup.start_explorer`'s searcher (`search_process_from_env`): a live child of this process, on torch's
+    threads; TRANSFORMER_SEARCH_PROCESS=0 keeps the searches in the app's process, and says so in the log."""
     from transformer.explorer import startup
 
     monkeypatch.delenv(startup.ENV_SEARCH_PROCESS, raising=False)

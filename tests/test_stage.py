@@ -277,7 +277,7 @@ def test_cross_attention_opens_on_the_read_out_that_aligns_best():
     layer's mean, and the decoder gets its rows back; rows or a head chosen by hand then hold on every kind."""
     from test_payload import make_attention
 
-    from transformer.explorer.head_views import head_info
+    from transformer.explorer.head_analysis import head_info
     from transformer.explorer.payload import attention_payload
 
     checkpoint = ROOT / "checkpoints" / "en-de"

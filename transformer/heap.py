@@ -1,21 +1,21 @@
 """The process heap (glibc's malloc), set for what the process does: an app gives freed memory back, a
 trainer keeps it.
 
-glibc serves a block of 128 KB or more by mmap, given back to the system when freed, until it sees such a
-block freed; then it raises that threshold to the freed size (up to 32 MB) and serves later blocks of that
-size from its heaps, which give memory back only from their top, and only past a trim threshold.
+By default glibc serves a block of 128 KB or more by mmap, given back to the system when freed, until it sees
+such a block freed; then it raises that threshold to the freed size (up to 32 MB) and serves later blocks of
+that size from its heaps, which give memory back only from their top, and only past a trim threshold.
 
-- **An app** (`give_back`, `trim`) keeps and drops attention arrays of 1 to 30 MB all day, from the threads of
+- **An app** (`give_back`, `trim`) keeps and drops attention arrays of megabytes all day, from the threads of
   gradio's pool, each of which may get an arena of its own: left alone, its resident memory grows to the most
   it ever held at once, per arena, and stays there. `give_back()` fixes the threshold (every block of
   `APP_MMAP_THRESHOLD` or more is mmap'ed) and caps the arenas; `trim()`, after results are released, returns
   the heaps' free pages.
-- **A trainer on a CPU** (`keep`) allocates and frees the same few hundred MB of activations every step. Every
+- **A trainer on a CPU** (`keep`) allocates and frees the same activations every step. Every
   block that goes back to the system comes back as fresh pages, each one a page fault, zeroed by the kernel:
   `keep()` serves every block from the heaps and never trims them, so a step reuses the last step's pages
   (`bench/train_throughput.py` measures the gain, docs/model.md). The app's search process
   (`search_process`) keeps them too: a batched search frees and takes the same blocks every step, and given
-  back they made it much slower (docs/serving.md).
+  back each step would fault them in afresh (docs/serving.md).
 
 Where the C library is not glibc, all three do nothing.
 """

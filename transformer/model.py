@@ -110,7 +110,7 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int) -> Tensor:
 
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     """Inverted dropout. On a CPU the mask comes from 16 random bits per element, four to each 64-bit draw of
-    torch's generator: `F.dropout` draws once per element, which took a fifth of a bf16 training step.
+    torch's generator: `F.dropout` draws once per element, four times the draws (docs/model.md, the fast path).
     p is used as a multiple of 2**-16. Elsewhere (CUDA) it is `F.dropout`."""
     if not training or p == 0.0:
         return x
@@ -204,7 +204,7 @@ class MultiHeadAttention(nn.Module):
         each head's output (and its returned map) before the output projection.
         """
         p = self.dropout if self.training else 0.0
-        # Training on a CPU takes the explicit path even without dropout: SDPA's CPU backward was slower per step
+        # Training on a CPU takes the explicit path even without dropout: SDPA's CPU backward is slower per step
         # in bf16 (docs/model.md), and its dropout draws a random number per element.
         if need_weights or (self.training and q.device.type == "cpu"):
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, T_q, T_k)

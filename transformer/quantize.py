@@ -9,7 +9,7 @@ At beam 5 a decoding step reads every decoder and output weight for a handful of
 memory traffic: int8 weights (a quarter of the bytes) make the search faster. What stays float32, and
 why: the encoder and the embeddings (shared with the float32 model, not copied; the encoder runs once per
 sentence) and the attention capture. Attention maps computed through int8 weights drift from the float32
-ones by up to ~0.1 (max abs, 50 val sentences), more than the 0.02 the app allows, so `Translator` draws
+ones by more than the 0.02 (max abs) the app allows (`bench/int8_accuracy.py`), so `Translator` draws
 every map (and the step probabilities) with one teacher-forced float32 pass over the hypothesis the int8
 search found: the maps are exactly the float32 model's maps of that output.
 

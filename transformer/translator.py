@@ -585,8 +585,8 @@ def load_pretrained(name_or_path: str | os.PathLike, device: str = "cpu", quanti
                     **download_kwargs) -> Translator:
     """A local checkpoint directory or a Hugging Face Hub repo id -> `Translator`.
 
-    `quantize="int8"` (CPU only) searches with int8 decoder weights (`transformer.quantize`): about twice
-    as fast at beam 5; attention and step probabilities stay float32. None or "fp32": float32 throughout.
+    `quantize="int8"` (CPU only) searches with int8 decoder weights (`transformer.quantize`): faster at beam 5
+    (`bench/decode_latency.py`); attention and step probabilities stay float32. None or "fp32": float32 throughout.
     """
     if quantize not in (None,) + PRECISIONS:
         raise ValueError(f"quantize must be one of {PRECISIONS} or None, got {quantize!r}")

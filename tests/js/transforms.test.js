@@ -1,4 +1,4 @@
-// The view transforms (hide specials, merge subwords) against Python's viz.hide_special / viz.merge_subwords on the
+// The view transforms (hide specials, merge subwords) against Python's transforms.hide_special / transforms.merge_subwords on the
 // same cases: tests/test_js.py writes the cases and Python's answers to TRANSFORM_CASES and runs this file.
 "use strict";
 const test = require("node:test");

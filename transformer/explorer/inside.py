@@ -1,6 +1,6 @@
 """What the three ways into the model compute for the app's events, as plain values (`app.py` wires them):
 
-* a click on a cell of one head's map: how that weight is computed (`inside_views.inside_value`);
+* a click on a cell of one head's map: how that weight is computed (`weight_computation.inside_value`);
 * a translation of one's own: scored by the model, its maps shown in place of the model's (`Translator.force`);
 * the training snapshots' slider: the same sentence translated by the model at each snapshot (`learning`).
 
@@ -15,7 +15,6 @@ from typing import Any
 
 from transformer.serving.batching import search_work
 
-from .inside_views import check_yours, inside_value, read_cell, yours_value
 from .learning import LearningSnapshots, metric_of, snapshot_records
 from .models import ModelService
 from .checks import event_data, user_error
@@ -23,6 +22,8 @@ from .registry import examples_for
 from .results import Result, work_on
 from . import limits
 from .share import ROWS_INPUT, ROWS_PREDICTED
+from .weight_computation import inside_value, read_cell
+from .your_translation import check_yours, yours_value
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ import gradio as gr
 import httpx
 from gradio import networking
 
-from . import limits, page
+from . import browser, limits
 from .checks import SessionSlots
 
 Handler = Callable[..., Any]
@@ -39,7 +39,7 @@ def launch_options() -> dict[str, Any]:
     return dict(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                 server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
                 share=False, allowed_paths=None, ssr_mode=False, mcp_server=False, show_error=False,
-                state_session_capacity=200, css=page.stylesheet(), theme=gr.themes.Default(),
+                state_session_capacity=200, css=browser.stylesheet(), theme=gr.themes.Default(),
                 max_file_size=limits.MAX_UPLOAD)
 
 

@@ -25,8 +25,8 @@ import numpy as np
 from transformer.hub import SNAPSHOTS_DIR, load_int8_weights
 from transformer.translator import Translation, Translator
 
-from .inside_views import token_text
 from .payload import ATTENTION_COLORS
+from .token_labels import token_text
 
 if TYPE_CHECKING:
     from .results import ResultStore

@@ -20,11 +20,11 @@ from transformer.serving.kernels import ServingPath
 from transformer.translator import Translator
 
 from .checks import user_error
-from .head_views import head_figures, head_info
+from .head_analysis import head_figures, head_info
 from .registry import ModelRegistry, examples_for, is_toy, source_language
 from .results import ResultStore
 from .share import DEFAULT_LENGTH_PENALTY
-from .views import training_view
+from .training_tab import training_view
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class ModelService:
         # Loading runs on the batcher's thread too: torch's OpenMP (libgomp) keeps a thread pool for every thread
         # that runs parallel work, and once the pools hold more threads than there are cores, each parallel
         # region wakes its threads by futex instead of spinning: loaded on the main thread, the model then
-        # translated several times slower (bench/thread_pools.py).
+        # translates slower (bench/thread_pools.py, docs/benchmarks.md).
         registry.runner = self.batcher.call
         self.default_model = registry.default()
         self.default_translator: Translator | None = None
@@ -123,7 +123,7 @@ class ModelService:
         return " ".join(filter(None, [precision_note(tr.precision, path.why), path.slow_note]))
 
     def heads(self, label: str | None) -> dict[str, Any] | None:
-        """The head analysis of a model's checkpoint (`head_views.head_info`), read once."""
+        """The head analysis of a model's checkpoint (`head_analysis.head_info`), read once."""
         if label not in self._heads:
             self._heads[label] = head_info(self.registry.directory(label))
         return self._heads[label]

@@ -6,18 +6,19 @@ subwords, decoding step, tab) from this payload without asking the server again;
 computed here, in pure Python, and sent ready-made:
 
 * weights quantised to integers (`QUANT_SCALE`, little-endian, deflated, base64): `(L, H, Q, K)` per kind;
-* tokens as the model's pieces (`raw`), as shown (`shown`, `viz.display_token`: no "▁", for `textContent`), as
-  escaped labels (`viz.escape_label`, for Plotly, which parses a subset of HTML), with the special-token mask and the word groups of `viz.word_groups`,
-  both for all tokens and for the tokens left after hiding the specials;
+* tokens as the model's pieces (`raw`), as shown (`shown`, `token_labels.display_token`: no "▁", for
+  `textContent`), as escaped labels (`token_labels.escape_label`, for Plotly, which parses a subset of HTML), with
+  the special-token mask and the word groups of `token_labels.word_groups`, both for all tokens and for the tokens
+  left after hiding the specials;
 * head entropy per kind (with its cell colours), the encoder rollout, the decoding steps;
 * when asked for, Kobayashi et al.'s norms ‖α f(x)‖ per kind, each row divided by its sum (`norm_rows`);
 * the heads switched off and the translation with every head on (`ablation`), and what the checkpoint's
   head analysis says about each head (`heads`: importance, role tags and shares).
 
 The JavaScript re-implements only the cheap transforms (mean over heads, hide specials with row
-renormalisation, merge subwords) and inflate; tests/test_browser.py checks its plotted arrays against
-`transformer.explorer`'s Python views of `decode_attention(payload)`, and against the same views of the model's
-float32 maps (within 0.005 per cell). bench/payload_size.py says how many bytes a translation sends.
+renormalisation, merge subwords) and inflate; tests/test_browser.py checks its plotted arrays against the
+Python views (tests/reference_views.py) of the decoded payload, and against the same views of the model's float32
+maps (within 0.005 per cell). bench/payload_size.py says how many bytes a translation sends.
 
 No gradio and no torch here: numpy arrays and tokens in, a JSON-ready dict out.
 """
@@ -33,37 +34,28 @@ from typing import Any
 import numpy as np
 from plotly.colors import sample_colorscale, sequential
 
-from . import viz
+from . import token_labels, transforms
 from transformer.config import ATTENTION_KINDS
 from transformer.translator import Attention, StepRecord
 
-__all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "decode_array", "decode_attention",
-           "encode_array", "encode_rows", "token_info", "norm_rows", "ATTENTION_COLORS"]
+__all__ = ["PAYLOAD_VERSION", "QUANT_SCALE", "attention_payload", "encode_rows", "token_info", "norm_rows",
+           "ATTENTION_COLORS"]
 
-# 2: rows relative to their kept mass; 3: quantised along running sums, mass as float32;
-# 4: every array deflated, the mass as uint16
-PAYLOAD_VERSION = 4
+PAYLOAD_VERSION = 4  # sent as `version`: raised whenever the payload's layout changes
 CODEC = "deflate"
 QUANT_SCALE = 65535  # weights in [0, 1] as uint16: steps of 1.5e-5, so a hover's 0.1 % agrees with float32
 # uint8 for every input past a short sentence: along running sums 1/255 keeps every view within 0.004 of
-# float32, and its bytes compress to a third of uint16's (whose low byte is noise to the compressor)
+# float32, and its bytes compress far better than uint16's, whose low byte is noise to the compressor
+# (bench/payload_size.py)
 SMALL_QUANT_SCALE = 255
-MAX_WEIGHT_BYTES = 96_000  # uint16 only while its raw bytes (all kinds) stay within this: ~13 words on en-de
+MAX_WEIGHT_BYTES = 96_000  # uint16 only while its raw bytes (all kinds) stay within this: a short sentence
 MASS_SCALE = 65535  # a row's kept mass as uint16
-PACK_LEVEL = 6  # zlib's default: a higher level took longer for few bytes fewer
+PACK_LEVEL = 6  # zlib's default level: a higher one spends more time for few bytes fewer
 KINDS = ATTENTION_KINDS
 # light to dark, white = no attention; the canvas model view and the Plotly heatmaps share it
 ATTENTION_COLORS = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
 SCORE_COLORS = "Viridis"
 _REVISIONS = itertools.count(1)
-
-
-def encode_array(values: np.ndarray, scale: int) -> dict[str, Any]:
-    """Weights in [0, 1] -> {"shape", "scale", "dtype", "codec", "data"}: little-endian uint8/uint16 integers,
-    compressed (`_pack`) and base64-encoded."""
-    dtype = _int_dtype(scale)
-    q = np.rint(_unit_interval(values) * scale).astype(dtype)
-    return _entry(q, scale)
 
 
 def _int_dtype(scale: int) -> np.dtype:
@@ -82,12 +74,6 @@ def _pack(raw: bytes) -> str:
     small, and the quantised maps of real sentences shrink well (bench/payload_size.py)."""
     packer = zlib.compressobj(PACK_LEVEL, zlib.DEFLATED, -15)
     return base64.b64encode(packer.compress(raw) + packer.flush()).decode("ascii")
-
-
-def _unpack(entry: dict[str, Any]) -> bytes:
-    """The bytes of an entry, inflated as explorer.js's `inflate` does (entries without a codec are plain)."""
-    raw = base64.b64decode(entry["data"])
-    return zlib.decompress(raw, -15) if entry.get("codec") == CODEC else raw
 
 
 def encode_rows(values: np.ndarray, kept: Sequence[bool], scale: int) -> dict[str, Any]:
@@ -119,7 +105,7 @@ def encode_rows(values: np.ndarray, kept: Sequence[bool], scale: int) -> dict[st
 
 def _unit_interval(values: np.ndarray) -> np.ndarray:
     """`values` as a new float64 array clipped to [0, 1], NaN as 0 (what `np.clip(np.nan_to_num(...), 0, 1)`
-    gives, in two passes instead of five: a payload's maps went through it many times a burst)."""
+    gives, in two passes instead of five: every map of a payload goes through it)."""
     out = np.array(values, dtype=np.float64)
     np.clip(out, 0.0, 1.0, out=out)  # +inf -> 1, -inf -> 0, NaN stays NaN
     out[np.isnan(out)] = 0.0
@@ -133,33 +119,19 @@ def _cumulative_round(values: np.ndarray, scale: int) -> np.ndarray:
     return np.clip(np.diff(running, axis=-1, prepend=0.0), 0, scale)
 
 
-def decode_array(entry: dict[str, Any]) -> np.ndarray:
-    """The inverse of `encode_array` (and of `encode_rows`), as float32, computed as the browser computes it."""
-    if entry["dtype"] == "float32":
-        return np.frombuffer(_unpack(entry), dtype="<f4").reshape(entry["shape"]).copy()
-    dtype = np.dtype("<u2") if entry["dtype"] == "uint16" else np.dtype("u1")
-    raw = np.frombuffer(_unpack(entry), dtype=dtype).reshape(entry["shape"])
-    values = (raw.astype(np.float64) / entry["scale"]).astype(np.float32)
-    if "kept_mass" in entry:
-        mass = decode_array(entry["kept_mass"])[..., None]
-        kept = np.asarray(entry["kept"], dtype=bool)
-        values[..., kept] = (values[..., kept] * mass).astype(np.float32)
-    return values
-
-
 def token_info(tokens: Sequence[str], entities: Sequence[str] = ()) -> dict[str, Any]:
     """Raw tokens, escaped labels, the special mask and word groups (all tokens / specials hidden). A merged
     word that is a placeholder shows what it stands for ("⟨1⟩ Oluwaseun"; `entities[k]` for ⟨k+1⟩)."""
-    special = [t in viz.HIDDEN_BY_DEFAULT for t in tokens]
+    special = [t in token_labels.HIDDEN_BY_DEFAULT for t in tokens]
     kept = [t for t, s in zip(tokens, special) if not s]
-    groups, words = viz.word_groups(tokens)
-    groups_kept, words_kept = viz.word_groups(kept)
+    groups, words = token_labels.word_groups(tokens)
+    groups_kept, words_kept = token_labels.word_groups(kept)
     words, words_kept = _with_entities(words, entities), _with_entities(words_kept, entities)
     return {
-        "raw": list(tokens), "label": [viz.escape_label(viz.display_token(t)) for t in tokens],
-        "shown": [viz.display_token(t) for t in tokens], "special": special,
-        "groups": groups, "words": [viz.escape_label(w) for w in words], "words_raw": words,
-        "groups_hidden": groups_kept, "words_hidden": [viz.escape_label(w) for w in words_kept],
+        "raw": list(tokens), "label": [token_labels.escape_label(token_labels.display_token(t)) for t in tokens],
+        "shown": [token_labels.display_token(t) for t in tokens], "special": special,
+        "groups": groups, "words": [token_labels.escape_label(w) for w in words], "words_raw": words,
+        "groups_hidden": groups_kept, "words_hidden": [token_labels.escape_label(w) for w in words_kept],
         "words_hidden_raw": words_kept,
     }
 
@@ -167,7 +139,7 @@ def token_info(tokens: Sequence[str], entities: Sequence[str] = ()) -> dict[str,
 def _with_entities(words: list[str], entities: Sequence[str]) -> list[str]:
     """Word labels with each placeholder followed by its entity: "⟨1⟩" -> "⟨1⟩ Oluwaseun", "⟨1⟩s" -> "⟨1⟩s Ayo"."""
     def label(word: str) -> str:
-        m = viz.PLACEHOLDER_TOKEN.match(word)
+        m = token_labels.PLACEHOLDER_TOKEN.match(word)
         k = int(word[1]) - 1 if m else -1
         return f"{word} {entities[k]}" if 0 <= k < len(entities) else word
     return [label(w) for w in words]
@@ -185,7 +157,7 @@ def _entropy(weights: np.ndarray) -> dict[str, Any]:
     """Head entropy (L, H) rounded for display, with a Viridis colour per cell (scaled to this grid)."""
     if weights.shape[0] == 0 or 0 in weights.shape[-2:]:
         return {"values": [], "colors": []}
-    scores = viz.head_entropy(weights)
+    scores = transforms.head_entropy(weights)
     lo, hi = float(scores.min()), float(scores.max())
     scaled = (scores - lo) / (hi - lo) if hi > lo else np.zeros_like(scores)
     colors = _score_palette()[np.rint(scaled * 255).astype(int)]
@@ -202,9 +174,9 @@ def norm_rows(norms: np.ndarray) -> np.ndarray:
 
 def _step(record: StepRecord) -> dict[str, Any]:
     top = sorted(record.top_k, key=lambda tp: tp[1], reverse=True)[:5]
-    return {"token": record.token, "label": viz.escape_label(viz.display_token(record.token)),
-            "shown": viz.display_token(record.token), "p": round(float(record.probability), 4),
-            "top": [[tok, viz.escape_label(viz.choice_label(tok)), round(float(p), 4)] for tok, p in top]}
+    return {"token": record.token, "label": token_labels.escape_label(token_labels.display_token(record.token)),
+            "shown": token_labels.display_token(record.token), "p": round(float(record.probability), 4),
+            "top": [[tok, token_labels.escape_label(token_labels.choice_label(tok)), round(float(p), 4)] for tok, p in top]}
 
 
 def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_candidates: int = 1,
@@ -216,7 +188,7 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
     `source` and `translation` (raw text; the page shows them with textContent) caption the views.
     `norms` (the same candidate's ‖α f(x)‖, `Translator.attention_for(..., measure="norm")`) adds a
     row-normalised "norm" array to each kind; `ablation` ({"off": [[kind, layer, head], ...], "unmasked":
-    text}) and `heads` (`head_views.head_info`) go as they are.
+    text}) and `heads` (`head_analysis.head_info`) go as they are.
 
     att: encoder (L, H, S, S), decoder (L, H, T, T), cross (L, H, T, S). Weights go as uint16 for a short
     sentence, or uint8 when uint16's raw bytes would exceed `max_weight_bytes`; both deflated (`_pack`).
@@ -227,12 +199,12 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
     key_tokens = {"encoder": att.src_tokens, "decoder": att.tgt_in_tokens, "cross": att.src_tokens}
     for kind in KINDS:
         weights = getattr(att, kind)
-        kept = [t not in viz.HIDDEN_BY_DEFAULT for t in key_tokens[kind]][: weights.shape[-1]]
+        kept = [t not in token_labels.HIDDEN_BY_DEFAULT for t in key_tokens[kind]][: weights.shape[-1]]
         kinds[kind] = {"weights": encode_rows(weights, kept, scale), "entropy": _entropy(weights)}
         if norms is not None:
             kinds[kind]["norm"] = encode_rows(norm_rows(getattr(norms, kind)), kept, scale)
-    kept_src = [t not in viz.HIDDEN_BY_DEFAULT for t in att.src_tokens][: att.encoder.shape[-1]]
-    rollout = viz.rollout(att.encoder) if att.encoder.shape[0] and att.encoder.shape[-1] else None
+    kept_src = [t not in token_labels.HIDDEN_BY_DEFAULT for t in att.src_tokens][: att.encoder.shape[-1]]
+    rollout = transforms.rollout(att.encoder) if att.encoder.shape[0] and att.encoder.shape[-1] else None
     cfg_layers = max(att.encoder.shape[0], att.decoder.shape[0], att.cross.shape[0], 1)
     return {
         "version": PAYLOAD_VERSION,
@@ -254,14 +226,3 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
         "ablation": ablation,
         "heads": heads,
     }
-
-
-def decode_attention(payload: dict[str, Any], measure: str = "weight") -> Attention:
-    """The weights (or the row-normalised norms) and tokens exactly as the browser sees them (quantised),
-    as an `Attention`."""
-    toks = payload["tokens"]
-    steps = [StepRecord(i, s["token"], s["p"], [(t, p) for t, _, p in s["top"]])
-             for i, s in enumerate(payload["steps"])]
-    key = "weights" if measure == "weight" else "norm"
-    return Attention(*(decode_array(payload["kinds"][k][key]) for k in KINDS), toks["src"]["raw"],
-                     toks["tgt_in"]["raw"], toks["tgt_out"]["raw"], steps, measure=measure)

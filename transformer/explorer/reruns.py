@@ -12,7 +12,7 @@ from .checks import event_data, user_error
 from .models import ModelService
 from .results import Result, ablate, with_norms, work_on
 from .translation import TranslateService
-from .views import ablation_notice, nbest_table
+from .result_view import ablation_notice, nbest_table
 
 
 class RerunService:

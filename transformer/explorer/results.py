@@ -44,7 +44,7 @@ class Result:
     length_penalty: float
     attentions: dict[int, Attention] = field(default_factory=dict)  # per n-best candidate, filled lazily
     candidate: int = 0
-    search: Any = None  # search_views.SearchView: recorded when the tree tab first shows this result
+    search: Any = None  # search_tree.SearchView: recorded when the tree tab first shows this result
     norms: dict[int, Attention] = field(default_factory=dict)  # ‖α f(x)‖ per candidate, only when asked
     off: tuple[tuple[str, int, int], ...] = ()  # heads switched off in `translation` (kind, layer, head)
     base: Result | None = None  # with heads off: the result with every head on (the same source and settings)

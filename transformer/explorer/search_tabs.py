@@ -1,13 +1,14 @@
 """The beam-search tree and compare tabs' events. Their handlers are wired as they are: their outputs are a
-panel's value (`search_views`) and a gr.State's."""
+panel's value (`search_tree.tree_value`, `compare.compare_value`) and a gr.State's."""
 from __future__ import annotations
 
 from typing import Any
 
 from .checks import event_data, user_error, view_data
+from .compare import CompareSession, compare_value
 from .models import ModelService
 from .results import Result, work_on
-from .search_views import CompareSession, compare_value, record_search, tree_value
+from .search_tree import record_search, tree_value
 from . import limits
 from .share import DEFAULT_BEAM
 from .translation import TranslateService

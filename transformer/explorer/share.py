@@ -5,7 +5,8 @@ layer, head, toggles). `ViewState.from_query(params, models, model_sizes)` reads
 parameters, validating each one: anything unknown, out of range or suspicious falls back to its
 default and is named in the returned notes (the page shows them as text). `to_query()` is the
 inverse; static/explorer.js builds the same parameters in the browser (`shareParams`) to keep the
-address bar in sync. Text from a URL only ever becomes a textbox value, never markup.
+address bar in sync. Text from a URL only ever becomes a textbox value, never markup. The tree and compare
+panels read their own kind, layer, head and rows from their event data the same way (`pick_view`).
 
 No gradio, no torch: strings in, a dataclass and notes out.
 
@@ -33,7 +34,7 @@ URL parameters (all optional; layer and head are 1-based as on screen):
                     tokens); the model says if the translation has no such position
 A link without layer and head opens each kind on its default (cross-attention: the read-out of the
 checkpoint's alignment.json that aligns best, its rows included, else its strongest alignment head;
-head_views.opening_read_outs, static/explorer.js `autoPick`).
+head_analysis.opening_read_outs, static/explorer.js `autoPick`).
 """
 from __future__ import annotations
 
@@ -63,11 +64,11 @@ PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "la
 MEASURES = ("weight", "norm")  # what the attention maps show: α, or ‖α f(x)‖
 KIND_CODES = {"e": "encoder", "d": "decoder", "c": "cross"}  # `off`'s kind letters
 _BOOLS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
-_MARKUP = re.compile(r"<\s*[a-zA-Z/!?]|javascript\s*:", re.IGNORECASE)
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+MARKUP = re.compile(r"<\s*[a-zA-Z/!?]|javascript\s*:", re.IGNORECASE)  # a tag or a script URL in typed text
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Characters that change how text looks without being seen: bidirectional overrides and isolates (a link could
 # show "gift" and translate "tfig"), zero-width spaces and joiners, the BOM, soft hyphen, invisible operators.
-_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
+INVISIBLE_CHARS = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
 _FRAMEWORK_PARAMS = ("view", "lang")  # gradio's own (`?view=api`, `?lang=de`), and any `__name` (`__theme`)
 
 
@@ -174,6 +175,34 @@ class ViewState:
         if not notes:
             return ""
         return "From the link, ignored (defaults used instead): " + "; ".join(notes) + "."
+
+
+# ----------------------------------------------------------------------------- a panel's view
+
+
+def pick_view(data: Any, n_layers: int, n_heads: int) -> tuple[str, int, int, str]:
+    """(kind, layer, head, rows) from a panel's event data (untrusted: anything odd becomes a default).
+
+    kind: an attention kind ("steps" and unknown values: cross); layer: 0-based, None or
+    out of range: the last; head: MEAN_HEADS or 0..n_heads-1.
+    """
+    data = data if isinstance(data, Mapping) else {}
+    kind = data.get("kind") if data.get("kind") in KINDS else "cross"
+    layer, head = data.get("layer"), data.get("head")
+    layer = layer if _is_index(layer, n_layers) else n_layers - 1
+    head = head if _is_index(head, n_heads) else MEAN_HEADS
+    rows = ROWS_PREDICTED if data.get("rows") == ROWS_PREDICTED else ROWS_INPUT
+    return kind, int(layer), int(head), rows
+
+
+def _is_index(value: Any, n: int) -> bool:
+    """Whether `value` is an int (not a bool) in 0..n-1."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < n
+
+
+def head_text(head: int) -> str:
+    """A head as titles name it: "head 3", or "mean over heads" for MEAN_HEADS."""
+    return "mean over heads" if head < 0 else f"head {head + 1}"
 
 
 # ----------------------------------------------------------------------------- reading a URL's parameters
@@ -364,7 +393,7 @@ def off_text(off: Sequence[Sequence[Any]]) -> str:
 # ----------------------------------------------------------------------------- checking one value
 def _show(value: str, max_chars: int = 40) -> str:
     """A value for a note: quoted, cut, control characters replaced (the page shows it as text)."""
-    value = _INVISIBLE.sub("\ufffd", _CONTROL.sub("\ufffd", value))
+    value = INVISIBLE_CHARS.sub("\ufffd", CONTROL_CHARS.sub("\ufffd", value))
     return repr(value if len(value) <= max_chars else value[: max_chars - 1] + "\u2026")
 
 
@@ -372,11 +401,11 @@ def _check_text(text: str) -> tuple[str, str | None]:
     """(text, None) when a URL's text can go into a textbox, else ("", why not)."""
     if len(text) > limits.MAX_INPUT_CHARS:
         return "", f"{len(text)} characters; at most {limits.MAX_INPUT_CHARS}"
-    if _CONTROL.search(text):
+    if CONTROL_CHARS.search(text):
         return "", "control characters"
-    if _INVISIBLE.search(text):
+    if INVISIBLE_CHARS.search(text):
         return "", "invisible characters (bidirectional overrides or zero-width marks) that change how it reads"
-    if _MARKUP.search(text):
+    if MARKUP.search(text):
         return "", "looks like HTML or script; type such text yourself if you mean it"
     return text, None
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import gradio as gr
 
-from . import inside_page, texts
+from . import browser, texts
 from . import limits
 from .share import ViewState
 
@@ -100,6 +100,6 @@ def build_yours() -> Yours:
                          "press Score", lines=1, max_lines=4, elem_id="yours", scale=4)
         own = gr.Button("Start from the model's", elem_id="yours-own", scale=1, min_width=170)
         score = gr.Button("Score", elem_id="yours-score", scale=1, min_width=100)
-    view = gr.HTML(None, html_template=inside_page.yours_template(), js_on_load=inside_page.yours_js(),
-                   css_template=inside_page.CSS, elem_id="yours-view", apply_default_css=False)
+    view = gr.HTML(None, html_template=browser.yours_template(), js_on_load=browser.yours_js(),
+                   css_template=browser.CSS, elem_id="yours-view", apply_default_css=False)
     return Yours(box, own, score, view)

@@ -50,9 +50,9 @@ def torch_threads(cores: int | None = None) -> int:
 def search_process_from_env(python: str = sys.executable) -> SearchProcess | None:
     """The app's search process (`transformer.serving.search_process`), started now on torch's threads (`python`
     runs it), unless `TRANSFORMER_SEARCH_PROCESS` is 0; a child that cannot start now is tried again later
-    (`SearchProcess`'s backoff), its searches run in the app meanwhile. Its searches no longer wait for the
-    app's GIL, nor for its heap, which serves a class's burst much faster, for the memory of a second copy of
-    the model (docs/serving.md, docs/deploy.md)."""
+    (`SearchProcess`'s backoff), its searches run in the app meanwhile. Its searches wait neither for the
+    app's GIL nor on its heap, for the memory of a second copy of the model (docs/serving.md has why and the
+    measurements, docs/deploy.md the memory)."""
     if os.environ.get(ENV_SEARCH_PROCESS, "").strip() == "0":
         log.info("searches run in the app's process (%s=0)", ENV_SEARCH_PROCESS)
         return None

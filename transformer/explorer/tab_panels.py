@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from . import inside_page, page, texts
+from . import browser, texts
 from .share import ViewState
 
 if TYPE_CHECKING:  # only for the annotation: the panels take a model's values, not the code that computes them
@@ -30,21 +30,21 @@ def build_attention_tab(view: ViewState) -> HtmlTab:
     """Every attention view, drawn in the browser (static/explorer.js) from one payload per translation; the
     tab stays open (`HtmlTab.tab`) for the inside panel to go under the maps."""
     with gr.Tab("Attention", id="attention", elem_id="tab-attention") as tab:
-        html = gr.HTML(None, html_template=page.html_template(), js_on_load=page.js_on_load(), head=page.head_html(),
+        html = gr.HTML(None, html_template=browser.html_template(), js_on_load=browser.js_on_load(), head=browser.head_html(),
                        elem_id="explorer", apply_default_css=False, view=view.client())
     return HtmlTab(tab, html)
 
 
 def build_inside_panel() -> gr.HTML:
     """How the weight of a clicked cell is computed, below the maps (static/inside.js)."""
-    return gr.HTML(None, html_template=inside_page.inside_template(), js_on_load=inside_page.inside_js(),
-                   css_template=inside_page.CSS, elem_id="inside", apply_default_css=False)
+    return gr.HTML(None, html_template=browser.inside_template(), js_on_load=browser.inside_js(),
+                   css_template=browser.CSS, elem_id="inside", apply_default_css=False)
 
 
 def build_tree_tab() -> HtmlTab:
     """The search, recorded when this tab opens (never on the main translation path), drawn by static/panels.js."""
     with gr.Tab("Beam-search tree", id="tree", elem_id="tab-tree") as tab:
-        html = gr.HTML(None, html_template=page.tree_template(), js_on_load=page.panels_js("tree"),
+        html = gr.HTML(None, html_template=browser.tree_template(), js_on_load=browser.panels_js("tree"),
                        elem_id="search", apply_default_css=False)
     return HtmlTab(tab, html)
 
@@ -57,7 +57,7 @@ def build_compare_tab() -> CompareTab:
                              elem_id="compare-source", scale=4)
             run = gr.Button("Compare", variant="primary", elem_id="compare-run", scale=1)
             versus = gr.Button("Greedy vs beam", elem_id="compare-methods", scale=1)
-        html = gr.HTML(None, html_template=page.compare_template(), js_on_load=page.panels_js("compare"),
+        html = gr.HTML(None, html_template=browser.compare_template(), js_on_load=browser.panels_js("compare"),
                        elem_id="compare", apply_default_css=False)
     return CompareTab(tab, src, run, versus, html)
 
@@ -78,6 +78,6 @@ def build_model_tabs(info: ModelInfo) -> tuple[PlotTab, PlotTab]:
 def build_learn_tab(index: dict[str, Any] | None) -> HtmlTab:
     """The model at each of its training snapshots (shown only for a checkpoint that ships them: `index`)."""
     with gr.Tab("Watch it learn", id="learn", elem_id="tab-learn", visible=index is not None) as tab:
-        html = gr.HTML(index, html_template=inside_page.learn_template(), js_on_load=inside_page.learn_js(),
-                       css_template=inside_page.CSS, elem_id="learn", apply_default_css=False)
+        html = gr.HTML(index, html_template=browser.learn_template(), js_on_load=browser.learn_js(),
+                       css_template=browser.CSS, elem_id="learn", apply_default_css=False)
     return HtmlTab(tab, html)

@@ -1,7 +1,9 @@
 """The explorer app's help texts (Markdown), in plain words first and the technical term after: the intro above
 the stage, "How to read this", the role letters of the head summary, and the "going further" notes of the Heads
-and Training tabs, where the research terms and their sources live."""
+and Training tabs, where the research terms and their sources live; the titles of the three attention kinds."""
 from __future__ import annotations
+
+KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
 
 INTRO = ("# Transformer attention explorer\nType an English sentence and translate it into German, then look inside "
          "the model: for every word it writes, the maps show which words it was looking at.")

@@ -7,7 +7,7 @@ from typing import Any
 from . import limits
 from .models import ModelService
 from .results import Result, run_translation, select_candidate, work_on
-from .views import result_payload
+from .result_view import result_payload
 
 
 class TranslateService:
@@ -38,5 +38,5 @@ class TranslateService:
         return models.keep(out)
 
     def payload(self, result: Result | None) -> dict[str, Any] | None:
-        """What the attention tab gets for a result: `views.result_payload` with its model's head analysis."""
+        """What the attention tab gets for a result: `result_view.result_payload` with its model's head analysis."""
         return None if result is None else result_payload(result, self.models.heads(result.model))

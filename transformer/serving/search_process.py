@@ -37,7 +37,7 @@ log = logging.getLogger("transformer.serving.search_process")  # the same name i
 Origin = tuple  # `Translator.origin`: (checkpoint directory, quantize, checkpoint digest)
 
 START_TIMEOUT_S = 120.0  # importing torch and loading a checkpoint, on a busy 2-core machine
-SEARCH_TIMEOUT_S = 60.0  # one everyday round takes about 1 s; a child silent this long holds up all model work
+SEARCH_TIMEOUT_S = 60.0  # far past an everyday round; a child silent this long holds up all model work
 LOCK_WAIT_S = 1.0  # how long a search waits for a preload or a start to finish before it runs in the app
 MAX_FAILURES = 3  # failures in a row retried at once; after these, each new child waits for a backoff
 BACKOFF_S = 5.0  # the first backoff, doubled after each further failure ...

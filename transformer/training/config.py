@@ -114,7 +114,7 @@ PRESETS: dict[str, dict] = {
         task="multi30k", vocab_size=8000, d_model=256, n_heads=8, n_encoder_layers=4, n_decoder_layers=4, d_ff=1024,
         dropout=0.15, max_tokens=3000, lr=1.5e-3, warmup_steps=600, schedule="cosine", max_steps=3400,
         max_epochs=40, max_minutes=112, patience=0,  # no early stop: validation BLEU rises late, as the lr anneals
-        # fp32: bf16 autocast on CPU was slower per step here (docs/model.md), because
+        # fp32: bf16 autocast on a CPU is slower per step for this preset (docs/model.md), because
         # oneDNN builds new kernels for every new batch shape.
         precision="fp32", run_dir="runs/multi30k-en-de", output="checkpoints/multi30k-en-de", average_last=5,
     ),

@@ -1,13 +1,13 @@
 """What the trainer's fast path uses on the machine it finds.
 
 bf16 autocast pays where the hardware multiplies bf16 natively: a CUDA GPU, an Intel CPU with AMX, or a
-CPU with AVX-512 BF16 (measured on an AMD EPYC: `bench/train_throughput.py`). On a CPU without bf16 units,
+CPU with AVX-512 BF16 (`bench/train_throughput.py`, docs/model.md). On a CPU without bf16 units,
 autocast only adds casts, so the trainer stays in float32 there.
 
 A CPU flag is not proof: a virtual machine can hide AMX from the kernels (an Intel Xeon whose hypervisor
-masks `amx_*` but shows `avx512_bf16` multiplied bf16 at 0.6x its float32 speed). So on a CPU with bf16
-flags the choice also times one bf16 and one float32 matrix multiplication of a training step's shape
-(well under a second) and takes bf16 only where it is at least `BF16_MIN_SPEEDUP` times faster.
+masks `amx_*` but shows `avx512_bf16` multiplied bf16 slower than float32: docs/model.md). So on a CPU with
+bf16 flags the choice also times one bf16 and one float32 matrix multiplication of a training step's shape and
+takes bf16 only where it is at least `BF16_MIN_SPEEDUP` times faster.
 `--precision bf16|fp32` overrides the choice.
 """
 from __future__ import annotations
@@ -25,9 +25,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("auto", "bf16", "fp32")
-# cuDNN's attention builds an execution graph for each new shape (hundreds of milliseconds), and token-bucketed
-# batches bring new shapes almost every step: on a GPU in bf16 it took the en-de trainer from 99k to 21k tokens/s.
-# Training and validation attend with the other backends (flash, memory-efficient, math).
+# cuDNN's attention builds an execution graph for each new shape, and token-bucketed batches bring new shapes
+# almost every step, so it would build one nearly every step: training and validation attend with the other
+# backends (flash, memory-efficient, math).
 TRAINING_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 BF16_MIN_SPEEDUP = 1.5  # autocast adds casts around every matmul: bf16 must win clearly on the matmul alone
 

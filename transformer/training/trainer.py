@@ -39,7 +39,7 @@ from .validation import Validator
 log = logging.getLogger(__name__)
 
 QUEUED_STEPS = 2  # optimizer steps the host may queue ahead of the GPU (`Trainer.bound_queue`)
-# torch.compile inside the CUDA graphs made a GPU's steps faster but took longer to start: it repays that only on
+# torch.compile inside the CUDA graphs makes a GPU's steps faster but takes longer to start: it repays that only on
 # long runs (docs/model.md has the measured break-even).
 COMPILE_PAYS_TOKENS = 300_000_000
 

@@ -1,27 +1,19 @@
-"""What the page shows of a result: the n-best list and candidate choices, the notes while heads are off, the
-attention payload the browser draws (`result_payload`), and the training tab (curves and metrics table).
-
-The page draws its attention views in the browser (static/explorer.js, from `result_payload`); the Python copy
-of those views that the tests compare it with is tests/reference_views.py.
+"""What the page shows of one result: the n-best table and the candidate selector (each distinct translation
+once), the note while heads are switched off, and the attention payload of the candidate on screen
+(`result_payload`), which static/explorer.js draws.
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 
-from . import viz
 from .payload import attention_payload
 from .results import Result
 from .share import off_text
 
-KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
-
-
-# ----------------------------------------------------------------------------- a result's texts and payload
+__all__ = ["ablation_notice", "distinct_candidates", "nbest_table", "nbest_row_candidate", "nbest_select_candidate",
+           "candidate_choices", "result_payload"]
 
 
 def ablation_notice(result: Result | None) -> str:
@@ -34,7 +26,6 @@ def ablation_notice(result: Result | None) -> str:
     return (f"{len(result.off)} head{'s' if len(result.off) != 1 else ''} switched off ({off_text(result.off)}): "
             f"the translation, the n-best list and the maps are the model's without them. With every head: "
             f"“{result.base.translation.text}”.")
-
 
 
 def distinct_candidates(result: Result) -> list[tuple[int, int]]:
@@ -82,6 +73,7 @@ def nbest_select_candidate(result: Result | None, index: Any) -> int | None:
 
 
 def candidate_choices(result: Result | None) -> list[tuple[str, int]]:
+    """The candidate selector's (label, candidate index) pairs: each distinct translation, numbered by rank."""
     if result is None:
         return [("1", 0)]
     cands = result.translation.candidates
@@ -89,11 +81,10 @@ def candidate_choices(result: Result | None) -> list[tuple[str, int]]:
             for rank, (i, _) in enumerate(distinct_candidates(result))]
 
 
-
 def result_payload(result: Result | None, heads: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """What the browser gets for the current candidate of a result (None clears the views): with its norms
     when they were asked for, the heads switched off and the unmasked translation, and `heads` (what the
-    checkpoint's head analysis says about each head, `head_views.head_info`)."""
+    checkpoint's head analysis says about each head, `head_analysis.head_info`)."""
     if result is None:
         return None
     ablation = None
@@ -108,70 +99,3 @@ def result_payload(result: Result | None, heads: dict[str, Any] | None = None) -
     ranks = [i for i, _ in distinct_candidates(result)]
     payload["rank"] = ranks.index(result.candidate) if result.candidate in ranks else result.candidate
     return payload
-
-
-
-def load_train_log(directory: Path | None) -> list[dict[str, Any]]:
-    if directory is None or not (directory / "train_log.jsonl").is_file():
-        return []
-    records = []
-    for line in (directory / "train_log.jsonl").read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records
-
-
-def metrics_table(directory: Path | None) -> pd.DataFrame:
-    """metrics.json flattened to (metric, value) rows; empty when there is none."""
-    path = None if directory is None else directory / "metrics.json"
-    if path is None or not path.is_file():
-        return pd.DataFrame({"metric": ["(no metrics.json in this checkpoint)"], "value": [""]})
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        return pd.DataFrame({"metric": ["metrics.json could not be read"], "value": [str(err)]})
-    if isinstance(data, dict) and data and all(isinstance(v, dict) for v in data.values()):
-        return _evaluation_table(data)
-    rows: list[tuple[str, str]] = []
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for key, sub in value.items():
-                walk(f"{prefix}.{key}" if prefix else str(key), sub)
-        elif isinstance(value, float):
-            rows.append((prefix, f"{value:.4g}"))
-        else:
-            rows.append((prefix, json.dumps(value, ensure_ascii=False) if isinstance(value, list) else str(value)))
-
-    walk("", data)
-    return pd.DataFrame(rows, columns=["metric", "value"])
-
-
-def _evaluation_table(data: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """{"test/beam5": {"bleu": ..., "chrf": ..., ...}, ...} -> one row per evaluation, scalar fields as columns."""
-    skip = ("split", "batch_size")
-    columns: list[str] = [c for c in ("bleu", "chrf") if any(c in v for v in data.values())]
-    for record in data.values():
-        for key, value in record.items():
-            if (key not in columns and key not in skip and "signature" not in key
-                    and isinstance(value, (int, float, str)) and not isinstance(value, bool)):
-                columns.append(key)
-
-    def cell(value: Any) -> str:
-        return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
-
-    rows = [[name] + [cell(record.get(c)) for c in columns] for name, record in data.items()]
-    return pd.DataFrame(rows, columns=["evaluation"] + columns)
-
-
-def training_view(label: str | None, directory: Path | None) -> tuple[go.Figure, pd.DataFrame]:
-    """Loss and validation curves from train_log.jsonl, and the metrics.json table, of one checkpoint."""
-    records = load_train_log(directory)
-    title = f"Training: {label}" if label else "Training"
-    fig = viz.training_curves(records, title=title) if records else viz.placeholder_figure(
-        "This checkpoint has no train_log.jsonl.")
-    return fig, metrics_table(directory)

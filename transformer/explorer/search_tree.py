@@ -1,48 +1,122 @@
-"""Figures of the search and of two translations side by side: pure functions to Plotly figures.
+"""The beam-search tree tab: a translation's search, recorded when the tab asks for it, drawn as a tree, and what
+the tree panel gets (`tree_value`).
 
-No torch, no gradio. `beam_tree_figure` draws a `SearchTrace` (transformer/search_trace.py)
-as a tree; `node_choices` / `node_label` name its nodes for a selector; `compare_figures`
-puts one attention map of two translations side by side with their difference. Token text
-goes through `viz.escape_label`, as everywhere else.
+The tree is recorded only when asked (the tree tab is opened, or a translation arrives while it is open):
+`record_search` re-runs the translation's own decoding with `record_search=True` (and greedy's, to draw over it),
+without attention; the result is kept on the session's `Result`. A node's cross-attention comes from one
+teacher-forced pass over its prefix (`Translator.attention_for_prefix`), kept per node. `beam_tree_figure` draws
+the `SearchTrace` (transformer/search_trace.py); `node_choices` and `node_label` name its nodes for the selector.
+
+The panel's value is JSON-ready: figures as JSON text (`figures.figure_json`) and plain texts (shown with
+`textContent`, never as markup), drawn by static/panels.js. No gradio here: errors are `ValueError`s.
 """
 from __future__ import annotations
 
-import difflib
+import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
-from . import viz
-from transformer.config import ATTENTION_KINDS
 from transformer.search_trace import FINISHED, KEPT, PRUNED, ROOT, SearchNode, SearchTrace
+from transformer.translator import Translation, Translator
 
-__all__ = [
-    "beam_tree_figure", "tree_layout", "node_label", "node_choices", "node_attention_figure", "AttentionMaps", "select_map",
-    "align_tokens", "difference_unavailable", "difference_map", "CompareView", "compare_figures",
-]
+from .figures import (HIGHLIGHT_COLOR, TRAIN_COLOR, VAL_COLOR, base_layout, figure_json, make_figure,
+                      token_axis)
+from .share import head_text, pick_view
+from .token_labels import escape_label, labels, short_label
 
-BEST_COLOR, NBEST_COLOR, DROPPED_COLOR, PRUNED_COLOR = viz.HIGHLIGHT_COLOR, viz.TRAIN_COLOR, "#7f7f7f", "#c7c7c7"
-GREEDY_COLOR = viz.VAL_COLOR
-DIFF_COLORSCALE = [  # ColorBrewer RdBu, blue = B attends more, red = A attends more, white = the same
-    [0.0, "#2166ac"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#f4a582"], [1.0, "#b2182b"],
-]
+__all__ = ["SearchView", "record_search", "node_cross_rows", "tree_value", "beam_tree_figure", "tree_layout",
+           "node_label", "node_choices", "node_attention_figure"]
+
+BEST_COLOR, NBEST_COLOR, DROPPED_COLOR, PRUNED_COLOR = HIGHLIGHT_COLOR, TRAIN_COLOR, "#7f7f7f", "#c7c7c7"
+GREEDY_COLOR = VAL_COLOR
 MINUS = "\u2212"
+_REVISIONS = itertools.count(1)
 
 
-# ----------------------------------------------------------------------------- the search tree
+# ----------------------------------------------------------------------------- what the tree panel gets
+
+
+@dataclass
+class SearchView:
+    """The recorded search of one translation, its tree figure, and the nodes looked at so far."""
+
+    translation: Translation  # the re-run with the search recorded (same result as the shown one)
+    trace: SearchTrace
+    greedy: SearchTrace | None  # greedy's own search, drawn over the tree (None when the method is greedy)
+    tree: str  # the tree figure as JSON text (`figures.figure_json`)
+    rev: int
+    node_cross: dict[int, np.ndarray] = field(default_factory=dict)  # node id -> (L, H, S)
+
+    @property
+    def default_node(self) -> int:
+        """The best hypothesis's last node (its <eos>), or the last node recorded."""
+        return self.trace.nbest[0] if self.trace.nbest else len(self.trace.nodes) - 1
+
+
+def record_search(tr: Translator, source: str, method: str, beam_size: int, length_penalty: float,
+                  head_mask: Any = None) -> SearchView:
+    """Decode `source` again as it was decoded (with the same heads switched off, `head_mask`), recording the
+    search (and greedy's), and draw the tree."""
+    search = tr.translate(source, method=method, beam_size=beam_size, length_penalty=length_penalty,
+                          return_attention=False, record_search=True, head_mask=head_mask)
+    greedy = None
+    if method != "greedy":
+        greedy = tr.translate(source, method="greedy", length_penalty=length_penalty, return_attention=False,
+                              record_search=True, head_mask=head_mask).search
+    assert search.search is not None  # record_search=True always returns a trace
+    tree = figure_json(beam_tree_figure(search.search, greedy))
+    return SearchView(search, search.search, greedy, tree, next(_REVISIONS))
+
+
+def node_cross_rows(tr: Translator, view: SearchView, node_id: int) -> np.ndarray:
+    """(L, H, S) cross-attention of the step that chose node `node_id`'s token (cached per node)."""
+    if node_id not in view.node_cross:
+        att = tr.attention_for_prefix(view.translation, view.trace.prefix_ids(node_id))
+        view.node_cross[node_id] = att.cross[:, :, -1, :]
+    return view.node_cross[node_id]
+
+
+def tree_value(tr: Translator, view: SearchView, node_id: Any = None, data: Any = None,
+               with_tree: bool = True) -> dict[str, Any]:
+    """What the tree panel draws: the tree, the node selector, and one node's prefix and cross-attention.
+
+    `node_id` None or unknown: the best hypothesis's last node; `data` holds the panel's layer
+    and head (see `pick_view`). `with_tree=False` leaves the tree figure out (the page has it).
+    """
+    trace = view.trace
+    if not isinstance(node_id, int) or isinstance(node_id, bool) or not 0 < node_id < len(trace.nodes):
+        node_id = view.default_node
+    choices = node_choices(trace)
+    if all(node_id != i for _, i in choices):  # a pruned node picked in the figure
+        choices.append((node_label(trace, node_id), node_id))
+    cross = node_cross_rows(tr, view, node_id)
+    n_layers, n_heads = cross.shape[:2]
+    _, layer, head, _ = pick_view(data, n_layers, n_heads)
+    row = cross[layer].mean(axis=0) if head < 0 else cross[layer, head]
+    node = trace.nodes[node_id]
+    src_tokens = view.translation.src_tokens
+    title = f"Cross-attention when step {node.step + 1} chose {node.token} · layer {layer + 1}, {head_text(head)}"
+    prefix = " ".join(trace.prefix_tokens(node_id))
+    return {
+        "rev": next(_REVISIONS), "tree_rev": view.rev, "tree": view.tree if with_tree else None,
+        "choices": [[label, i] for label, i in choices], "selected": node_id,
+        "prefix": prefix, "status": node_label(trace, node_id),
+        "node": figure_json(node_attention_figure(row, src_tokens, title)),
+        "row": [float(x) for x in row], "n_layers": int(n_layers), "n_heads": int(n_heads),
+        "layer": layer, "head": head, "root": node.status == ROOT,
+    }
+
+
+# ----------------------------------------------------------------------------- the tree figure
 
 
 def _number(x: float, digits: int = 2) -> str:
     return f"{x:.{digits}f}".replace("-", MINUS) if math.isfinite(x) else "\u2212\u221e"
-
-
-def _short(token: str, max_chars: int) -> str:
-    """The token cut to `max_chars` characters (with "…"), then escaped."""
-    return viz.escape_label(token if len(token) <= max_chars else token[: max_chars - 1] + "\u2026")
 
 
 def node_label(trace: SearchTrace, node_id: int) -> str:
@@ -64,7 +138,7 @@ def node_choices(trace: SearchTrace, include_pruned: bool = False) -> list[tuple
 def node_attention_figure(cross_row: np.ndarray, src_tokens: Sequence[str], title: str = "") -> go.Figure:
     """The `(S,)` cross-attention row of the step that chose a node's token, one bar per source token.
 
-    The largest weight is highlighted; labels are escaped (`viz.escape_label`).
+    The largest weight is highlighted; labels are escaped (`token_labels.labels`).
     """
     row = np.asarray(cross_row, dtype=np.float32)
     if row.shape != (len(src_tokens),):
@@ -73,15 +147,15 @@ def node_attention_figure(cross_row: np.ndarray, src_tokens: Sequence[str], titl
     bars = go.Bar(
         x=list(range(len(src_tokens))), y=row, marker=dict(color=[BEST_COLOR if i == top else NBEST_COLOR
                                                                  for i in range(len(src_tokens))]),
-        customdata=viz._labels(src_tokens), hovertemplate="%{customdata}: %{y:.1%}<extra></extra>",
+        customdata=labels(src_tokens), hovertemplate="%{customdata}: %{y:.1%}<extra></extra>",
         texttemplate="%{y:.0%}", textposition="outside", cliponaxis=False, showlegend=False,
     )
-    layout = viz._layout(
-        title, xaxis=viz._token_axis(src_tokens, tickangle=-45, title=dict(text="source token (key)")),
+    layout = base_layout(
+        title, xaxis=token_axis(src_tokens, tickangle=-45, title=dict(text="source token (key)")),
         yaxis=dict(range=[0, 1.1], tickformat=".0%", title=dict(text="cross-attention")), height=340,
     )
     layout["margin"].update(t=60, b=40)
-    return viz._figure([bars], layout)
+    return make_figure([bars], layout)
 
 
 def tree_layout(trace: SearchTrace, node_ids: Sequence[int]) -> dict[int, float]:
@@ -127,8 +201,8 @@ def _node_hover(trace: SearchTrace, node: SearchNode) -> str:
     status = {KEPT: "kept in the beam", PRUNED: "pruned", FINISHED: "finished"}[node.status]
     if node.nbest_rank is not None:
         status += f", n-best #{node.nbest_rank + 1}"
-    prefix = " ".join(viz.escape_label(t) for t in trace.prefix_tokens(node.id))
-    return (f"step {node.step + 1}: <b>{viz.escape_label(node.token)}</b> ({status})<br>"
+    prefix = " ".join(escape_label(t) for t in trace.prefix_tokens(node.id))
+    return (f"step {node.step + 1}: <b>{escape_label(node.token)}</b> ({status})<br>"
             f"p(token) = {node.probability:.1%}<br>log p(prefix) = {_number(node.log_prob, 3)}<br>"
             f"score = {_number(node.score, 3)}<br>prefix: {prefix}")
 
@@ -197,7 +271,7 @@ def beam_tree_figure(
             shapes.append(_divergence_line(step))
             annotations.append(_divergence_note(step))
     layout = _tree_figure_layout(title or _tree_title(trace, greedy), n_cols, y_all, annotations, shapes, width)
-    return viz._figure(traces, layout)
+    return make_figure(traces, layout)
 
 
 def _node_groups(trace: SearchTrace, nodes: Sequence[SearchNode]) -> dict[str, list[SearchNode]]:
@@ -232,7 +306,7 @@ def _group_markers(trace: SearchTrace, key: str, members: Sequence[SearchNode], 
     return go.Scatter(
         x=[x[n.id] for n in members], y=[y[n.id] for n in members], mode="markers+text", name=name,
         # finished nodes are labelled with their score instead (`_score_labels`)
-        text=[_short(n.token, max_chars) if n.status != FINISHED and labelled else "" for n in members],
+        text=[short_label(n.token, max_chars) if n.status != FINISHED and labelled else "" for n in members],
         textposition="top center", textfont=dict(size=11, color=color if key != "pruned" else "#999"),
         marker=dict(size=size, color=color, opacity=opacity, line=dict(width=1, color="white"),
                     symbol=["square" if n.status == FINISHED else "x" if n.status == PRUNED and
@@ -271,7 +345,7 @@ def _tree_figure_layout(title: str, n_cols: int, y_all: Sequence[float], annotat
     """The tree's layout: steps on a top axis, rows from `y_all` (every drawn y), as high as the tree needs."""
     span = max(y_all) - min(y_all)
     height = int(np.clip(200 + 26 * (span + 1), 320, 2000))
-    layout = viz._layout(
+    layout = base_layout(
         title,
         xaxis=dict(tickmode="array", tickvals=list(range(n_cols)), ticktext=["start"] + [
             str(i) for i in range(1, n_cols)], title=dict(text="output step"), range=[-0.6, n_cols + 0.2],
@@ -318,7 +392,7 @@ def _greedy_overlay(trace: SearchTrace, greedy: SearchTrace, x: dict[int, float]
                       hoverinfo="skip", opacity=0.9)
     if not outside:
         return [line]
-    labels = [_short(n.token, max_chars) for n in outside]
+    labels = [short_label(n.token, max_chars) for n in outside]
     labels[-1] += f"  {_number(outside[-1].score)}" if outside[-1].status == FINISHED else ""
     own = go.Scatter(
         x=[float(n.step + 1) for n in outside], y=[lane] * len(outside), mode="markers+text", showlegend=False,
@@ -338,171 +412,3 @@ def _divergence_step(trace: SearchTrace, greedy: SearchTrace) -> int | None:
         if b.token_id != g.token_id:
             return b.step
     return None
-
-
-# ----------------------------------------------------------------------------- compare two translations
-
-
-class AttentionMaps(Protocol):
-    """What `compare_figures` reads: a `transformer.translator.Attention` (float arrays, rows = queries)."""
-
-    encoder: np.ndarray  # (L, H, S, S)
-    decoder: np.ndarray  # (L, H, T, T)
-    cross: np.ndarray  # (L, H, T, S)
-    src_tokens: list[str]
-    tgt_in_tokens: list[str]
-    tgt_out_tokens: list[str]
-
-
-KINDS = ATTENTION_KINDS
-
-
-def select_map(att: AttentionMaps, kind: str, layer: int, head: int, predicted_rows: bool = False
-               ) -> tuple[np.ndarray, list[str], list[str]]:
-    """One (Tq, Tk) map, its query and key tokens; head -1 is the mean over heads.
-
-    Decoder and cross-attention rows are named by the decoder's input token, or by the
-    token each row predicts when `predicted_rows`.
-    """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    weights = getattr(att, kind)
-    n_layers, n_heads = weights.shape[:2]
-    if not 0 <= layer < n_layers or not -1 <= head < n_heads:
-        raise ValueError(f"layer must be in 0..{n_layers - 1} and head in -1..{n_heads - 1}, got {layer}, {head}")
-    w = weights[layer].mean(axis=0) if head < 0 else weights[layer, head]
-    rows = att.tgt_out_tokens if predicted_rows else att.tgt_in_tokens
-    q, k = {"encoder": (att.src_tokens, att.src_tokens), "decoder": (rows, att.tgt_in_tokens),
-            "cross": (rows, att.src_tokens)}[kind]
-    return w, list(q), list(k)
-
-
-def align_tokens(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
-    """Position pairs (i in a, j in b) that correspond.
-
-    Same length: position by position (so "he" -> "she" or a swapped word order stays
-    aligned). Otherwise the matching runs of `difflib.SequenceMatcher` plus replaced runs
-    of equal length; inserted or deleted tokens have no partner.
-    """
-    if len(a) == len(b):
-        return [(i, i) for i in range(len(a))]
-    pairs = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, list(a), list(b), autojunk=False).get_opcodes():
-        if op == "equal" or (op == "replace" and i2 - i1 == j2 - j1):
-            pairs += list(zip(range(i1, i2), range(j1, j2)))
-    return pairs
-
-
-def difference_unavailable(q_a: Sequence[str], k_a: Sequence[str], q_b: Sequence[str], k_b: Sequence[str]
-                           ) -> str | None:
-    """Why two maps cannot be subtracted (None when they can): no aligned query or no aligned key."""
-    if not align_tokens(q_a, q_b):
-        return "No difference map: the two sides share no aligned query token (different lengths, nothing in common)."
-    if not align_tokens(k_a, k_b):
-        return "No difference map: the two sides share no aligned key token (different lengths, nothing in common)."
-    return None
-
-
-def _pair_label(a: str, b: str) -> str:
-    return a if a == b else f"{a}\u2192{viz.display_token(b)}"
-
-
-def difference_map(w_a: np.ndarray, q_a: Sequence[str], k_a: Sequence[str],
-                   w_b: np.ndarray, q_b: Sequence[str], k_b: Sequence[str]
-                   ) -> tuple[np.ndarray, list[str], list[str]]:
-    """A − B over aligned rows and columns: ((Tq', Tk') float32, query labels, key labels).
-
-    Labels are the token, or "a→b" where the aligned tokens differ. Raises ValueError
-    when `difference_unavailable` says why not.
-    """
-    reason = difference_unavailable(q_a, k_a, q_b, k_b)
-    if reason:
-        raise ValueError(reason)
-    rows, cols = align_tokens(q_a, q_b), align_tokens(k_a, k_b)
-    ia, ib = [i for i, _ in rows], [j for _, j in rows]
-    ja, jb = [i for i, _ in cols], [j for _, j in cols]
-    diff = np.asarray(w_a, dtype=np.float32)[np.ix_(ia, ja)] - np.asarray(w_b, dtype=np.float32)[np.ix_(ib, jb)]
-    return diff, [_pair_label(q_a[i], q_b[j]) for i, j in rows], [_pair_label(k_a[i], k_b[j]) for i, j in cols]
-
-
-@dataclass
-class CompareView:
-    """The compare view's figures: A and B side by side, and A − B (or a note saying why not)."""
-
-    pair: go.Figure
-    difference: go.Figure
-    difference_weights: np.ndarray | None  # (Tq', Tk') A − B over aligned positions; None when unavailable
-    note: str | None  # why there is no difference map
-
-
-def _heatmap(w: np.ndarray, q: Sequence[str], k: Sequence[str], axis: int, coloraxis: str, label: str
-             ) -> go.Heatmap:
-    q_lab, k_lab = np.array(viz._labels(q), dtype=str), np.array(viz._labels(k), dtype=str)
-    # (Tq, Tk, 2): each cell's query and key label, built by numpy: a long sentence's map has ~10^5 cells, and
-    # nested Python lists of them held the GIL for seconds (through plotly's validators too)
-    labels = np.stack(np.broadcast_arrays(q_lab[:, None], k_lab[None, :]), axis=-1)
-    return go.Heatmap(
-        z=w, xaxis=f"x{viz._axis_name(axis)}", yaxis=f"y{viz._axis_name(axis)}", coloraxis=coloraxis,
-        customdata=labels, _validate=viz.VALIDATE_FIGURES,
-        hovertemplate=f"{label}<br>query: %{{customdata[0]}}<br>key: %{{customdata[1]}}<br>"
-                      "weight: %{z:.1%}<extra></extra>" if coloraxis == "coloraxis" else
-                      f"{label}<br>query: %{{customdata[0]}}<br>key: %{{customdata[1]}}<br>"
-                      "left \u2212 right: %{z:+.1%}<extra></extra>",
-    )
-
-
-def _axes(q: Sequence[str], k: Sequence[str], axis: int, domain: list[float]) -> dict[str, Any]:
-    name = viz._axis_name(axis)
-    return {
-        f"xaxis{name}": viz._token_axis(k, side="top", tickangle=-60, domain=domain, anchor=f"y{name}"),
-        f"yaxis{name}": viz._token_axis(q, autorange="reversed", anchor=f"x{name}", domain=[0.0, 1.0]),
-    }
-
-
-def compare_figures(
-    a: AttentionMaps, b: AttentionMaps, kind: str, layer: int, head: int, predicted_rows: bool = False,
-    labels: tuple[str, str] = ("A", "B"),
-) -> CompareView:
-    """Layer `layer`, head `head` (-1: mean over heads) of `kind` attention for two translations.
-
-    `pair` holds both maps side by side on one colour scale [0, 1], exactly the two
-    results' arrays; `difference` is A − B on a zero-centred diverging scale over the
-    aligned positions (`align_tokens`), or a placeholder with the reason.
-    """
-    w_a, q_a, k_a = select_map(a, kind, layer, head, predicted_rows)
-    w_b, q_b, k_b = select_map(b, kind, layer, head, predicted_rows)
-    head_text = "mean over heads" if head < 0 else f"head {head + 1}"
-    what = f"{kind} attention · layer {layer + 1} · {head_text}"
-    lab_a, lab_b = (_short(s, 80) for s in labels)
-    pair_layout = viz._layout(
-        f"{what}: left and right",
-        **_axes(q_a, k_a, 0, [0.0, 0.46]), **_axes(q_b, k_b, 1, [0.54, 1.0]),
-        coloraxis=dict(cmin=0.0, cmax=1.0, colorscale=viz.ATTENTION_COLORSCALE,
-                       colorbar=dict(title=dict(text="weight"), tickformat=".0%", thickness=14)),
-        annotations=[viz._panel_title(lab_a, 0.23, -0.04, yanchor="top"),
-                     viz._panel_title(lab_b, 0.77, -0.04, yanchor="top")],
-        height=int(np.clip(300 + 16 * max(len(q_a), len(q_b), len(k_a), len(k_b)), 460, 900)),
-    )
-    pair_layout["margin"].update(t=150, b=70)
-    pair = viz._figure([_heatmap(w_a, q_a, k_a, 0, "coloraxis", lab_a), _heatmap(w_b, q_b, k_b, 1, "coloraxis", lab_b)],
-                       pair_layout)
-    note = difference_unavailable(q_a, k_a, q_b, k_b)
-    if note:
-        return CompareView(pair, viz.placeholder_figure(note), None, note)
-    diff, q, k = difference_map(w_a, q_a, k_a, w_b, q_b, k_b)
-    limit = max(float(np.abs(diff).max()), 0.01)  # symmetric, so white is exactly zero
-    diff_layout = viz._layout(
-        f"left \u2212 right: {what}",
-        **_axes(q, k, 0, [0.0, 1.0]),
-        coloraxis2=dict(cmin=-limit, cmax=limit, cmid=0.0, colorscale=DIFF_COLORSCALE,
-                        colorbar=dict(title=dict(text="left \u2212 right"), tickformat="+.0%", thickness=14)),
-        height=int(np.clip(260 + 16 * max(len(q), len(k)), 420, 900)),
-    )
-    diff_layout["annotations"] = [viz._panel_title(
-        f"red: {lab_a} attends more · blue: {lab_b} attends more · white: the same", 0.5, -0.04, yanchor="top",
-        font=dict(size=12, color="#555"))]
-    diff_layout["yaxis"].update(scaleanchor="x", scaleratio=1, constrain="domain")
-    diff_layout["xaxis"].update(constrain="domain")
-    diff_layout["margin"]["t"] = 140
-    difference = viz._figure([_heatmap(diff, q, k, 0, "coloraxis2", "left \u2212 right")], diff_layout)
-    return CompareView(pair, difference, diff, None)

@@ -1,11 +1,13 @@
-"""The Heads tab and the head summary's tags: what a checkpoint's head analysis says, for the page.
+"""A checkpoint's head analysis, read for the page: what the attention tab shows of each head, the read-out its
+cross-attention views open on, and the Heads tab.
 
 `python -m transformer.training.head_analysis` writes `head_importance.json` and `head_roles.json` into a
-checkpoint directory. `head_info` reads what the attention tab needs per head (importance, role tags,
-every role's share, the read-out each cross-attention view opens on: `opening_read_outs`, and how far each
-read-out the page can show agrees with a person: `read_out_agreements`); `head_figures` draws the Heads tab:
-one importance heatmap per attention kind (role tags in the cells) above that kind's pruning curve (importance
-order, reverse, random), and a table of how many heads of each kind carry each role. Pure plotly and pandas, no gradio, no torch.
+checkpoint directory, `python -m transformer.training.alignment` its `alignment.json`. `head_info` reads what the
+attention tab needs per head (importance, role tags, every role's share, the read-out each cross-attention view
+opens on: `opening_read_outs`, and how far each read-out the page can show agrees with a person:
+`read_out_agreements`); `head_figures` draws the Heads tab: one importance heatmap per attention kind (role tags
+in the cells) above that kind's pruning curve (importance order, reverse, random), and a table of how many heads
+of each kind carry each role. Pure plotly and pandas, no gradio, no torch.
 """
 from __future__ import annotations
 
@@ -19,14 +21,15 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import viz
+from . import figures
 from .share import MEAN_HEADS, ROWS_INPUT, ROWS_PREDICTED
+from .texts import KIND_TITLES
+from .token_labels import escape_label
 from transformer.config import ATTENTION_KINDS
 
 log = logging.getLogger(__name__)
 
 KINDS = ATTENTION_KINDS
-KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
 HEAD_FILES = ("head_importance.json", "head_roles.json")
 ALIGNMENT_FILE = "alignment.json"  # `python -m transformer.training.alignment`: every read-out's AER on our gold set
 ANCHOR_FILE = Path(__file__).resolve().parents[2] / "bench" / "results" / "alignment_anchor.json"  # eflomal on it
@@ -205,7 +208,7 @@ def _cell_text(tags: list[str]) -> str:
 
 def _hover(kind: str, layer: int, head: int, roles: dict[str, Any]) -> str:
     shares = roles["kinds"][kind]["shares"]
-    parts = [f"{viz.escape_label(roles['names'].get(r, r))} {shares[r][layer][head]:.0%}" for r in shares]
+    parts = [f"{escape_label(roles['names'].get(r, r))} {shares[r][layer][head]:.0%}" for r in shares]
     return f"L{layer + 1} H{head + 1}<br>" + "<br>".join(parts)
 
 
@@ -259,12 +262,12 @@ def importance_and_pruning_figure(importance: dict[str, Any], roles: dict[str, A
             notes.append(dict(text=text,
                               x=x0 + width / 2, y=0.4, xref="paper", yref="paper", showarrow=False,
                               xanchor="center", yanchor="bottom", font=dict(size=12, color="#444")))
-    layout = dict(title=dict(text=viz.escape_label(title), x=0.5, xanchor="center"), template=viz.TEMPLATE,
-                  font=viz.FONT, height=760, margin=dict(l=60, r=30, t=110, b=50), annotations=notes,
-                  coloraxis=dict(colorscale=viz.SCORE_COLORSCALE, colorbar=dict(title=dict(text="importance"),
+    layout = dict(title=dict(text=escape_label(title), x=0.5, xanchor="center"), template=figures.TEMPLATE,
+                  font=figures.FONT, height=760, margin=dict(l=60, r=30, t=110, b=50), annotations=notes,
+                  coloraxis=dict(colorscale=figures.SCORE_COLORSCALE, colorbar=dict(title=dict(text="importance"),
                                                                                 len=0.4, y=0.74, thickness=14)),
                   legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.12), **axes)
-    return go.Figure(data=traces, layout=layout, _validate=viz.VALIDATE_FIGURES)
+    return figures.make_figure(traces, layout)
 
 
 def role_table(roles: dict[str, Any]) -> pd.DataFrame:
@@ -285,18 +288,18 @@ def head_figures(label: str | None, directory: Path | None) -> tuple[go.Figure, 
     """The Heads tab of a model: the figure and the role table (a note and an empty table without analysis)."""
     analysis = read_analysis(directory)
     if analysis is None:
-        return viz.placeholder_figure(NO_ANALYSIS), pd.DataFrame(columns=["attention", "role", "heads"])
+        return figures.placeholder_figure(NO_ANALYSIS), pd.DataFrame(columns=["attention", "role", "heads"])
     importance, roles = analysis
     try:
         title = f"Heads of {label}: importance (Michel et al., 2019) and pruning" if label else "Heads"
         figure = importance_and_pruning_figure(importance, roles, title)
         opens = opening_read_outs(directory, roles["kinds"]["cross"])
         if opens and opens["cross"]["agreement"]:
-            note = "<br>".join(viz.escape_label(line) for line in opening_note(opens["cross"]).split("\n"))
+            note = "<br>".join(escape_label(line) for line in opening_note(opens["cross"]).split("\n"))
             figure.add_annotation(text=note, x=0.5, y=1.065, xref="paper", yref="paper", showarrow=False,
                                   xanchor="center", yanchor="bottom", font=dict(size=13, color="#444"))
             figure.update_layout(margin_t=150, height=800, title_y=0.985, title_yanchor="top")  # the note under the title
         return figure, role_table(roles)
     except (KeyError, TypeError, ValueError, IndexError):
         log.warning("incomplete head analysis in %s", directory)
-        return viz.placeholder_figure(NO_ANALYSIS), pd.DataFrame(columns=["attention", "role", "heads"])
+        return figures.placeholder_figure(NO_ANALYSIS), pd.DataFrame(columns=["attention", "role", "heads"])

@@ -1,10 +1,12 @@
-"""The browser side of the attention explorer: its HTML skeleton, script and styles, read from disk.
+"""What the browser is handed: every gr.HTML component's skeleton, its script and styles (read from static/),
+the <script> tag of plotly.js, and the app's `js=` event functions.
 
-`tab_panels.build_attention_tab` puts these into one `gr.HTML` component: the skeleton is static (so a new
-payload never re-renders it), `static/explorer.js` draws the views into it from the payload of
-`transformer.explorer.payload.attention_payload`, and plotly.js comes from the installed `plotly` package,
-served by the app itself (never a CDN: nothing leaves the machine). The `JS_*` functions at the end are
-what the app's events run in the browser (`js=`), with share.js in scope.
+`tab_panels` and `side_panels` put these into their `gr.HTML` components: the attention explorer (its skeleton
+is static, so a new payload never re-renders it; `static/explorer.js` draws the views into it from the payload
+of `transformer.explorer.payload.attention_payload`), the tree and compare panels (`static/panels.js`), and the
+three ways into the model (`static/inside.js`: the inside panel, "Your translation", "Watch it learn").
+plotly.js is the vendored bundle, served by the app itself (never a CDN: nothing leaves the machine). The
+`JS_*` functions are what the app's events run in the browser (`js=`), with share.js in scope.
 """
 from __future__ import annotations
 
@@ -12,19 +14,17 @@ import html
 from functools import cache
 from pathlib import Path
 
-import plotly
-
 from . import texts
+from .share import ROWS_INPUT, ROWS_PREDICTED
+from .texts import KIND_TITLES
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 # plotly.js's official cartesian bundle (bar, heatmap, scatter and the rest of the 2-D traces: all the page draws),
-# the version the plotly package ships: a third of the full bundle, so a page opens its views sooner
+# at the version the plotly package ships: smaller than the full bundle, so a page has less script to parse
 PLOTLY_JS = STATIC_DIR / "vendor" / "plotly-cartesian.min.js"
-PLOTLY_PACKAGE_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 
-KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
 TABS = {**KIND_TITLES, "steps": "Step by step"}
-ROWS_CHOICES = ("decoder input token", "predicted token")
+ROWS_CHOICES = (ROWS_INPUT, ROWS_PREDICTED)
 MEASURE_CHOICES = (("weight", "how much it looks (weight)"), ("norm", "how much it takes in (norm)"))
 
 
@@ -205,3 +205,125 @@ JS_COPY_LINK = js_function("return attentionView()[0].share.copy();")
 def js_enter_tab(tab: str) -> str:
     """A tab of the app shows: the URL says so, and the tree and compare handlers get the view state."""
     return js_function(f"const [view] = attentionView(); view.share.enterTab({tab!r}); return view.viewJson();")
+
+
+# ----------------------------------------------------------------------------- the three ways into the model
+
+
+def _step_heading(text: str) -> str:
+    return f'<h4 class="inside-step">{text}</h4>'
+
+
+@cache
+def inside_template() -> str:
+    """How one weight is computed, in five steps (each a plot or a sentence, filled by inside.js)."""
+    return (
+        '<div class="inside explorer" id="inside-panel" data-ready="empty">'
+        '<h3>How this weight is computed <button type="button" class="back">\u2191 back to the map</button></h3>'
+        '<p class="busy note" hidden>Asking the model\u2026</p><p class="message"></p>'
+        '<div class="inside-body" hidden>'
+        '<p id="inside-title" class="caption"></p>'
+        '<p id="inside-off" class="warn" hidden></p>'
+        '<p id="inside-norm-note" class="note" hidden>The maps show norms \u2016\u03b1 f(x)\u2016; this panel '
+        "explains the weight \u03b1 behind them.</p>"
+        + _step_heading("1. The question and the label. Each token asks a question, the query q, and carries a label, the "
+             "key k: lists of numbers the model computed for this head (red: positive, blue: negative).")
+        + '<div id="inside-qk" class="plot"></div>'
+        + _step_heading("2. Multiply them number by number (bottom strip: green where both agree in sign), add up, and scale: "
+             "the score.")
+        + '<p id="inside-score" class="note"></p>'
+        + _step_heading("3. The same for every key of this row: the scores (the clicked key in red).")
+        + '<div id="inside-scores" class="plot"></div><p id="inside-mask" class="note"></p>'
+        + _step_heading("4. Softmax turns the scores into weights between 0 and 1 that add up to 1: the row of the map.")
+        + '<div id="inside-weights" class="plot"></div><p id="inside-softmax" class="note"></p>'
+        + _step_heading("5. What the head passes on: each key's value vector v times its weight, added up (the last row).")
+        + '<div id="inside-values" class="plot"></div><p id="inside-output" class="note"></p>'
+        "</div></div>"
+    )
+
+
+@cache
+def yours_template() -> str:
+    """Your translation, scored: the total, and one coloured chip per token (hover: the model's alternatives)."""
+    return (
+        '<div class="inside explorer" id="yours-panel" data-ready="empty">'
+        '<p class="message"></p><div class="inside-body" hidden>'
+        '<p class="yours-total note"></p>'
+        '<p class="yours-off warn" hidden>Heads are switched off: these are the probabilities of the model '
+        "without them.</p>"
+        '<div class="yours-tokens"></div><pre class="yours-tip" hidden></pre>'
+        '<p class="note">Green: the model expected this token; yellow: it found it possible; red: it found it '
+        "unlikely. Hover a token for the model's own top choices at that place. The maps below now show where "
+        "the model looks while it reads your translation.</p>"
+        "</div></div>"
+    )
+
+
+@cache
+def learn_template() -> str:
+    """The model at each training snapshot: a slider, the sentence's translation, a map and the score curve."""
+    select = '<label id="learn-{0}" class="control">{1} <select>{2}</select></label>'
+    kinds = "".join(f'<option value="{k}">{t}</option>' for k, t in (
+        ("cross", "Cross-attention"), ("encoder", "Encoder self-attention"), ("decoder", "Decoder self-attention")))
+    return (
+        '<div class="inside explorer" id="learn-panel" data-ready="empty">'
+        '<p class="message"></p><div class="inside-body">'
+        '<p class="note">The same sentence, translated by this model at a few moments of its training (greedy '
+        "search, as the validation score was measured). Early on the attention is spread evenly over the "
+        "sentence; as the model learns, each word looks at the words it translates.</p>"
+        '<div class="controls"><label id="learn-step" class="control">Training step '
+        '<input type="range" min="0" max="0" step="1" value="0"></label>'
+        '<span id="learn-step-text" class="note"></span><span class="busy note" hidden>Asking the model\u2026</span>'
+        "</div>"
+        '<p id="learn-error" class="warn"></p>'
+        '<p class="note">Source: <span id="learn-source"></span></p>'
+        # "At this step": the side column's translation box keeps the finished model's, which reads differently
+        '<p class="caption"><span class="note">At this step: </span><span id="learn-translation"></span></p>'
+        '<p id="learn-score" class="note"></p>'
+        '<div class="controls">' + select.format("kind", "Attention", kinds) + select.format("layer", "Layer", "")
+        + select.format("head", "Head", "") + "</div>"
+        '<div id="learn-map" class="plot"></div>'
+        '<div id="learn-curve" class="plot"></div>'
+        "</div></div>"
+    )
+
+
+CSS = """
+.inside h3 {margin: 14px 0 4px; font-size: 1.1em;}
+.inside h3 .back {font-size: 0.8em; font-weight: 400; margin-left: 12px; border: 1px solid #bbb; border-radius: 6px;
+  background: white; padding: 1px 8px; cursor: pointer;}
+.inside .inside-step {font-size: 0.95em; font-weight: 600; margin: 14px 0 2px; color: #333;}
+.inside .warn {background: #fff7ed; border-left: 3px solid #f97316; padding: 4px 8px; margin: 4px 0;}
+.inside .warn:empty {display: none;}
+.inside .message {padding: 12px 0; text-align: left; font-size: 1em;}
+.inside-body[hidden] {display: none;}
+.yours-tokens {display: flex; flex-wrap: wrap; gap: 4px; margin: 6px 0; position: relative;}
+.yours-token {padding: 3px 7px; border-radius: 5px; border: 1px solid #ccc; white-space: pre; cursor: default;
+  font-size: 1.1em;}
+#yours-panel {position: relative;}
+.yours-tip {position: absolute; z-index: 20; background: white; border: 1px solid #999; border-radius: 4px;
+  padding: 4px 8px; margin: 0; font-size: 0.9em; pointer-events: none; box-shadow: 0 2px 6px rgba(0,0,0,0.15);}
+#learn-step input[type=range] {width: min(520px, 60vw);}
+"""
+
+
+def _start(fn: str) -> str:
+    script = (STATIC_DIR / "inside.js").read_text(encoding="utf-8")
+    return share_js() + script + f"\n{fn}(element, props, watch, trigger);\n"
+
+
+@cache
+def inside_js() -> str:
+    """inside.js and the start of the inside panel; it sends the custom event 'cell'."""
+    return _start("initInsidePanel")
+
+
+@cache
+def yours_js() -> str:
+    return _start("initYours")
+
+
+@cache
+def learn_js() -> str:
+    """inside.js and the start of the learning slider; it sends the custom event 'learn'."""
+    return _start("initLearn")
