@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from .page import STATIC_DIR, share_js
+from .page import start_module
 
 
 def _h(text: str) -> str:
@@ -104,15 +104,14 @@ CSS = """
 """
 
 
-def _start(fn: str) -> str:
-    script = (STATIC_DIR / "inside.js").read_text(encoding="utf-8")
-    return share_js() + script + f"\n{fn}(element, props, watch, trigger);\n"
+def _start(fn: str, events: tuple[str, ...] = ()) -> str:
+    return start_module("inside.js", fn, events)
 
 
 @cache
 def inside_js() -> str:
     """inside.js and the start of the inside panel; it sends the custom event 'cell'."""
-    return _start("initInsidePanel")
+    return _start("initInsidePanel", ("cell",))
 
 
 @cache
@@ -123,7 +122,7 @@ def yours_js() -> str:
 @cache
 def learn_js() -> str:
     """inside.js and the start of the learning slider; it sends the custom event 'learn'."""
-    return _start("initLearn")
+    return _start("initLearn", ("learn",))
 
 
 # the "start from the model's translation" button: the model's translation into the box, in the browser

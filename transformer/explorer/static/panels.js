@@ -2,13 +2,14 @@
 // skeletons). The server sends ready-made Plotly figures and plain texts (transformer/explorer/search_views.py);
 // these functions draw them, fill the selectors (option labels as textContent: never markup) and send
 // the user's choices back with trigger("pick", {...}) (a custom gr.HTML event, handled in app.py).
-// Layer, head, attention kind and row labels are the explorer's shared state (window.attentionExplorer),
-// so the attention views, these panels and the page URL agree.
+// Layer, head, attention kind and row labels are the explorer's shared state (share.js, `attentionView`),
+// so the attention views, these panels and the page URL agree. An ES module: page.panels_js imports it.
+
+import {attentionView, fitToWindow, withPlotly} from "./share.js";
 
 const PANEL_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
 
 function panelTools(root) {
-  "use strict";
   const $ = (sel) => root.querySelector(sel);
   function fill(select, items, selected) {  // items: [label, value]; labels are plain text
     select.replaceChildren(...items.map(([label, value]) => {
@@ -39,8 +40,7 @@ function panelTools(root) {
   return {$, fill, layerHead, draw, message, setShared, shared};
 }
 
-function initTreePanel(root, props, watch, trigger) {
-  "use strict";
+export function initTreePanel(root, props, watch, trigger) {
   const t = panelTools(root);
   const panel = t.$(".panel"), tree = t.$("#tree-plot"), node = t.$("#node-plot");
   const nodeSel = t.$("#tree-node select"), layerSel = t.$("#tree-layer select"), headSel = t.$("#tree-head select");
@@ -90,8 +90,7 @@ function initTreePanel(root, props, watch, trigger) {
   render();
 }
 
-function initComparePanel(root, props, watch, trigger) {
-  "use strict";
+export function initComparePanel(root, props, watch, trigger) {
   const t = panelTools(root);
   const panel = t.$(".panel"), pair = t.$("#compare-pair"), diff = t.$("#compare-diff");
   const kindSel = t.$("#compare-kind select"), layerSel = t.$("#compare-layer select"), headSel = t.$("#compare-head select");
