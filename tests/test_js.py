@@ -226,9 +226,25 @@ def python_colour_cases() -> dict:
             "samples": sample_colorscale(ATTENTION_COLORS, [i / 255 for i in range(256)])}
 
 
+def python_start_cases() -> list[dict]:
+    """What the page's scripts import (page.start_module's `js_on_load` of each component, page.js_function's event
+    functions): each module of static/ by its address on the app's file route, and the function taken from it."""
+    import re
+
+    from transformer.explorer import inside_page, page
+
+    starts = [page.js_on_load(), page.panels_js("tree"), page.panels_js("compare"), inside_page.inside_js(),
+              inside_page.yours_js(), inside_page.learn_js()]
+    found = [re.search(r'file=([^"]+)".*\.then\(\(m\) => m\.(\w+)\(', js, re.S).groups() for js in starts]
+    for js in (page.JS_VIEW, page.JS_RESTORE, page.JS_COPY_LINK, page.js_enter_tab("tree")):
+        name, url = re.search(r'const \{(\w+)\} = await import\(new URL\("gradio_api/file=([^"]+)"', js).groups()
+        found.append((url, name))
+    return [{"module": Path(url).name, "dir": str(Path(url).parent), "name": name} for url, name in found]
+
+
 CASES = {"INFLATE_CASES": python_packed_cases, "TRANSFORM_CASES": python_transform_cases,
          "ALIGNMENT_CASES": python_alignment_cases, "PAYLOAD_CASES": python_payload_cases,
-         "VIEW_CASES": python_view_cases, "COLOUR_CASES": python_colour_cases}
+         "VIEW_CASES": python_view_cases, "COLOUR_CASES": python_colour_cases, "START_CASES": python_start_cases}
 
 
 @pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
