@@ -1,5 +1,5 @@
-"""A Python copy of what the browser draws (static/explorer.js), the reference the browser and payload tests
-compare the page with: a result's attention as Plotly figures, one head's map, every layer and head, a decoding
+"""A Python copy of what the browser draws (static/views.js and figures.js, put on the page by explorer.js), the
+reference the browser, payload and Node tests (test_js.py) compare the page with: a result's attention as Plotly figures, one head's map, every layer and head, a decoding
 step, the rollout, and the notes on hidden mass.
 
 Test-only: the app sends the payload (`views.result_payload`) and the page draws it; nothing in `transformer/`

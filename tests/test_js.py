@@ -130,14 +130,17 @@ def flat(a: np.ndarray) -> list[float]:
     return np.asarray(a, np.float32).ravel().tolist()
 
 
+# the tokens of test_browser_views_match_python's payload: pieces to merge, specials to hide, markup
+SRC = ["\u2581A", "\u2581ri", "des", EVIL, "<unk>", ".", "<eos>"]
+OUT = ["\u2581Ein", "\u2581Rad", "fahr", "er", "<b>", ".", "<eos>"]
+
+
 def python_payload_cases() -> list[dict]:
     """Payloads as payload.attention_payload builds them (uint16, uint8 past the size limit, with the norms) and
     an entry of float32 deflated by zlib, each with what payload.decode_array makes of every array in it."""
     from transformer.explorer.payload import attention_payload, decode_array
 
-    src = ["\u2581A", "\u2581ri", "des", EVIL, "<unk>", ".", "<eos>"]
-    out = ["\u2581Ein", "\u2581Rad", "fahr", "er", "<b>", ".", "<eos>"]
-    att, norms = make_attention(3, 2, 4, src, out), make_attention(3, 2, 4, src, out)
+    att, norms = make_attention(3, 2, 4, SRC, OUT), make_attention(3, 2, 4, SRC, OUT)
     cases = []
     for name, payload in [("uint16", attention_payload(att, model="m")),
                           ("uint8", attention_payload(att, model="m", max_weight_bytes=64)),
@@ -168,9 +171,7 @@ def python_view_cases() -> dict:
     layer and head transformed, the rollout; the steps; the focus view of the norms."""
     from transformer.explorer.payload import attention_payload, decode_array, decode_attention
 
-    src = ["\u2581A", "\u2581ri", "des", EVIL, "<unk>", ".", "<eos>"]
-    out = ["\u2581Ein", "\u2581Rad", "fahr", "er", "<b>", ".", "<eos>"]
-    att = make_attention(3, 2, 4, src, out)
+    att = make_attention(3, 2, 4, SRC, OUT)
     # norms unlike the weights: ‖α f(x)‖ weighs each key by the size of what it passes on
     norms = dataclasses.replace(att, **{kind: getattr(att, kind) ** 2 for kind in views.KINDS})
     payload = attention_payload(att, model="fake", candidate=1, n_candidates=2, norms=norms)
@@ -190,11 +191,11 @@ def python_view_cases() -> dict:
                           "customdata": np.asarray(heat.customdata).tolist(), "hovertemplate": heat.hovertemplate},
                 "hidden": views.hidden_text(masses), "maps": {"shape": list(maps.shape), "values": flat(maps)}}
         if kind == "encoder":  # reference_views.rollout_figure: the colour scale ends at the largest value
-            r, *_ = views.transform(rollout, src, src, hide, merge)
+            r, *_ = views.transform(rollout, SRC, SRC, hide, merge)
             case["rollout"] = {"z": r.tolist(), "zmax": float(r.max()) if r.max() > 0 else 1.0}
         focus_cases.append(case)
     step_cases = []
-    for step in range(1, len(out) + 1):
+    for step in range(1, len(OUT) + 1):
         for hide, merge, head in ((False, False, views.MEAN_HEADS), (True, True, 1), (True, False, 3)):
             fig, text = views.step_view(seen, step, views.ViewOptions(1, head, share.ROWS_INPUT, hide, merge))
             bars, row = fig.data
@@ -235,7 +236,7 @@ def python_start_cases() -> list[dict]:
 
     starts = [page.js_on_load(), page.panels_js("tree"), page.panels_js("compare"), inside_page.inside_js(),
               inside_page.yours_js(), inside_page.learn_js()]
-    found = [re.search(r'file=([^"]+)".*\.then\(\(m\) => m\.(\w+)\(', js, re.S).groups() for js in starts]
+    found = [re.search(r'file=([^"]+)".*\.then\(\(m\) => m\.(\w+)\(', js, re.DOTALL).groups() for js in starts]
     for js in (page.JS_VIEW, page.JS_RESTORE, page.JS_COPY_LINK, page.js_enter_tab("tree")):
         name, url = re.search(r'const \{(\w+)\} = await import\(new URL\("gradio_api/file=([^"]+)"', js).groups()
         found.append((url, name))
