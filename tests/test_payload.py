@@ -143,6 +143,8 @@ def test_payload_revisions_differ_and_skeleton_has_every_view():
     assert "${" not in template and "{{" not in template  # gr.HTML would fill these from the payload
     assert page.PLOTLY_JS.is_file() and f"gradio_api/file={page.PLOTLY_JS.as_posix()}" in page.head_html()
     assert page.module_url("explorer.js") in page.js_on_load() and "m.initExplorer(" in page.js_on_load()
+    for module in page.STATIC_DIR.glob("*.js"):  # fetched beside plotly.js
+        assert f'<link rel="modulepreload" href="{page.module_url(module.name)}">' in page.head_html()
 
 
 def test_the_vendored_plotly_bundle_is_the_version_the_plotly_package_ships():
