@@ -293,9 +293,9 @@ def create_app(checkpoint_dir: Path = CHECKPOINTS) -> ExplorerApp:
     """Start the explorer (torch threads, heap, export folder, serving path, search process: `start_explorer`;
     the default model loads now) and build the page over it, queued."""
     explorer = start_explorer(checkpoint_dir)
-    # plotly.js from the installed plotly package; the attention downloads from the folder they are written to
-    # (exports.py), never copied into gradio's cache
-    gr.set_static_paths([browser.PLOTLY_JS, explorer.exports.export_dir])
+    # the page's ES modules and plotly.js (browser.STATIC_DIR); the attention downloads from the folder they are
+    # written to (exports.py), never copied into gradio's cache
+    gr.set_static_paths([browser.STATIC_DIR, explorer.exports.export_dir])
     inside = Inside(explorer.models)
     demo, app_page = build_page(explorer, inside, launch.session_limited(explorer.slots))
     demo.queue(default_concurrency_limit=2, max_size=limits.MAX_QUEUED)

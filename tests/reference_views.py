@@ -1,7 +1,7 @@
-"""A Python copy of what the browser computes (static/explorer.js), the reference the browser and payload tests
-compare the page with: the payload decoded (`decode_attention`), a result's attention as the views show it, one
-head's map (a Plotly figure), every layer and head (arrays), a decoding step, the rollout, and the notes on hidden
-mass.
+"""A Python copy of what the browser computes (static/payload.js, views.js and figures.js, put on the page by
+explorer.js), the reference the browser, payload and Node tests (test_js.py) compare the page with: the payload
+decoded (`decode_attention`), a result's attention as the views show it, one head's map (a Plotly figure),
+every layer and head, a decoding step, the rollout, and the notes on hidden mass.
 
 Test-only: the app sends the payload (`result_view.result_payload`) and the page draws it; nothing in
 `transformer/` calls these.

@@ -61,6 +61,36 @@ def test_the_app_serves_its_everyday_searches_from_a_search_process(app):
     assert app.explorer.translation.translate("h e l l o", "greedy", 1, app.explorer.models.default_model, 1.0)[0].translation.text
 
 
+# the MIME types a browser runs a module script with (the HTML standard's JavaScript MIME type essences, the usual ones)
+JAVASCRIPT_TYPES = {"text/javascript", "application/javascript", "application/x-javascript", "text/ecmascript"}
+
+
+@pytest.mark.slow  # a running app in its own process
+def test_the_app_serves_its_browser_modules_whole_as_javascript(tmp_path):
+    """A browser runs an ES module only when it comes with a JavaScript MIME type: each module of static/, asked
+    for on the running app's file route after the page (as the browser does), comes whole, as JavaScript. A file
+    outside the served folders does not come."""
+    import urllib.error
+    import urllib.request
+
+    from transformer.explorer import browser
+
+    server = shared_app(ENV)
+    with urllib.request.urlopen(server.url, timeout=60) as answer:
+        assert answer.status == 200
+    modules = sorted(browser.STATIC_DIR.glob("*.js"))
+    assert {"explorer.js", "payload.js", "views.js", "share.js"} <= {m.name for m in modules}
+    for module in modules:
+        with urllib.request.urlopen(server.url + browser.module_url(module.name), timeout=60) as answer:
+            assert answer.status == 200 and answer.read() == module.read_bytes(), module.name
+            assert answer.headers.get_content_type() in JAVASCRIPT_TYPES, (module.name, answer.headers["content-type"])
+    outside = tmp_path / "secret.js"
+    outside.write_text("1")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{server.url}gradio_api/file={outside.as_posix()}", timeout=60)
+    assert refused.value.code == 403
+
+
 def values(app, out: dict, *paths: str) -> list:
     """A handler's `{component: value}` answer, read by the components' names in `app.page` ("states.result")."""
     return [out[attrgetter(path)(app.page)] for path in paths]

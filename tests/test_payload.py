@@ -146,7 +146,9 @@ def test_payload_revisions_differ_and_skeleton_has_every_view():
         assert f'id="{view_id}"' in template
     assert "${" not in template and "{{" not in template  # gr.HTML would fill these from the payload
     assert browser.PLOTLY_JS.is_file() and f"gradio_api/file={browser.PLOTLY_JS.as_posix()}" in browser.head_html()
-    assert "initExplorer(element, props, watch)" in browser.js_on_load()
+    assert browser.module_url("explorer.js") in browser.js_on_load() and "m.initExplorer(" in browser.js_on_load()
+    for module in browser.STATIC_DIR.glob("*.js"):  # fetched beside plotly.js
+        assert f'<link rel="modulepreload" href="{browser.module_url(module.name)}">' in browser.head_html()
 
 
 def test_the_vendored_plotly_bundle_is_the_version_the_plotly_package_ships():

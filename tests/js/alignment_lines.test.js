@@ -1,22 +1,20 @@
 // The word alignment drawn on the cross view against transformer/training/alignment.py's link extraction (word_maps,
 // then links_from) on the same cases: tests/test_js.py writes the cases and Python's answers to ALIGNMENT_CASES.
-"use strict";
-const test = require("node:test");
-const assert = require("node:assert");
-const fs = require("node:fs");
-const path = require("node:path");
-const {wordAlignment, alignmentFigure, describeAlignment, rowPositions} = require(
-  path.join(__dirname, "..", "..", "transformer", "explorer", "static", "alignment_lines.js"));
+import assert from "node:assert";
+import test from "node:test";
 
-const file = process.env.ALIGNMENT_CASES;
-const cases = file ? JSON.parse(fs.readFileSync(file, "utf8")) : [];
+import {alignmentFigure, describeAlignment, rowPositions, wordAlignment} from
+  "../../transformer/explorer/static/alignment_lines.js";
+import {needs, pythonCases} from "./cases.js";
+
+const cases = pythonCases("ALIGNMENT_CASES");
 const pairs = (al) => al.links.map((l) => [l.source, l.target]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
 
-test("the word alignment gets Python's cases", {skip: !file && "run through tests/test_js.py"}, () => {
+test("the word alignment gets Python's cases", needs(cases), () => {
   assert.ok(cases.length >= 3);
 });
 
-for (const c of cases) {
+for (const c of cases || []) {
   // the predicting rows are labelled by the output tokens; the shifted rows are the decoder's input rows
   for (const [rows, q] of [["predicting", c.out], ["shifted", c.in]]) {
     test(`${rows} rows: ${c.name}`, () => {

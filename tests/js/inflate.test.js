@@ -1,12 +1,11 @@
-// explorer's inflate against zlib, which we did not write: Node's own zlib here, and, when the Python test that
+// payload.js's inflate against zlib, which we did not write: Node's own zlib here, and, when the Python test that
 // runs this file passes INFLATE_CASES, the payloads Python's zlib made (what the app sends).
-"use strict";
-const test = require("node:test");
-const assert = require("node:assert");
-const fs = require("node:fs");
-const path = require("node:path");
-const zlib = require("node:zlib");
-const {inflate} = require(path.join(__dirname, "..", "..", "transformer", "explorer", "static", "inflate.js"));
+import assert from "node:assert";
+import test from "node:test";
+import zlib from "node:zlib";
+
+import {inflate} from "../../transformer/explorer/static/inflate.js";
+import {needs, pythonCases} from "./cases.js";
 
 function seeded(seed) {  // a small deterministic generator: the same bytes on every run
   let x = seed >>> 0;
@@ -49,9 +48,9 @@ test("a wrong size or a corrupt stream is an error, not a wrong array", () => {
   assert.throws(() => inflate(Uint8Array.of(0xff, 0xff, 0xff, 0xff), 10), /inflate/);
 });
 
-const cases = process.env.INFLATE_CASES;
-test("inflates what Python's zlib packed, as the app sends it", {skip: !cases && "run through tests/test_js.py"}, () => {
-  for (const c of JSON.parse(fs.readFileSync(cases, "utf8"))) {
+const cases = pythonCases("INFLATE_CASES");
+test("inflates what Python's zlib packed, as the app sends it", needs(cases), () => {
+  for (const c of cases) {
     const packed = new Uint8Array(Buffer.from(c.packed, "base64")), raw = new Uint8Array(Buffer.from(c.raw, "base64"));
     assert.deepStrictEqual(inflate(packed, raw.length), raw, c.name);
   }

@@ -1,29 +1,18 @@
 // The view transforms (hide specials, merge subwords) against Python's transforms.hide_special / transforms.merge_subwords on the
 // same cases: tests/test_js.py writes the cases and Python's answers to TRANSFORM_CASES and runs this file.
-"use strict";
-const test = require("node:test");
-const assert = require("node:assert");
-const fs = require("node:fs");
-const path = require("node:path");
-const {axis, hideSpecial, mergeSubwords} = require(
-  path.join(__dirname, "..", "..", "transformer", "explorer", "static", "transforms.js"));
+import assert from "node:assert";
+import test from "node:test";
 
-function close(got, want, what) {
-  assert.strictEqual(got.length, want.length, `${what}: rows`);
-  got.forEach((row, i) => {
-    assert.strictEqual(row.length, want[i].length, `${what}: columns of row ${i}`);
-    row.forEach((v, j) => assert.ok(Math.abs(v - want[i][j]) < 1e-6, `${what}[${i}][${j}]: ${v} != ${want[i][j]}`));
-  });
-}
+import {axis, hideSpecial, mergeSubwords, transform} from "../../transformer/explorer/static/transforms.js";
+import {close, needs, pythonCases} from "./cases.js";
 
-const file = process.env.TRANSFORM_CASES;
-const cases = file ? JSON.parse(fs.readFileSync(file, "utf8")) : [];
+const cases = pythonCases("TRANSFORM_CASES");
 
-test("the transforms get Python's cases", {skip: !file && "run through tests/test_js.py"}, () => {
+test("the transforms get Python's cases", needs(cases), () => {
   assert.ok(cases.length >= 3);
 });
 
-for (const c of cases) {
+for (const c of cases || []) {
   test(`hide specials: ${c.name}`, () => {
     const [w, q, k, hidden] = hideSpecial(c.weights, axis(c.q), axis(c.k));
     close(w, c.hidden.weights, "weights");
@@ -36,9 +25,14 @@ for (const c of cases) {
     assert.deepStrictEqual([q.raw, k.raw], [c.merged.q, c.merged.k]);
   });
   test(`hide specials, then merge subwords: ${c.name}`, () => {
-    const [w1, q1, k1] = hideSpecial(c.weights, axis(c.q), axis(c.k));
-    const [w, q, k] = mergeSubwords(w1, q1, k1);
-    close(w, c.both.weights, "weights");
+    const {z, q, k, hidden} = transform(c.weights, axis(c.q), axis(c.k), true, true);
+    close(z, c.both.weights, "weights");
     assert.deepStrictEqual([q.raw, k.raw], [c.both.q, c.both.k]);
+    assert.ok(Math.abs(hidden - c.hidden.mass) < 1e-6);
+  });
+  test(`neither toggle leaves the map and its axes as they are, no mass hidden: ${c.name}`, () => {
+    const q = axis(c.q), k = axis(c.k);
+    const view = transform(c.weights, q, k, false, false);
+    assert.deepStrictEqual([view.z, view.q, view.k, view.hidden], [c.weights, q, k, null]);
   });
 }

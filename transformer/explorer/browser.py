@@ -6,11 +6,14 @@ is static, so a new payload never re-renders it; `static/explorer.js` draws the 
 of `transformer.explorer.payload.attention_payload`), the tree and compare panels (`static/panels.js`), and the
 three ways into the model (`static/inside.js`: the inside panel, "Your translation", "Watch it learn").
 plotly.js is the vendored bundle, served by the app itself (never a CDN: nothing leaves the machine). The
-`JS_*` functions are what the app's events run in the browser (`js=`), with share.js in scope.
+scripts in `static/` are ES modules, served from there by the app's file route (`gr.set_static_paths`); a
+component's `js_on_load` imports its module (`import_module`). The `JS_*` functions are what the app's events
+run in the browser (`js=`), with share.js imported.
 """
 from __future__ import annotations
 
 import html
+import json
 from functools import cache
 from pathlib import Path
 
@@ -100,13 +103,34 @@ def html_template() -> str:
     )
 
 
+def module_url(name: str) -> str:
+    """The address of `static/<name>` on the app's file route, relative to the page (its <base>)."""
+    return f"gradio_api/file={(STATIC_DIR / name).as_posix()}"
+
+
+def import_module(name: str) -> str:
+    """A JavaScript expression: the promise of the ES module `static/<name>`, imported from the app's file route
+    (resolved against the page's address: gradio runs event and `js_on_load` code from its own bundle's)."""
+    return f"import(new URL({json.dumps(module_url(name))}, document.baseURI).href)"
+
+
+def start_module(name: str, start: str, events: tuple[str, ...] = ()) -> str:
+    """A gr.HTML `js_on_load`: import `static/<name>` and call its `start(element, props, watch, trigger)`, the
+    trigger limited to the custom `events` it sends (gradio finds a component's events by their names in this
+    text: `view.rerun(...)` exists because "rerun" is written here)."""
+    return (f"const events = {json.dumps(list(events))};\n"
+            "const send = (name, data) => {\n"
+            "  if (!events.includes(name)) throw new Error(`${name}: not an event of this component`);\n"
+            "  return trigger(name, data);\n"
+            "};\n"
+            f"{import_module(name)}.then((m) => m.{start}(element, props, watch, send));\n")
+
+
 @cache
 def js_on_load() -> str:
-    """explorer.js plus the call that starts it on the component (`element`, `props`, `watch` from gr.HTML);
-    it asks the server for a model pass (heads switched off, norms) with gr.HTML's `trigger("rerun", ...)`."""
-    scripts = ("inflate.js", "transforms.js", "alignment_lines.js", "explorer.js")  # the pure parts first
-    return share_js() + "".join((STATIC_DIR / name).read_text(encoding="utf-8") for name in scripts) + \
-        "\ninitExplorer(element, props, watch);\n"
+    """Starts static/explorer.js on the component (`element`, `props`, `watch` from gr.HTML); it asks the
+    server for a model pass (heads switched off, norms) with gr.HTML's `trigger("rerun", ...)`."""
+    return start_module("explorer.js", "initExplorer", ("rerun",))
 
 
 @cache
@@ -116,8 +140,11 @@ def stylesheet() -> str:
 
 
 def head_html() -> str:
-    """The <script> that loads plotly.js (the vendored cartesian bundle), through the app's file route."""
-    return f'<script src="gradio_api/file={PLOTLY_JS.as_posix()}"></script>'
+    """The <script> that loads plotly.js (the vendored cartesian bundle), through the app's file route, and the
+    page's modules fetched beside it (modulepreload): each import then finds its module, and the modules it
+    imports, loaded already."""
+    preload = "".join(f'<link rel="modulepreload" href="{module_url(p.name)}">' for p in sorted(STATIC_DIR.glob("*.js")))
+    return f'<script src="gradio_api/file={PLOTLY_JS.as_posix()}"></script>' + preload
 
 
 # ----------------------------------------------------------------------------- the tree and compare panels
@@ -167,20 +194,14 @@ def compare_template() -> str:
 
 @cache
 def panels_js(which: str) -> str:
-    """panels.js plus the call that starts the tree ("tree") or compare ("compare") panel; it sends 'pick' events."""
-    start = {"tree": "initTreePanel", "compare": "initComparePanel"}[which]
-    return share_js() + (STATIC_DIR / "panels.js").read_text(encoding="utf-8") + f"\n{start}(element, props, watch, trigger);\n"
-
-
-@cache
-def share_js() -> str:
-    """static/share.js: the view state shared by the explorer, the panels and the page URL (`attentionView()`)."""
-    return (STATIC_DIR / "share.js").read_text(encoding="utf-8") + "\n"
+    """Starts static/panels.js's tree ("tree") or compare ("compare") panel; it sends 'pick' events."""
+    return start_module("panels.js", {"tree": "initTreePanel", "compare": "initComparePanel"}[which], ("pick",))
 
 
 def js_function(body: str, params: str = "") -> str:
-    """A gradio `js=` event function with share.js in scope: `(params) => { share.js; body }`."""
-    return f"({params}) => {{\n{share_js()}\n{body}\n}}"
+    """A gradio `js=` event function with static/share.js's `attentionView` (the view state shared by the
+    explorer, the panels and the page URL) in scope; gradio awaits its promise."""
+    return f"async ({params}) => {{\nconst {{attentionView}} = await {import_module('share.js')};\n{body}\n}}"
 
 
 # ----------------------------------------------------------------------------- the app's `js=` event functions
@@ -307,15 +328,14 @@ CSS = """
 """
 
 
-def _start(fn: str) -> str:
-    script = (STATIC_DIR / "inside.js").read_text(encoding="utf-8")
-    return share_js() + script + f"\n{fn}(element, props, watch, trigger);\n"
+def _start(fn: str, events: tuple[str, ...] = ()) -> str:
+    return start_module("inside.js", fn, events)
 
 
 @cache
 def inside_js() -> str:
     """inside.js and the start of the inside panel; it sends the custom event 'cell'."""
-    return _start("initInsidePanel")
+    return _start("initInsidePanel", ("cell",))
 
 
 @cache
@@ -326,4 +346,4 @@ def yours_js() -> str:
 @cache
 def learn_js() -> str:
     """inside.js and the start of the learning slider; it sends the custom event 'learn'."""
-    return _start("initLearn")
+    return _start("initLearn", ("learn",))

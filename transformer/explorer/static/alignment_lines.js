@@ -1,12 +1,12 @@
 // The cross view drawn the way aligners draw an alignment: the source words in a row above, the translation's
 // below, a line from each translation word to the source word its row weighs most. The links are read as
 // transformer/training/alignment.py reads them to score AER (word_maps, then links_from), so a line on screen
-// is a link that alignment.json's precision and recall count. Pure: loaded before explorer.js
-// (page.js_on_load), unit-tested under Node against alignment.py's own answers (tests/js/alignment_lines.test.js).
+// is a link that alignment.json's precision and recall count. A pure ES module (draw.js imports it), unit-tested
+// under Node against alignment.py's own answers (tests/js/alignment_lines.test.js).
 
-// An axis's words as alignment.py counts them: the payload's word groups (viz.word_groups) that hold a piece
+// An axis's words as alignment.py counts them: the payload's word groups (token_labels.word_groups) that hold a piece
 // other than <bos>/<eos>/<pad>, in order; `pieces[w]` lists the positions of word w's non-special pieces.
-function alignmentWords(info) {
+export function alignmentWords(info) {
   const byGroup = new Map();
   info.groups.forEach((g, i) => {
     if (info.special[i]) return;
@@ -23,7 +23,7 @@ function alignmentWords(info) {
 // the query axis `q`, the decoder's predicting rows or its input rows; columns: the source axis `k`), q and k
 // the payload's token_info of those axes. Then alignment.links_from: each translation word whose row has any
 // weight is linked to its heaviest source word (the first of equals).
-function wordAlignment(w, q, k) {
+export function wordAlignment(w, q, k) {
   const tgt = alignmentWords(q), src = alignmentWords(k);
   const map = tgt.pieces.map((rows) => src.pieces.map((cols) => {
     let sum = 0;
@@ -40,7 +40,7 @@ function wordAlignment(w, q, k) {
 }
 
 // Each row's words spread evenly over [0, 1]; the row with fewer words is centred under the other.
-function rowPositions(n, m) {
+export function rowPositions(n, m) {
   const step = 1 / Math.max(n, m, 1);
   const start = (1 - step * n) / 2;
   return Array.from({length: n}, (_, i) => start + step * (i + 0.5));
@@ -50,7 +50,7 @@ function rowPositions(n, m) {
 // the words as text at y = 1 (source) and y = 0 (translation), each word's links in its hover text.
 // `opts`: {title, fontSize, height (slanted words add their room), width (of the plot, in px), sourceName,
 // targetName}.
-function alignmentFigure(al, opts) {
+export function alignmentFigure(al, opts) {
   const o = Object.assign({title: "", fontSize: 14, height: 360, width: 900, sourceName: "source",
     targetName: "translation"}, opts || {});
   const xs = rowPositions(al.source.label.length, al.target.label.length);
@@ -94,11 +94,7 @@ function alignmentFigure(al, opts) {
 }
 
 // A sentence for screen readers: which words the lines join.
-function describeAlignment(al, title) {
+export function describeAlignment(al, title) {
   const pairs = al.links.map((l) => `${al.target.raw[l.target]} \u2013 ${al.source.raw[l.source]}`);
   return `${title}. ${al.links.length} line${al.links.length === 1 ? "" : "s"}: ${pairs.join(", ")}.`;
-}
-
-if (typeof module === "object" && module.exports) {  // Node's tests
-  module.exports = {alignmentWords, wordAlignment, rowPositions, alignmentFigure, describeAlignment};
 }

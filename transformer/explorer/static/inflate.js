@@ -1,7 +1,7 @@
 // Raw DEFLATE (RFC 1951), what payload._pack sends (Python's zlib, wbits=-15): synchronous, so a payload is
 // drawn in the call that receives it (DecompressionStream would make every payload change asynchronous).
-// A pure function, loaded in the page before explorer.js (page.explorer_js) and unit-tested under Node
-// (tests/js/inflate.test.js). `size` is the number of bytes it inflates to (the array's shape says).
+// A pure ES module (payload.js imports it), unit-tested under Node against zlib (tests/js/inflate.test.js).
+// `size` is the number of bytes it inflates to (the array's shape says).
 const LEN_BASE = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
   163, 195, 227, 258];
 const LEN_EXTRA = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
@@ -10,7 +10,7 @@ const DIST_BASE = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 25
 const DIST_EXTRA = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13];
 const CL_ORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
 
-function inflate(src, size) {
+export function inflate(src, size) {
   const out = new Uint8Array(size);
   let n = 0, pos = 0, buf = 0, cnt = 0;
   const need = (k) => {  // past the end reads zeros: a table lookup may peek beyond the last code
@@ -108,5 +108,3 @@ function inflate(src, size) {
   if (n !== size) throw new Error(`inflate: ${n} bytes, expected ${size}`);
   return out;
 }
-
-if (typeof module === "object" && module.exports) module.exports = {inflate};  // Node's tests; the page has no `module`

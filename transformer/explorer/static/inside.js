@@ -1,4 +1,4 @@
-// Three ways into the model (gr.HTML components; transformer/explorer/inside_page.py builds their skeletons,
+// Three ways into the model (gr.HTML components; transformer/explorer/browser.py builds their skeletons,
 // transformer/explorer/inside.py computes their values):
 //   initInsidePanel: how one weight of one head is computed. explorer.js sends a click on a cell of a single
 //     head's map as a document event "attention-cell"; this panel asks the server (trigger("cell", ...)) for the
@@ -7,13 +7,15 @@
 //     top alternatives on hover.
 //   initLearn: the model at each training snapshot; a step seen once is kept here and redrawn without the server.
 // Text from users and tokens reach the page only as textContent or as Plotly labels escaped here (`esc`).
+// An ES module: browser.py's scripts import it.
+
+import {attentionView, withPlotly} from "./share.js";
 
 const INSIDE_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
 const SIGNED = [[0, "#2166ac"], [0.5, "#f7f7f7"], [1, "#b2182b"]];  // blue negative, white 0, red positive
 const AGREE = [[0, "#762a83"], [0.5, "#f7f7f7"], [1, "#1b7837"]];  // purple: signs differ, green: they agree
 
 function insideTools(root) {
-  "use strict";
   const $ = (sel) => root.querySelector(sel);
   // Plotly parses a subset of HTML in labels: tokens go in escaped
   const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
@@ -37,8 +39,7 @@ function insideTools(root) {
 
 // ------------------------------------------------------------------------------ how this weight is computed
 
-function initInsidePanel(root, props, watch, trigger) {
-  "use strict";
+export function initInsidePanel(root, props, watch, trigger) {
   const t = insideTools(root);
   const panel = t.$(".inside");
   const EMPTY = "Choose a single head (Head 1, Head 2, \u2026), then click a cell of its map: this panel shows how " +
@@ -175,8 +176,7 @@ function initInsidePanel(root, props, watch, trigger) {
 
 // ------------------------------------------------------------------------------ your translation
 
-function initYours(root, props, watch) {
-  "use strict";
+export function initYours(root, props, watch) {
   const t = insideTools(root);
   const panel = t.$(".inside");
   const tip = t.$(".yours-tip");
@@ -242,8 +242,7 @@ function initYours(root, props, watch) {
 
 // ------------------------------------------------------------------------------ watch it learn
 
-function initLearn(root, props, watch, trigger) {
-  "use strict";
+export function initLearn(root, props, watch, trigger) {
   const t = insideTools(root);
   const panel = t.$(".inside");
   const slider = t.$("#learn-step input"), kindSel = t.$("#learn-kind select");

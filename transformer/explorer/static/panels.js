@@ -1,14 +1,15 @@
-// The beam-search tree and compare panels (two gr.HTML components; transformer/explorer/page.py builds their
-// skeletons). The server sends ready-made Plotly figures and plain texts (transformer/explorer/search_views.py);
+// The beam-search tree and compare panels (two gr.HTML components; transformer/explorer/browser.py builds their
+// skeletons). The server sends ready-made Plotly figures and plain texts (transformer/explorer/search_tree.py and compare.py);
 // these functions draw them, fill the selectors (option labels as textContent: never markup) and send
 // the user's choices back with trigger("pick", {...}) (a custom gr.HTML event, handled in app.py).
-// Layer, head, attention kind and row labels are the explorer's shared state (window.attentionExplorer),
-// so the attention views, these panels and the page URL agree.
+// Layer, head, attention kind and row labels are the explorer's shared state (share.js, `attentionView`),
+// so the attention views, these panels and the page URL agree. An ES module: page.panels_js imports it.
+
+import {attentionView, fitToWindow, withPlotly} from "./share.js";
 
 const PANEL_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
 
 function panelTools(root) {
-  "use strict";
   const $ = (sel) => root.querySelector(sel);
   function fill(select, items, selected) {  // items: [label, value]; labels are plain text
     select.replaceChildren(...items.map(([label, value]) => {
@@ -23,7 +24,7 @@ function panelTools(root) {
     fill(layerSel, Array.from({length: nLayers}, (_, i) => [`Layer ${i + 1}`, i]), layer);
     fill(headSel, [["mean over heads", -1], ...Array.from({length: nHeads}, (_, h) => [`Head ${h + 1}`, h])], head);
   }
-  function draw(div, figure) {  // the server sends each figure as one JSON text (search_views.figure_json)
+  function draw(div, figure) {  // the server sends each figure as one JSON text (figures.figure_json)
     const fig = typeof figure === "string" ? JSON.parse(figure) : figure;
     withPlotly((plotly) => plotly.react(div, fig.data, fig.layout, PANEL_CONFIG));
   }
@@ -39,8 +40,7 @@ function panelTools(root) {
   return {$, fill, layerHead, draw, message, setShared, shared};
 }
 
-function initTreePanel(root, props, watch, trigger) {
-  "use strict";
+export function initTreePanel(root, props, watch, trigger) {
   const t = panelTools(root);
   const panel = t.$(".panel"), tree = t.$("#tree-plot"), node = t.$("#node-plot");
   const nodeSel = t.$("#tree-node select"), layerSel = t.$("#tree-layer select"), headSel = t.$("#tree-head select");
@@ -90,8 +90,7 @@ function initTreePanel(root, props, watch, trigger) {
   render();
 }
 
-function initComparePanel(root, props, watch, trigger) {
-  "use strict";
+export function initComparePanel(root, props, watch, trigger) {
   const t = panelTools(root);
   const panel = t.$(".panel"), pair = t.$("#compare-pair"), diff = t.$("#compare-diff");
   const kindSel = t.$("#compare-kind select"), layerSel = t.$("#compare-layer select"), headSel = t.$("#compare-head select");
@@ -122,7 +121,7 @@ function initComparePanel(root, props, watch, trigger) {
     t.fill(kindSel, value.mode === "methods" ? KIND_NAMES.filter(([, k]) => k !== "encoder") : KIND_NAMES, value.kind);
     t.layerHead(layerSel, headSel, value.n_layers, value.n_heads, value.layer, value.head);
     // both maps on one screen with the texts above them (the difference map follows below)
-    const figure = JSON.parse(value.pair);  // one JSON text, as every figure comes (search_views.figure_json)
+    const figure = JSON.parse(value.pair);  // one JSON text, as every figure comes (figures.figure_json)
     t.draw(pair, {data: figure.data, layout: Object.assign({}, figure.layout,
       {height: fitToWindow(pair, figure.layout.height || 460)})});
     const note = t.$("#compare-note");

@@ -1,11 +1,11 @@
 // The view the page shows, shared by the attention explorer, the tree and compare panels and the page URL:
-// window.__attention = {state, share, explorer, viewJson}. Whichever part loads first creates it (gradio
-// mounts the components of a tab when it first shows). The URL parameters and their validation are in
-// transformer/explorer/share.py: the server validates a link when the page opens (JS_RESTORE in app.py applies the
-// result); from then on the address bar follows the view (history.replaceState).
+// {state, share, explorer, viewJson}, kept as window.__attention (tests and benches read it). Whichever part
+// asks first creates it (gradio mounts the components of a tab when it first shows). The URL parameters and
+// their validation are in transformer/explorer/share.py: the server validates a link when the page opens
+// (page.JS_RESTORE applies the result); from then on the address bar follows the view (history.replaceState).
+// An ES module: the explorer, the panels and the page's event functions import it (browser.py).
 
-function attentionView() {
-  "use strict";
+export function attentionView() {
   if (window.__attention) return [window.__attention, false];
   // auto: no layer or head chosen yet (each kind opens on its default: explorer.js autoPick)
   const state = {tab: "encoder", layer: null, head: -1, auto: true, rows: "predicted token", hide: false,
@@ -43,7 +43,6 @@ function attentionView() {
 }
 
 function makeShare(state) {
-  "use strict";
   // `known`: values of controls that are not on the page yet (a closed accordion, a tab not opened)
   const share = {ready: false, tab: "attention", known: {}};
   const value = (sel) => { const el = document.querySelector(sel); return el ? el.value : null; };
@@ -112,7 +111,6 @@ function makeShare(state) {
 // element (Gradio's has one). Once the address changes, those references name another document and
 // the colour bars of figures drawn before go blank, so they are pointed at the new address.
 function repointSvgReferences(before, after) {
-  "use strict";
   document.querySelectorAll(".js-plotly-plot [style*='url('], .js-plotly-plot [clip-path]").forEach((el) => {
     for (const prop of ["fill", "stroke"]) {
       const value = el.style.getPropertyValue(prop);
@@ -126,8 +124,7 @@ function repointSvgReferences(before, after) {
 // plotly.js comes in a <script> that gradio adds to the page when it mounts the attention component, so a value
 // to draw (a translation, a learning step) can arrive before it has loaded: on a slow network, or a busy
 // machine. Every figure is drawn through here; draws that come early wait for plotly.js, in the order they came.
-function withPlotly(draw) {
-  "use strict";
+export function withPlotly(draw) {
   if (window.Plotly) { draw(window.Plotly); return; }
   const queue = (window.__plotlyQueue = window.__plotlyQueue || []);
   queue.push(draw);
@@ -141,8 +138,7 @@ function withPlotly(draw) {
 
 // The height a figure at `el` may take so that its bottom stays on screen (a projector's 720 px): the window
 // below its top, between `least` and `most` (its own height). A phone scrolls anyway, so it keeps `most`.
-function fitToWindow(el, most, least) {
-  "use strict";
+export function fitToWindow(el, most, least) {
   least = least === undefined ? 300 : least;
   if (window.innerWidth <= 760) return most;
   const top = el.getBoundingClientRect().top + window.scrollY;

@@ -1,15 +1,15 @@
-// The view transforms' pure parts, as transformer/explorer/viz.py computes them (hide_special, merge_subwords):
-// loaded in the page before explorer.js (page.explorer_js) and unit-tested under Node against the Python
-// functions' own answers (tests/js/transforms.test.js, through tests/test_js.py).
+// The view transforms, as transformer/explorer/transforms.py computes them (hide_special, merge_subwords): a pure ES
+// module, unit-tested under Node against the Python functions' own answers (tests/js/transforms.test.js, through
+// tests/test_js.py). A map is an array of rows; an axis (`axis`) follows its tokens through the transforms.
 
 // tokens of one axis: what the transforms need to follow along
-function axis(info) {
+export function axis(info) {
   return {label: info.label, raw: info.raw, shown: info.shown || info.raw, special: info.special, info,
     hidden: false, index: info.raw.map((_, i) => i)};  // each position's token index (the inside panel asks by it)
 }
 
-// viz.hide_special: drop special rows and columns, renormalise rows; hidden = mean mass on removed keys
-function hideSpecial(w, q, k) {
+// transforms.hide_special: drop special rows and columns, renormalise rows; hidden = mean mass on removed keys
+export function hideSpecial(w, q, k) {
   const keepQ = q.special.map((s) => !s), keepK = k.special.map((s) => !s);
   const rows = [], removed = [];
   w.forEach((row, i) => {
@@ -28,8 +28,8 @@ function hideSpecial(w, q, k) {
   return [rows, pick(q, keepQ), pick(k, keepK), hidden];
 }
 
-// viz.merge_subwords: keys summed per word, queries averaged per word (groups from viz.word_groups)
-function mergeSubwords(w, q, k) {
+// transforms.merge_subwords: keys summed per word, queries averaged per word (groups from token_labels.word_groups)
+export function mergeSubwords(w, q, k) {
   const words = (a) => (a.hidden
     ? {groups: a.info.groups_hidden, label: a.info.words_hidden, raw: a.info.words_hidden_raw}
     : {groups: a.info.groups, label: a.info.words, raw: a.info.words_raw});
@@ -45,4 +45,11 @@ function mergeSubwords(w, q, k) {
   return [out, merged(qw), merged(kw)];
 }
 
-if (typeof module === "object" && module.exports) module.exports = {axis, hideSpecial, mergeSubwords};  // Node's tests
+// hide specials (if `hide`) then merge subwords (if `merge`), as the page's toggles ask (reference_views.transform);
+// `hidden` is the mean mass on removed keys, null when not hiding
+export function transform(w, q, k, hide, merge) {
+  let hidden = null;
+  if (hide) [w, q, k, hidden] = hideSpecial(w, q, k);
+  if (merge && q.label.length && k.label.length) [w, q, k] = mergeSubwords(w, q, k);
+  return {z: w, q, k, hidden};
+}

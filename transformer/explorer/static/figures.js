@@ -1,0 +1,145 @@
+// The explorer's Plotly figures and their sizes, built from the arrays of views.js: the heatmap of a map, the
+// decoding step's two bar charts, tick labels fitted to their cells, the colour table of the model view, the
+// layout of its grid of maps. A pure ES module (no DOM: sizes come in as numbers), unit-tested under Node
+// (tests/js/figures.test.js) against the Python figures of tests/reference_views.py and plotly's own colour
+// sampling. draw.js puts these on the page.
+
+// `big`: presentation mode (body.present), larger fonts everywhere
+export const fontSizeOf = (big) => (big ? 20 : 14);
+
+// `scale` ([[x, "rgb(r, g, b)"], ...], the payload's colorscale) sampled at 256 points, as CSS colours
+export function colorLut(scale) {
+  const rgb = (c) => c.match(/[\d.]+/g).slice(0, 3).map(Number);
+  const stops = scale.map(([x, c]) => [x, rgb(c)]);
+  const lut = [];
+  for (let i = 0; i < 256; i++) {
+    const x = i / 255;
+    let s = 0;
+    while (s < stops.length - 2 && x > stops[s + 1][0]) s++;
+    const [x0, c0] = stops[s], [x1, c1] = stops[s + 1];
+    const f = x1 > x0 ? (x - x0) / (x1 - x0) : 0;
+    lut.push(`rgb(${c0.map((v, j) => Math.round(v + f * (c1[j] - v))).join(",")})`);
+  }
+  return lut;
+}
+
+// black or white text, whichever contrasts more with the cell (WCAG relative luminance)
+export function contrastText(r, g, b) {
+  const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  const L = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  return (L + 0.05) / 0.05 >= 1.05 / (L + 0.05) ? "#000" : "#fff";
+}
+
+// an axis labelled with one token per position (labels escaped by Python: token_labels.escape_label)
+export function tokenAxis(labels, extra, big) {
+  const n = labels.length;
+  return Object.assign({tickmode: "array", tickvals: labels.map((_, i) => i), ticktext: labels,
+    tickfont: {size: Math.max(8, Math.min(big ? 20 : 14, Math.floor(420 / Math.max(n, 1))))},
+    showgrid: false, zeroline: false, automargin: true}, extra);
+}
+
+// Tick labels that never run into each other, however many columns (the best viewers thin their axes the
+// same way): the font follows the cell's size down to 10 px, slanted column labels stand upright when their
+// slant leaves too little room between them, and past that only every k-th label is written; every cell still
+// names its row and column on hover. `cell`: a cell's side in px; `angle`: the slant asked for. Sets `layout`'s
+// axes and returns what it chose (a key).
+export function legibleLabels(layout, view, cell, angle, big) {
+  cell = Math.max(cell, 1);
+  const x = layout.xaxis, y = layout.yaxis;
+  // the font shrinks to fit a cell (a line of text and a little air: 1.25 x its size) before any label is left out
+  const size = Math.max(10, Math.min(big ? 20 : 14, Math.floor(cell / 1.25)));
+  const room = 1.25 * size;
+  const slant = Math.abs(Math.sin(angle * Math.PI / 180));
+  x.tickangle = cell * slant >= room ? angle : -90;
+  const step = Math.ceil(room / cell);
+  const thin = (labels) => (step > 1 ? labels.map((t, i) => (i % step ? "" : t)) : labels);
+  x.tickfont = {size};
+  y.tickfont = {size};
+  x.ticktext = thin(view.k.label);
+  y.ticktext = thin(view.q.label);
+  return `${size}|${x.tickangle}|${step}`;
+}
+
+export function baseLayout(title, extra, fontSize) {
+  return Object.assign({title: {text: title, x: 0.5, xanchor: "center", yref: "container", y: 1, yanchor: "top",
+    pad: {t: 12}, font: {size: fontSize + 2}}, font: {size: fontSize}, paper_bgcolor: "white",
+  plot_bgcolor: "white", margin: {l: 60, r: 30, t: 110, b: 30}}, extra);
+}
+
+// A map as a heatmap: rows are queries from the top, keys along the top, colours on [0, zmax]; hover names the
+// query, the key and the value. `view`: {z, q, k, title, measure}. `o`: {colorscale, big, height, width (the
+// plot's width in px, 0 before it has one), phone (a window 760 px wide or less)}. Returns the trace, the layout,
+// the slant asked for the column labels and a first guess of a cell's size (square cells: the map's width or its
+// height, less the margins and the colour bar, decides), with the labels fitted to that guess (`labelled`).
+export function heatmapFigure(view, zmax, o) {
+  const customdata = view.z.map((row, i) => row.map((_, j) => [view.q.label[i], view.k.label[j]]));
+  const big = o.big;
+  const measure = view.measure || "weight";
+  const trace = {type: "heatmap", z: view.z, customdata, coloraxis: "coloraxis",
+    hovertemplate: `query: %{customdata[0]}<br>key: %{customdata[1]}<br>${measure === "weight" ? "weight" : "norm share"}: ` +
+      "%{z:.1%}<extra></extra>"};
+  const layout = baseLayout(view.title, {
+    // presentation: no "key" title above the rotated labels, so the map itself gets the height
+    xaxis: tokenAxis(view.k.label, {side: "top", tickangle: big ? -45 : -60, constrain: "domain",
+      title: {text: big ? "" : "key"}}, big),
+    yaxis: tokenAxis(view.q.label, {autorange: "reversed", scaleanchor: "x", scaleratio: 1, constrain: "domain",
+      title: {text: "query"}}, big),
+    coloraxis: {cmin: 0, cmax: zmax, colorscale: o.colorscale,
+      colorbar: {title: {text: measure === "weight" ? "weight" : "norm share"}, tickformat: ".0%", thickness: 14}},
+    height: o.height,
+    width: o.width || undefined,  // the width of the place it has now (draw.js redraws on a change of width)
+  }, fontSizeOf(big));
+  layout.margin = big ? {l: 50, r: 10, t: 125, b: 10} : {l: 60, r: 30, t: 150, b: 30};
+  if (o.phone) {  // a phone (explorer.css): the title wraps, a thin colour bar, small margins
+    layout.xaxis.title = {text: ""};
+    layout.yaxis.title = {text: ""};
+    layout.coloraxis.colorbar = Object.assign(layout.coloraxis.colorbar, {thickness: 10, title: {text: ""}});
+    layout.title.text = layout.title.text.replace(/ \u00b7 /g, "<br>");
+    layout.margin = {l: 10, r: 10, t: 150, b: 20};
+  }
+  const guess = Math.min(((o.width || 800) - 260) / Math.max(view.k.label.length, 1),
+    (layout.height - 200) / Math.max(view.q.label.length, 1));
+  const angle = layout.xaxis.tickangle, labelled = legibleLabels(layout, view, guess, angle, big);
+  return {trace, layout, angle, guess, labelled};
+}
+
+// The decoding step's figure (reference_views.step_figure): the top next tokens as horizontal bars (the chosen
+// one red) beside the step's cross-attention row over the source. `step`: views.stepView's value; `o`: {big,
+// height}.
+export function stepFigure(step, o) {
+  const {rec, view} = step;
+  const top = rec.top;
+  const bars = {type: "bar", orientation: "h", x: top.map((x) => x[2]), y: top.map((_, i) => i),
+    marker: {color: top.map((x) => (x[0] === rec.token ? "#d62728" : "#1f77b4"))}, customdata: top.map((x) => x[1]),
+    hovertemplate: "%{customdata}: %{x:.1%}<extra></extra>", texttemplate: "%{x:.0%}", textposition: "outside",
+    showlegend: false};
+  const src = view.k;
+  const attention = {type: "bar", x: src.label.map((_, i) => i), y: view.z[0] || [], xaxis: "x2", yaxis: "y2",
+    marker: {color: "#1f77b4"}, customdata: src.label, hovertemplate: "%{customdata}: %{y:.1%}<extra></extra>",
+    showlegend: false};
+  const fontSize = fontSizeOf(o.big);
+  const panel = (text, x) => ({text, x, y: 1.02, xref: "paper", yref: "paper", xanchor: "center",
+    yanchor: "bottom", showarrow: false, font: {size: fontSize}});
+  const layout = baseLayout(step.title, {
+    xaxis: {domain: [0, 0.34], anchor: "y", range: [0, 1.15], tickformat: ".0%", title: {text: "probability"}},
+    yaxis: tokenAxis(top.map((x) => x[1]), {domain: [0, 1], anchor: "x", autorange: "reversed"}, o.big),
+    xaxis2: tokenAxis(src.label, {domain: [0.44, 1], anchor: "y2", tickangle: -45}, o.big),
+    yaxis2: {domain: [0, 1], anchor: "x2", range: [0, 1], tickformat: ".0%", title: {text: "cross-attention"}},
+    annotations: [panel(`Top-${top.length} next tokens`, 0.17), panel("Cross-attention over the source", 0.72)],
+    height: o.height,
+  }, fontSize);
+  layout.margin = {l: 70, r: 30, t: 90, b: 90};
+  return {data: [bars, attention], layout};
+}
+
+// The model view's grid (every layer a row, every head a column) in a canvas `width` px wide: L x H maps of
+// Q x K cells, each map at most 150 x 160 px (200 x 220 presenting), cells at most twice as wide as tall.
+// Returns the sizes in px: `label` (the layer labels' column), `top` (the head labels' row), `gap`, a map's
+// `mapW` x `mapH`, a cell's `cellW` x `cellH`, `used` (the width a map's cells fill) and the canvas `height`.
+export function modelGrid(width, L, H, Q, K, big) {
+  const label = big ? 48 : 36, top = big ? 30 : 22, gap = 6;
+  const mapW = Math.min((width - label - gap * (H - 1)) / H, big ? 200 : 150);
+  const mapH = Math.min(mapW * Q / K, big ? 220 : 160);
+  const cellW = Math.min(mapW / K, mapH / Q * 2), cellH = mapH / Q;
+  return {label, top, gap, mapW, mapH, cellW, cellH, used: cellW * K, height: top + L * (mapH + gap)};
+}
