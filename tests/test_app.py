@@ -84,6 +84,7 @@ def test_the_app_serves_its_browser_modules_whole_as_javascript(tmp_path):
         with urllib.request.urlopen(server.url + browser.module_url(module.name), timeout=60) as answer:
             assert answer.status == 200 and answer.read() == module.read_bytes(), module.name
             assert answer.headers.get_content_type() in JAVASCRIPT_TYPES, (module.name, answer.headers["content-type"])
+            assert answer.headers["cache-control"] == "no-cache", module.name  # never an old module after an update
     outside = tmp_path / "secret.js"
     outside.write_text("1")
     with pytest.raises(urllib.error.HTTPError) as refused:

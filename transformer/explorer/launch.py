@@ -23,6 +23,7 @@ from typing import Any
 import gradio as gr
 import httpx
 from gradio import networking
+from starlette.middleware import Middleware
 
 from . import browser, limits
 from .checks import SessionSlots
@@ -40,7 +41,29 @@ def launch_options() -> dict[str, Any]:
                 server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
                 share=False, allowed_paths=None, ssr_mode=False, mcp_server=False, show_error=False,
                 state_session_capacity=200, css=browser.stylesheet(), theme=gr.themes.Default(),
-                max_file_size=limits.MAX_UPLOAD)
+                max_file_size=limits.MAX_UPLOAD, app_kwargs={"middleware": [Middleware(RevalidateModules)]})
+
+
+class RevalidateModules:
+    """ASGI middleware: the page's ES modules (`browser.STATIC_DIR`) go out with `Cache-Control: no-cache`, so a
+    browser asks again each time (an unchanged module costs a 304) and never runs a cached old module beside the
+    new ones after the app is updated; the modules import each other, so one stale file breaks the page."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.marker = browser.STATIC_DIR.as_posix() + "/"
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or self.marker not in scope.get("path", ""):
+            return await self.app(scope, receive, send)
+
+        async def send_revalidated(message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"cache-control"]
+                message = {**message, "headers": [*headers, (b"cache-control", b"no-cache")]}
+            await send(message)
+
+        await self.app(scope, receive, send_revalidated)
 
 
 def serve(demo: gr.Blocks, when_up: Callable[[], Any] = lambda: None) -> None:
