@@ -232,7 +232,8 @@ export function modelHit(event) {
 export function drawStep(root, step) {
   const plot = setMessage(root, "step-plot", null);
   const big = present();
-  const figure = stepFigure(step, {big, height: fitToWindow(plot, big ? 480 : 380)});
+  // down to 250 px, so that on a 720 px screen the chart ends above its bottom edge in the normal page too
+  const figure = stepFigure(step, {big, height: fitToWindow(plot, big ? 480 : 380, 250)});
   withPlotly((plotly) => plotly.react(plot, figure.data, figure.layout, PLOT_CONFIG));
   plot.__view = step.view;
 }
