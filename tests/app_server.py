@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -88,7 +89,8 @@ _SHARED: dict[tuple, tuple[AppServer, object]] = {}
 
 
 def shared_app(env: dict[str, str] | None = None, timeout_s: float = 120.0) -> AppServer:
-    """One running app per `env` for the whole test process (both test files), stopped at exit."""
+    """One running app per `env` for the whole test process (every test module that asks), stopped at exit;
+    paused between test modules (`pause_shared_apps`) and resumed here."""
     import atexit
 
     key = tuple(sorted((env or {}).items()))
@@ -96,8 +98,25 @@ def shared_app(env: dict[str, str] | None = None, timeout_s: float = 120.0) -> A
         context = running_app(env, timeout_s)
         server = context.__enter__()
         _SHARED[key] = (server, context)
-        atexit.register(context.__exit__, None, None, None)
-    return _SHARED[key][0]
+        atexit.register(_stop_shared, server, context)
+    server = _SHARED[key][0]
+    server.process.send_signal(signal.SIGCONT)
+    return server
+
+
+def pause_shared_apps() -> None:
+    """Stop (SIGSTOP) the shared apps until a test asks for one again (conftest.py does after every module): an
+    idle gradio server polls its queue every millisecond, a share of a CPU that the running tests need."""
+    for server, _ in _SHARED.values():
+        if server.process.poll() is None:
+            server.process.send_signal(signal.SIGSTOP)
+
+
+def _stop_shared(server: AppServer, context) -> None:
+    """At exit: resume a paused app so that it can handle its SIGTERM, then stop it."""
+    if server.process.poll() is None:
+        server.process.send_signal(signal.SIGCONT)
+    context.__exit__(None, None, None)
 
 
 def app_env() -> tuple[dict[str, str], str]:

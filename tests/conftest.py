@@ -7,6 +7,7 @@ so the whole session runs single-threaded; training subprocesses get `--threads 
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,22 @@ def flagship():
     from transformer.translator import load_pretrained
 
     return load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _after_each_module():
+    """When a module ends: a browser test module's one Chromium (test_browser.chromium) is closed, and the shared
+    app servers (app_server.shared_app) are paused until a test asks for one again."""
+    yield
+    for name, ends in (("test_browser", "close_chromium"), ("app_server", "pause_shared_apps")):
+        module = sys.modules.get(name)
+        if module is not None:
+            getattr(module, ends)()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules with slow tests first, each module's tests in their own order (pytest.ini hands whole modules to two
+    workers in collection order): the long ones start early and the quick ones fill the end, so neither worker
+    idles while the other finishes a long module."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)

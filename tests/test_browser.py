@@ -2,11 +2,10 @@
 
 The attention views are drawn in the browser (transformer/explorer/static/explorer.js); `test_browser_views_match_python`
 checks the arrays it plots against the Python views of tests/reference_views.py for a hand-made payload.
-Takes a full-page screenshot (the flagship's cross-attention when checkpoints/multi30k-en-de exists, else the
-toy's) and a 1280x720 one of the presentation mode into the temporary directory;
-`UPDATE_SCREENSHOT=1 python -m pytest tests/test_browser.py` writes them to docs/screenshot.png and
-docs/screenshot-present.png, the README's pictures, instead. Skips, saying why, only when chromium or the
-playwright package is missing.
+`UPDATE_SCREENSHOT=1 python -m pytest tests/test_browser.py` also writes the pictures of the docs: a full-page
+screenshot as docs/screenshot.png (the flagship's cross-attention when checkpoints/multi30k-en-de exists, else the
+toy's), the presentation mode at 1280x720 as docs/screenshot-present.png, and the others; without it no picture is
+taken (no test reads one). Skips, saying why, only when chromium or the playwright package is missing.
 """
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,8 +32,9 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 EVIL = "<img src=x onerror=alert(1)>"
-# Tests leave tracked files alone unless asked: the docs picture is refreshed on request only.
-SHOTS = ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())
+# Tests leave tracked files alone unless asked: the docs' pictures are taken on request only (`docs_picture`).
+UPDATE_SCREENSHOT = bool(os.environ.get("UPDATE_SCREENSHOT"))
+SHOTS = ROOT / "docs"
 SCREENSHOT, SCREENSHOT_PRESENT = SHOTS / "screenshot.png", SHOTS / "screenshot-present.png"
 SCREENSHOT_TREE, SCREENSHOT_COMPARE, SCREENSHOT_LINK, SCREENSHOT_HEADS, SCREENSHOT_ROLES = (
     SHOTS / f"screenshot-{name}.png" for name in ("tree", "compare", "link", "heads", "roles"))
@@ -68,6 +67,14 @@ def views_drawn(page, kind: str | None = None) -> None:
         arg=kind, timeout=TIMEOUT_MS)
 
 
+def docs_picture(target, path: Path, **options) -> None:
+    """Save `target`'s screenshot (a page's or a locator's) as `path`, a picture of the docs, with UPDATE_SCREENSHOT=1
+    only: no assertion reads a picture, and taking one is slow on a busy machine."""
+    if UPDATE_SCREENSHOT:
+        path.parent.mkdir(exist_ok=True)
+        target.screenshot(path=str(path), **options)
+
+
 def painted(page) -> None:
     """Wait until the browser has painted what is on screen now (two animation frames), before a screenshot."""
     page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
@@ -85,15 +92,45 @@ def selected(page, elem_id: str) -> str:
                          "return s.options[s.selectedIndex].textContent; }", elem_id)
 
 
+_LAUNCHED: list = []  # [(playwright, browser)]: the Chromium of the test module running now
+
+
+def close_chromium() -> None:
+    """Close the module's Chromium (conftest.py does after every module): a running sync Playwright marks this
+    thread's asyncio loop as running, which the tests of other modules must not inherit."""
+    while _LAUNCHED:
+        playwright, browser = _LAUNCHED.pop()
+        try:
+            browser.close()
+        finally:
+            playwright.stop()
+
+
 @contextmanager
 def chromium() -> Iterator[sync_api.Browser]:
-    """The system's Chromium under Playwright, closed afterwards."""
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    """The system's Chromium under Playwright, launched once per test module. Every `new_page`/`new_context` is a
+    fresh context (no cookies, storage or cache from before); the test's contexts are closed when it ends, and a
+    test that fails takes the browser down with it, so the next one starts on a fresh launch."""
+    if not (_LAUNCHED and _LAUNCHED[0][1].is_connected()):
+        close_chromium()
+        playwright = sync_api.sync_playwright().start()
         try:
-            yield browser
-        finally:
-            browser.close()
+            _LAUNCHED.append((playwright, playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)))
+        except BaseException:
+            playwright.stop()
+            raise
+    browser = _LAUNCHED[0][1]
+    try:
+        yield browser
+    except BaseException:
+        close_chromium()
+        raise
+    try:
+        for context in browser.contexts:
+            context.close()
+    except BaseException:
+        close_chromium()
+        raise
 
 
 def open_page(browser):
@@ -227,7 +264,7 @@ def switch_to_flagship(page, url: str, errors: list[str]) -> None:
     page.get_by_role("tab", name="Cross-attention").click()
     page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
     assert page.locator("#translation textarea, #translation input").first.input_value().strip()
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    docs_picture(page, SCREENSHOT, full_page=True)
     assert errors == [], errors
 
 
@@ -261,8 +298,7 @@ def test_browser_end_to_end(tmp_path):
         page.get_by_role("tab", name="Cross-attention").click()
         page.wait_for_selector("#focus-cross .js-plotly-plot g.hm")
         wait_for_title(page, "cross", "mean over heads")
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        page.screenshot(path=str(SCREENSHOT), full_page=True)
+        docs_picture(page, SCREENSHOT, full_page=True)
         page.get_by_role("tab", name="Encoder self-attention").click()
 
         # another n-best candidate: every view switches to it (attention_for, no new beam search)
@@ -388,8 +424,7 @@ def test_browser_presentation_mode():
                                 ".fontSize)")
         assert tick_px >= 16, tick_px
         assert page.locator("#examples").is_hidden() and page.locator("#howto").is_hidden()
-        SCREENSHOT_PRESENT.parent.mkdir(exist_ok=True)
-        page.screenshot(path=str(SCREENSHOT_PRESENT))
+        docs_picture(page, SCREENSHOT_PRESENT)
         page.locator("#present input").uncheck()
         page.wait_for_function("!document.body.classList.contains('present')")
         assert page.locator("#examples").is_visible()
@@ -441,7 +476,7 @@ def check_tree(page) -> None:
     ready(page, "#tree-panel", "tree-")
     page.locator("#search").scroll_into_view_if_needed()
     painted(page)
-    page.locator("#search").screenshot(path=str(SCREENSHOT_TREE))
+    docs_picture(page.locator("#search"), SCREENSHOT_TREE)
 
 
 def check_compare(page, text: str, other: str, translation: str) -> None:
@@ -464,7 +499,7 @@ def check_compare(page, text: str, other: str, translation: str) -> None:
     page.wait_for_function("document.querySelector('#compare-pair .gtitle').textContent.includes('head 2')")
     ready(page, "#compare-panel", "compare-")
     painted(page)
-    page.locator("#tabs").screenshot(path=str(SCREENSHOT_COMPARE))
+    docs_picture(page.locator("#tabs"), SCREENSHOT_COMPARE)
 
 
 def check_link_in_a_new_page(context, link: str, state: str, translation: str, model: str) -> None:
@@ -483,7 +518,7 @@ def check_link_in_a_new_page(context, link: str, state: str, translation: str, m
     assert fresh.locator("#link-note").count() == 0 or not fresh.locator("#link-note").is_visible()
     views_drawn(fresh, "cross")
     painted(fresh)
-    fresh.screenshot(path=str(SCREENSHOT_LINK), full_page=True)
+    docs_picture(fresh, SCREENSHOT_LINK, full_page=True)
     assert d2 == [] and x2 == [] and e2 == [], (d2, x2, e2)
 
 
@@ -595,19 +630,21 @@ ROLE_EXAMPLES = [("encoder", "prev", "We will visit our cousins in Hamburg next 
 
 def role_gallery(page, url: str) -> list[str]:
     """Each ROLE_EXAMPLES sentence opened by a link to the strongest head of its role; its focus view saved as
-    screenshot-role-<kind>-<role>.png; returns one line per role (head, its share over the sample)."""
+    screenshot-role-<kind>-<role>.png; returns one line per role (head, its share over the sample). Without
+    UPDATE_SCREENSHOT, only the first role of each kind: the same links, one per attention kind."""
     from urllib.parse import urlencode
 
     roles = json.loads((ROOT / "checkpoints" / "en-de" / "head_roles.json").read_text(encoding="utf-8"))
     lines = []
-    for kind, role, sentence in ROLE_EXAMPLES:
+    firsts = [next(e for e in ROLE_EXAMPLES if e[0] == kind) for kind in ("encoder", "decoder", "cross")]
+    for kind, role, sentence in ROLE_EXAMPLES if UPDATE_SCREENSHOT else firsts:
         grid = np.array(roles["kinds"][kind]["shares"][role])
         layer, head = np.unravel_index(int(grid.argmax()), grid.shape)
         query = urlencode({"text": sentence, "model": "en-de", "kind": kind, "layer": layer + 1, "head": head + 1})
         page.goto(f"{url}?{query}")
         payload_where(page, f"p.model === 'en-de' && p.source === {json.dumps(sentence)}")
         wait_for_title(page, kind, f"layer {layer + 1}", f"head {head + 1}")
-        page.locator(f"#focus-{kind} .plot").screenshot(path=str(SHOTS / f"screenshot-role-{kind}-{role}.png"))
+        docs_picture(page.locator(f"#focus-{kind} .plot"), SHOTS / f"screenshot-role-{kind}-{role}.png")
         lines.append(f"{kind} {role}: L{layer + 1} H{head + 1} ({grid[layer, head]:.0%}) on {sentence!r}")
     return lines
 
@@ -645,12 +682,12 @@ def roles_and_heads_tab(page, url: str) -> None:
     payload_where(page, "p.ablation && p.ablation.off.length === 1")
     wait_for_title(page, "cross", "layer")
     page.locator("#explorer").scroll_into_view_if_needed()
-    page.screenshot(path=str(SCREENSHOT_ROLES), full_page=True)
+    docs_picture(page, SCREENSHOT_ROLES, full_page=True)
     page.get_by_role("tab", name="Heads").click()
     page.wait_for_selector("#heads-plot .js-plotly-plot .hm")
     assert "heads go at" in page.locator("#heads-plot").text_content()
     assert page.locator("#head-roles [data-testid='cell-0-1']").count() == 1
-    page.screenshot(path=str(SCREENSHOT_HEADS), full_page=True)
+    docs_picture(page, SCREENSHOT_HEADS, full_page=True)
     print("\n".join(role_gallery(page, url)))
 
 
@@ -739,6 +776,10 @@ def test_browser_layer_picker_offers_the_layers_of_the_kind_on_screen():
 
 
 EN_DE = ROOT / "checkpoints" / "en-de"
+# in the page: `base64(typed array)`, its bytes as base64 (as JSON numbers, a long sentence's maps are megabytes)
+BASE64_JS = """const base64 = (v) => { const u = new Uint8Array(v.buffer, v.byteOffset, v.byteLength); let text = '';
+  for (let j = 0; j < u.length; j += 0x8000) text += String.fromCharCode.apply(null, u.subarray(j, j + 0x8000));
+  return btoa(text); };"""
 # our own sentences: a short one with a name and a number (placeholders, which merge as words of their own),
 # and test_payload's long one, which reaches half the model's source length (a uint8 payload)
 SHORT_NAMED = "My cousin Ngozi drove 240 kilometres to Tbilisi with her sleepy dog."
@@ -747,17 +788,14 @@ SHORT_NAMED = "My cousin Ngozi drove 240 kilometres to Tbilisi with her sleepy d
 # numbers would be tens of megabytes
 READ_FLOAT32 = """(s) => new Promise((done) => { const x = document.querySelector('#explorer .explorer').__explorer;
   x.update(s.view);
-  requestAnimationFrame(() => setTimeout(() => setTimeout(() => {
+  requestAnimationFrame(() => setTimeout(() => setTimeout(() => {""" + BASE64_JS + """
     const pack = (maps) => {
       let n = 0;
       for (const z of maps) for (const row of z) n += row.length;
       const f = new Float32Array(n);
       let i = 0;
       for (const z of maps) for (const row of z) for (const v of row) f[i++] = v;
-      const u = new Uint8Array(f.buffer);
-      let text = '';
-      for (let j = 0; j < u.length; j += 0x8000) text += String.fromCharCode.apply(null, u.subarray(j, j + 0x8000));
-      return btoa(text);
+      return base64(f);
     };
     const focus = document.querySelector('#focus-' + s.view.tab + ' .plot').__view;
     const all = document.querySelector('#model-' + s.view.tab + ' canvas').__maps;
@@ -861,7 +899,7 @@ def test_browser_inflates_every_block_type_deflate_makes():
         page.goto(server.url)
         page.wait_for_selector("#explorer .explorer[data-ready]", timeout=3 * TIMEOUT_MS)  # a cold app, busy CPU
         for e in entries:
-            got = page.evaluate("(e) => Array.from(document.querySelector('#explorer .explorer').__explorer"
-                                ".decodeArray(e).values)", e)
-            np.testing.assert_array_equal(np.asarray(got, np.float32), decode_array(e).ravel())
+            got = page.evaluate("(e) => { " + BASE64_JS + " return base64(document.querySelector('#explorer .explorer')"
+                                ".__explorer.decodeArray(e).values); }", e)
+            np.testing.assert_array_equal(np.frombuffer(base64.b64decode(got), "<f4"), decode_array(e).ravel())
         assert errors == []

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -18,11 +17,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import ROOT, app_env, shared_app  # noqa: E402
-from test_browser import CHROMIUM, open_page, chromium, sync_api, views_drawn  # noqa: E402,F401
+from test_browser import CHROMIUM, SHOTS, chromium, docs_picture, open_page, sync_api, views_drawn  # noqa: E402,F401
 from toy_snapshots import SNAPSHOT_STEPS, toy_run_with_snapshots  # noqa: E402
 from transformer.explorer.browser import PLOTLY_JS  # noqa: E402
 
-SHOTS = ROOT / "docs" if os.environ.get("UPDATE_SCREENSHOT") else Path(tempfile.gettempdir())
 SOURCE, YOURS = "a b c d e", "e d c a b"
 PANEL = "document.querySelector('#inside-panel')"
 LEARN = "document.querySelector('#learn-panel')"
@@ -184,8 +182,7 @@ def test_browser_how_a_weight_is_computed(server, reference):
             if kind == "decoder":
                 assert allowed.tolist() == [k <= i for k in range(len(allowed))]
                 assert "masked" in page.locator("#inside-mask").text_content()
-            SHOTS.mkdir(exist_ok=True)
-            page.locator("#inside-panel").screenshot(path=str(SHOTS / f"screenshot-inside-{kind}.png"))
+            docs_picture(page.locator("#inside-panel"), SHOTS / f"screenshot-inside-{kind}.png")
         # the mean over heads: no single head to explain
         page.locator("#head select").select_option(label="mean over heads")
         page.wait_for_function("document.querySelector('#focus-cross .gtitle').textContent.includes('mean')")
@@ -266,7 +263,7 @@ def test_browser_watch_it_learn(server, toy_run):
         np.testing.assert_allclose(page.evaluate("document.querySelector('#learn-map').__grid"), expected, atol=1e-4)
         page.locator("#learn-head select").select_option(label="Head 1")
         page.wait_for_function("document.querySelector('#learn-map .gtitle').textContent.includes('head 1')")
-        page.locator("#learn-panel").screenshot(path=str(SHOTS / "screenshot-learn.png"))
+        docs_picture(page.locator("#learn-panel"), SHOTS / "screenshot-learn.png")
         page.wait_for_function("window.location.search.includes('tab=learn')")
         assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)
 
@@ -325,8 +322,7 @@ def test_browser_en_de_your_translation_and_a_cross_attention_weight():
         assert value["text"] == EN_YOURS and value["own"] is not None
         assert sum(t["log_p"] for t in value["tokens"]) == pytest.approx(value["log_prob"], abs=1e-3)
         page.locator("#yours-panel .yours-token").nth(2).hover()
-        SHOTS.mkdir(exist_ok=True)
-        page.locator("#yours-panel").screenshot(path=str(SHOTS / "screenshot-yours.png"))
+        docs_picture(page.locator("#yours-panel"), SHOTS / "screenshot-yours.png")
         page.get_by_role("tab", name="Cross-attention").click()
         page.locator("#head select").select_option(label="Head 8")
         page.locator("#layer select").select_option(label="Layer 3")
@@ -339,5 +335,5 @@ def test_browser_en_de_your_translation_and_a_cross_attention_weight():
         soft = np.exp(np.array(cell["scores"]) - max(cell["scores"]))
         np.testing.assert_allclose(soft / soft.sum(), cell["weights"], atol=1e-5)
         np.testing.assert_allclose(cell["weights"], z[i], atol=1e-4)
-        page.locator("#inside-panel").screenshot(path=str(SHOTS / "screenshot-inside.png"))
+        docs_picture(page.locator("#inside-panel"), SHOTS / "screenshot-inside.png")
         assert dialogs == [] and external == [] and errors == [], (dialogs, external, errors)

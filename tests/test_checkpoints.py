@@ -1,6 +1,7 @@
 """The checkpoints we ship: they load, fit their configs, translate, and keep their quality."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -48,14 +49,21 @@ EVERYDAY = [
 ]
 
 
+@pytest.fixture(scope="module")
+def loaded():
+    """`loaded(directory)`: a shipped checkpoint's translator, loaded once in this module for the tests that only
+    translate with it."""
+    return functools.cache(load_pretrained)
+
+
 def test_every_expected_checkpoint_is_shipped():
     names = {p.name for p in CHECKPOINTS}
     assert {"en-de", "de-en", "multi30k-en-de", *TOYS} <= names
 
 
 @pytest.mark.parametrize("sentence, expected", EVERYDAY, ids=[e for e, _ in EVERYDAY])
-def test_default_model_translates_everyday_sentences(sentence, expected):
-    r = load_pretrained(DEFAULT).translate(sentence, method="beam", beam_size=5)
+def test_default_model_translates_everyday_sentences(loaded, sentence, expected):
+    r = loaded(DEFAULT).translate(sentence, method="beam", beam_size=5)
     assert r.text.strip() and r.text.strip() != sentence
     assert expected in r.text, r.text
 
@@ -129,10 +137,10 @@ def test_flagship_bleu_regression_guard():
                          [(DEFAULT, c, f) for c, f in sorted(DEFAULT_BLEU_FLOORS_200.items())]
                          + [(DE_EN, c, f) for c, f in sorted(DE_EN_BLEU_FLOORS_200.items())],
                          ids=lambda v: v.name if isinstance(v, Path) else str(v))
-def test_bleu_regression_guard(directory, corpus, floor):
+def test_bleu_regression_guard(loaded, directory, corpus, floor):
     try:
         sources, references = CorpusSpec(corpus).load(corpus_test_split(corpus), *checkpoint_languages(directory))
     except DataError:
         pytest.skip(f"{corpus} data not present")
-    hypotheses = load_pretrained(directory).translate_batch(sources[:200], method="greedy")
+    hypotheses = loaded(directory).translate_batch(sources[:200], method="greedy")
     assert score_translations(hypotheses, references[:200])["bleu"] >= floor

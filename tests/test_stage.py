@@ -53,9 +53,27 @@ def inside(b: dict, width: int, height: int) -> bool:
     return b is not None and b["x"] >= 0 and b["y"] >= 0 and b["right"] <= width + 0.5 and b["bottom"] <= height + 0.5
 
 
+def views_drawn(page) -> None:
+    """The attention tab's views are drawn for the payload on screen, and its focus map's draw has finished."""
+    page.wait_for_function(f"""(() => {{ const x = {EXPLORER}, e = document.querySelector('#explorer .explorer');
+      if (!x || !x.payload || e.dataset.views !== 'views-' + x.payload.rev) return false;
+      const p = document.querySelector('#focus-' + x.state.tab + ' .plot');
+      return !p || Boolean(p.dataset.drawn); }})()""")
+
+
+def redrawn_after(page, resize) -> None:
+    """Run `resize`, then wait until the focus map is drawn again and the tab's views are drawn."""
+    before = page.evaluate(f"document.querySelector('#focus-' + {EXPLORER}.state.tab + ' .plot').__draw || 0")
+    resize()
+    page.wait_for_function(f"""(() => {{ const x = {EXPLORER}, p = document.querySelector('#focus-' + x.state.tab + ' .plot');
+      return (p.__draw || 0) > {before} && Boolean(p.dataset.drawn) &&
+        document.querySelector('#explorer .explorer').dataset.views === 'views-' + x.payload.rev; }})()""")
+
+
 def focus_drawn(page, kind: str) -> None:
+    """The `kind` tab's focus map and the views below it are drawn."""
     page.wait_for_selector(f"#focus-{kind} .js-plotly-plot g.hm")
-    page.wait_for_timeout(300)  # the views below the focus view follow a frame later
+    views_drawn(page)
 
 
 def test_one_screen_holds_the_sentence_the_translation_and_the_whole_map():
@@ -113,8 +131,7 @@ def test_a_resize_never_draws_one_view_over_another():
             page, (_, _, errors) = open_at(browser, link(server, kind="encoder", present=present), 1280, 720)
             focus_drawn(page, "encoder")
             for width, height in ((1920, 1080), (1366, 768), (1280, 720)):
-                page.set_viewport_size({"width": width, "height": height})
-                page.wait_for_timeout(700)  # the debounced redraw
+                redrawn_after(page, lambda: page.set_viewport_size({"width": width, "height": height}))
                 boxes = {s: box(page, s) for s in ("#focus-encoder .plot", "#grid-encoder", "#model-encoder canvas",
                                                    "#rollout .plot")}
                 assert all(b and b["height"] > 0 for b in boxes.values()), boxes
@@ -191,6 +208,24 @@ def test_every_control_works_from_the_keyboard():
         assert [e for e in errors if e != GRADIO_DROPDOWN_ERROR] == []
 
 
+# the app's other tabs, each audited once drawn: the tree recorded, the compare panel settled, and a figure drawn
+# by gradio's Plot (its empty box until then) where the page's config gives one
+GRADIO_PLOT_DRAWN = """(id) => { const c = window.gradio_config.components.find((c) => (c.props || {}).elem_id === id);
+  const plot = document.querySelector('#' + id);
+  return Boolean(plot && plot.querySelector(c.props.value ? '.js-plotly-plot' : "[aria-label='Empty value']")); }"""
+# axe audits a page at rest: no gradio event pending (its status trackers hidden, nothing faded as `.pending`) and no
+# CSS transition running, for a whole second (gradio starts an event's follow-up a moment after the event ends)
+AT_REST = """() => { const now = performance.now();
+  if (document.querySelector("[data-testid='status-tracker']:not(.hide), .pending") ||
+      document.getAnimations().some((a) => a.playState === 'running')) window.__busyAt = now;
+  return now - window.__busyAt >= 1000; }"""
+APP_TABS_DRAWN = {"Beam-search tree": "(document.querySelector('#tree-panel').dataset.ready || '').startsWith('tree-')",
+                  "Compare": "['empty', 'compare-'].some((r) => (document.querySelector('#compare-panel').dataset.ready"
+                             " || '').startsWith(r))",
+                  "Training": f"({GRADIO_PLOT_DRAWN})('train-plot')",
+                  "Heads": f"({GRADIO_PLOT_DRAWN})('heads-plot')"}
+
+
 @pytest.mark.skipif(not AXE.is_file(), reason="axe-core is not installed: npm ci --prefix tests/a11y")
 def test_axe_core_finds_no_critical_or_serious_violation():
     """axe-core (tests/a11y, pinned) in Chromium: after a translation, every view of the attention tab, the
@@ -199,7 +234,10 @@ def test_axe_core_finds_no_critical_or_serious_violation():
     found = []
 
     def audit(page, where: str) -> None:
-        page.add_script_tag(path=str(AXE))
+        page.evaluate("window.__busyAt = performance.now()")
+        page.wait_for_function(AT_REST, polling="raf")
+        if not page.evaluate("Boolean(window.axe)"):
+            page.add_script_tag(path=str(AXE))
         result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
         for v in result["violations"]:
             nodes = [n["target"] for n in v["nodes"]][:4]
@@ -209,15 +247,18 @@ def test_axe_core_finds_no_critical_or_serious_violation():
         for present in (0, 1):
             page, _ = open_at(browser, link(server, kind="encoder", present=present), 1366, 768)
             focus_drawn(page, "encoder")
-            for kind, name in (("encoder", "Encoder self-attention"), ("decoder", "Decoder self-attention"),
-                               ("cross", "Cross-attention"), ("steps", "Step by step")):
+            for kind in ("encoder", "decoder", "cross", "steps"):
                 page.locator(f"#tab-{kind}").click()
-                page.wait_for_timeout(500)
+                page.wait_for_function(f"{EXPLORER}.state.tab === '{kind}'")
+                if kind == "steps":
+                    page.wait_for_selector("#step-plot .main-svg")
+                else:
+                    focus_drawn(page, kind)
                 audit(page, f"present={present} {kind}")
             if not present:
-                for tab in ("Beam-search tree", "Compare", "Training", "Heads"):
+                for tab, drawn in APP_TABS_DRAWN.items():
                     page.get_by_role("tab", name=tab).click()
-                    page.wait_for_timeout(1500)
+                    page.wait_for_function(drawn)
                     audit(page, tab)
             page.close()
     print("\n".join(map(str, found)))

@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import shared_app  # noqa: E402
 from test_browser import chromium  # noqa: E402
-from test_stage import EXPLORER, open_at  # noqa: E402  (a page at a size, its first payload drawn)
+from test_stage import EXPLORER, open_at, redrawn_after, views_drawn  # noqa: E402  (a page at a size, its first payload drawn)
 from toy_snapshots import toy_run_with_snapshots  # noqa: E402
 
 TEXT = "a b c d e"
@@ -34,14 +34,6 @@ def server():
 
 def link(server, **params) -> str:
     return server.url + "?" + urlencode({"text": TEXT, **params})
-
-
-def views_drawn(page) -> None:
-    """The attention tab's views are drawn for the payload on screen, and its focus map's draw has finished."""
-    page.wait_for_function(f"""(() => {{ const x = {EXPLORER}, e = document.querySelector('#explorer .explorer');
-      if (!x || !x.payload || e.dataset.views !== 'views-' + x.payload.rev) return false;
-      const p = document.querySelector('#focus-' + x.state.tab + ' .plot');
-      return !p || Boolean(p.dataset.drawn); }})()""")
 
 
 def box(page, selector: str) -> dict | None:
@@ -140,15 +132,6 @@ def test_compare_maps_and_the_step_chart_fit_720p(server):
 
 SIZES = ((1920, 1080), (1366, 768), (1280, 720), (390, 844))
 LONG = " ".join("abcdefgh" * 3)  # two lines in the side column at 1280 px, one at 1920
-
-
-def redrawn_after(page, resize) -> None:
-    """Run `resize`, then wait until the focus map is drawn again and the tab's views are drawn."""
-    before = page.evaluate(f"document.querySelector('#focus-' + {EXPLORER}.state.tab + ' .plot').__draw || 0")
-    resize()
-    page.wait_for_function(f"""(() => {{ const x = {EXPLORER}, p = document.querySelector('#focus-' + x.state.tab + ' .plot');
-      return (p.__draw || 0) > {before} && Boolean(p.dataset.drawn) &&
-        document.querySelector('#explorer .explorer').dataset.views === 'views-' + x.payload.rev; }})()""")
 
 
 def check_layout(page, where) -> None:
