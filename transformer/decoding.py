@@ -353,10 +353,10 @@ def beam_search(
     limits = sentence_limits(model, src, max_len)
     horizon, ending = max(limits), rows_ending_at(limits, K)
     encoded = encoded or encode_source(model, src, head_mask=head_mask)
-    memory, src_mask = encoded.memory.repeat_interleave(K, 0), encoded.mask  # (B*K, S, d_model)
-    if src_mask is not None:
-        src_mask = src_mask.repeat_interleave(K, 0)  # (B*K, 1, 1, S)
-    cache, beam_mask = KVCache.empty(cfg.n_decoder_layers), head_mask.repeat_interleave(K) if head_mask else None
+    # (B, S, d_model) and (B, 1, 1, S): the K beams of a sentence share its cross-attention keys (`KVCache.beams`)
+    memory, src_mask = encoded.memory, encoded.mask
+    cache = KVCache.empty(cfg.n_decoder_layers, beams=K)
+    beam_mask = head_mask.repeat_interleave(K) if head_mask else None
     tokens = torch.full((B * K, 1), cfg.bos_id, dtype=torch.long, device=device)  # (B*K, t+1)
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first

@@ -2,7 +2,9 @@
 
 The decoder fills it as it runs: self-attention keys/values grow by one
 position per step; cross-attention keys/values are computed from the encoder
-output once, on the first step, and reused.
+output once, on the first step, and reused. In a beam search the K beams of a
+sentence share that sentence's cross-attention keys/values (`beams`): they are
+computed once per sentence, and the K beams' queries attend to them together.
 """
 from __future__ import annotations
 
@@ -14,12 +16,14 @@ from torch import Tensor
 
 @dataclass
 class LayerKVCache:
-    """One decoder layer's cached projections, each `(B, H, T, d_k)`."""
+    """One decoder layer's cached projections, each `(B, H, T, d_k)`; with `beams` K > 1 the self-attention ones
+    hold B * K rows (a sentence's beams next to each other) and the cross-attention ones B (one per sentence)."""
 
     self_k: Tensor | None = None
     self_v: Tensor | None = None
     cross_k: Tensor | None = None
     cross_v: Tensor | None = None
+    beams: int = 1
 
     def append_self(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Append this step's keys/values `(B, H, t, d_k)`; return the full history."""
@@ -37,8 +41,9 @@ class KVCache:
     layers: list[LayerKVCache] = field(default_factory=list)
 
     @classmethod
-    def empty(cls, n_layers: int) -> "KVCache":
-        return cls([LayerKVCache() for _ in range(n_layers)])
+    def empty(cls, n_layers: int, beams: int = 1) -> "KVCache":
+        """An empty cache; `beams` K > 1: the decoder's input has K rows per sentence of its encoder output."""
+        return cls([LayerKVCache(beams=beams) for _ in range(n_layers)])
 
     @property
     def length(self) -> int:

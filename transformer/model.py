@@ -302,8 +302,20 @@ class DecoderLayer(nn.Module):
             k, v = self.cross_attn.project_kv(memory)
             if cache is not None:
                 cache.cross_k, cache.cross_v = k, v
-        a, w = self.cross_attn.attend(self.cross_attn.project_q(cast_once(x)), k, v, mask, need_weights, head_mask)
-        return self.dropout(a), w
+        q = self.cross_attn.project_q(cast_once(x))  # (B * beams, H, 1, d_k)
+        beams = cache.beams if cache is not None else 1
+        if beams == 1:
+            a, w = self.cross_attn.attend(q, k, v, mask, need_weights, head_mask)
+            return self.dropout(a), w
+        # A sentence's beams, one query each, attend to its keys together: (B, H, beams, d_k), keys (B, H, S, d_k).
+        BK, H, _, d_k = q.shape
+        q = q.view(BK // beams, beams, H, d_k).transpose(1, 2)
+        if head_mask is not None and head_mask.size(0) > 1:
+            head_mask = head_mask[::beams]  # per sentence, the same for each of its beams
+        a, w = self.cross_attn.attend(q, k, v, mask, need_weights, head_mask)  # a (B, beams, d_model)
+        if w is not None:
+            w = w.transpose(1, 2).reshape(BK, H, 1, w.size(-1))  # (B * beams, H, 1, S)
+        return self.dropout(a.reshape(BK, 1, a.size(-1))), w
 
     def forward(
         self,
