@@ -2,7 +2,7 @@
 and the shipped multi30k-en-de translator for the explorer's figure tests.
 
 Every model in these tests is tiny, and for tiny tensors torch's intra-op thread pool costs far more
-than it gives (on a busy 2-core machine a 2-thread forward pass was ~100x slower than a 1-thread one),
+than it gives (a busy 2-core machine makes a 2-thread forward pass many times slower than a 1-thread one),
 so the whole session runs single-threaded; training subprocesses get `--threads 1` to match.
 """
 from __future__ import annotations
