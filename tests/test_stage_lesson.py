@@ -280,6 +280,42 @@ def test_the_keyboard_goes_from_the_source_box_to_a_map_cell_and_its_weight_pane
         page.close()
 
 
+def test_the_model_list_closes_when_focus_leaves_the_model_field(server):
+    """The model field's list, opened with a click or by tabbing into the field, closes when Tab moves on and
+    when a click lands elsewhere on the page (it stayed open over the translation): hidden, and the field says
+    it is collapsed."""
+    from playwright.sync_api import expect
+
+    from test_stage import press_until
+
+    with chromium() as browser:
+        page, (_, _, errors) = open_at(browser, link(server, present=1), 1280, 720)
+        field, options = page.locator("#model input"), page.locator("#model [role=listbox]")
+
+        def closed() -> None:
+            expect(field).not_to_be_focused()
+            expect(options).to_be_hidden()
+            expect(field).to_have_attribute("aria-expanded", "false")
+
+        field.click()
+        expect(options).to_be_visible()
+        page.keyboard.press("Tab")
+        closed()
+        page.locator("#source textarea").focus()
+        press_until(page, "Tab", "a.closest('#model')")
+        expect(options).to_be_visible()
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("Tab")
+        closed()
+        field.click()
+        expect(options).to_be_visible()
+        page.locator("#source textarea").click()
+        closed()
+        assert field.input_value() == page.evaluate("new URLSearchParams(location.search).get('model')")
+        assert errors == []
+        page.close()
+
+
 # ----------------------------------------------------------------------------- labels
 
 
