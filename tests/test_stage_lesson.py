@@ -205,6 +205,29 @@ def test_greedy_against_beam_fits_720p_with_its_difference_map(en_de):
             page.close()
 
 
+@pytest.mark.timeout(900)
+def test_every_lesson_map_fits_720p_in_presentation_mode(en_de):
+    """Each lesson link that opens on a map (docs/teaching.md, all but compare, the tree and the weight panel) at
+    1280x720 in presentation mode: the map is on screen without scrolling, and so are the notes; link 7's heads
+    switched off are said there, not in a second note above the map (it pushed the map's last rows off screen)."""
+    from test_docs import app_links
+
+    with chromium() as browser:
+        for n, url in enumerate(app_links(LESSON), 1):
+            if "tab=attention" not in url or "cell=" in url:
+                continue
+            page, (_, _, errors) = open_at(browser, lesson_link(en_de, n), 1280, 720)
+            views_drawn(page)
+            kind = page.evaluate(f"{EXPLORER}.state.tab")
+            assert page.evaluate("window.scrollY") == 0, n
+            for selector in (f"#focus-{kind} .main-svg", "#notice"):
+                assert on_screen(box(page, selector), 1280, 720), (n, selector, box(page, selector))
+            if "off=" in url:
+                assert "switched off" in page.locator("#notice textarea").input_value(), n
+            assert errors == [], n
+            page.close()
+
+
 # ----------------------------------------------------------------------------- resizing
 
 
