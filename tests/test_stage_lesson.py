@@ -127,6 +127,107 @@ def test_compare_maps_and_the_step_chart_fit_720p(server):
             page.close()
 
 
+LESSON = Path(__file__).resolve().parents[1] / "docs" / "teaching.md"
+COMPARE_FIGURES = ("#compare-pair", "#compare-diff")
+# each heatmap of a compare figure: its row pitch and row-label font (px), its area's box on the page, and the
+# boxes of its row labels
+COMPARE_MAPS = """(s) => { const div = document.querySelector(s), f = div._fullLayout, out = [];
+  for (const name of ['', '2']) { const x = f['xaxis' + name], y = f['yaxis' + name]; if (!x || !y) continue;
+    const rows = Math.max(y.tickvals.length, 1), r = div.getBoundingClientRect();
+    out.push({pitch: y._length / rows, font: y.tickfont.size,
+      area: {x: r.left + x._offset, right: r.left + x._offset + x._length},
+      labels: [...div.querySelectorAll('.y' + name + 'tick text')].filter((t) => t.textContent)
+        .map((t) => { const b = t.getBoundingClientRect(); return {x: b.left, right: b.right}; })}); }
+  return out; }"""
+
+
+@pytest.fixture(scope="module")
+def en_de():
+    """The app on the shipped checkpoints (en-de first), as the lesson's links open it."""
+    if not (Path(__file__).resolve().parents[1] / "checkpoints" / "en-de" / "model.safetensors").is_file():
+        pytest.skip("checkpoints/en-de is not here")
+    return shared_app({"TRANSFORMER_THREADS": "1"})
+
+
+def lesson_link(server, n: int, **params) -> str:
+    """Lesson link `n` (1-based) of docs/teaching.md on `server`, with `params` replaced."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from test_docs import app_links
+
+    query = dict(parse_qsl(urlsplit(app_links(LESSON)[n - 1]).query))
+    return server.url + "?" + urlencode({**query, **{k: str(v) for k, v in params.items()}})
+
+
+def compare_drawn(page) -> None:
+    """The compare panel settled and each of its figures drawn at its final size for the value on screen."""
+    page.wait_for_selector("#compare-panel[data-ready^='compare-']")
+    page.wait_for_function("""(ids) => { const rev = document.querySelector('#compare-panel').dataset.ready.slice(8);
+      return ids.every((s) => { const d = document.querySelector(s); return d.hidden || d.dataset.drawn === rev; }); }""",
+                           arg=list(COMPARE_FIGURES))
+
+
+def apart(a: dict, b: dict) -> bool:
+    return (a["right"] <= b["x"] + 0.5 or b["right"] <= a["x"] + 0.5 or a["bottom"] <= b["y"] + 0.5
+            or b["bottom"] <= a["y"] + 0.5)
+
+
+@pytest.mark.timeout(600)
+def test_greedy_against_beam_fits_720p_with_its_difference_map(en_de):
+    """Lesson link 8 at 1280x720, on the normal page and in presentation mode: both maps and the difference map
+    end above the bottom of the window without scrolling, apart from each other and from the translations above
+    them; each map keeps a row label per row in a font no taller than its rows, clear of the map beside it, and
+    no title sits on a label."""
+    with chromium() as browser:
+        for present in (0, 1):
+            page, (_, _, errors) = open_at(browser, lesson_link(en_de, 8, present=present), 1280, 720)
+            compare_drawn(page)
+            assert page.evaluate("window.scrollY") == 0
+            figures = [s for s in COMPARE_FIGURES if page.locator(s).is_visible()]
+            assert figures == list(COMPARE_FIGURES), figures  # the link's sentence has a difference map
+            boxes = {s: box(page, f"{s} .main-svg") for s in figures}
+            boxes["texts"] = box(page, "#compare-panel .compare-texts")
+            for s in figures:
+                assert on_screen(boxes[s], 1280, 720), (present, s, boxes)
+            names = list(boxes)
+            for i, a in enumerate(names):
+                for b in names[i + 1:]:
+                    assert apart(boxes[a], boxes[b]), (present, a, b, boxes)
+            for s in figures:
+                maps = page.evaluate(COMPARE_MAPS, s)
+                for m in maps:
+                    assert m["font"] >= 10 and m["pitch"] >= m["font"], (present, s, m)
+                for left, right in zip(maps, maps[1:]):  # the right map's row labels stay off the left map
+                    assert all(label["x"] >= left["area"]["right"] - 0.5 for label in right["labels"]), (present, s)
+                found = page.evaluate(CLEAR, s)
+                assert found["titles"] and found["ticks"] and not found["overlaps"], (present, s, found)
+            assert errors == []
+            page.close()
+
+
+@pytest.mark.timeout(900)
+def test_every_lesson_map_fits_720p_in_presentation_mode(en_de):
+    """Each lesson link that opens on a map (docs/teaching.md, all but compare, the tree and the weight panel) at
+    1280x720 in presentation mode: the map is on screen without scrolling, and so are the notes; link 7's heads
+    switched off are said there, not in a second note above the map (it pushed the map's last rows off screen)."""
+    from test_docs import app_links
+
+    with chromium() as browser:
+        for n, url in enumerate(app_links(LESSON), 1):
+            if "tab=attention" not in url or "cell=" in url:
+                continue
+            page, (_, _, errors) = open_at(browser, lesson_link(en_de, n), 1280, 720)
+            views_drawn(page)
+            kind = page.evaluate(f"{EXPLORER}.state.tab")
+            assert page.evaluate("window.scrollY") == 0, n
+            for selector in (f"#focus-{kind} .main-svg", "#notice"):
+                assert on_screen(box(page, selector), 1280, 720), (n, selector, box(page, selector))
+            if "off=" in url:
+                assert "switched off" in page.locator("#notice textarea").input_value(), n
+            assert errors == [], n
+            page.close()
+
+
 # ----------------------------------------------------------------------------- resizing
 
 
@@ -198,6 +299,42 @@ def test_the_keyboard_goes_from_the_source_box_to_a_map_cell_and_its_weight_pane
         view = page.evaluate("document.querySelector('#focus-cross .plot').__view")
         ready = page.evaluate(f"({READY})('#inside-panel')")
         assert ready == f"cell-cross-0-0-{view['q']['index'][1]}-{view['k']['index'][1]}", ready
+        assert errors == []
+        page.close()
+
+
+def test_the_model_list_closes_when_focus_leaves_the_model_field(server):
+    """The model field's list, opened with a click or by tabbing into the field, closes when Tab moves on and
+    when a click lands elsewhere on the page (it stayed open over the translation): hidden, and the field says
+    it is collapsed."""
+    from playwright.sync_api import expect
+
+    from test_stage import press_until
+
+    with chromium() as browser:
+        page, (_, _, errors) = open_at(browser, link(server, present=1), 1280, 720)
+        field, options = page.locator("#model input"), page.locator("#model [role=listbox]")
+
+        def closed() -> None:
+            expect(field).not_to_be_focused()
+            expect(options).to_be_hidden()
+            expect(field).to_have_attribute("aria-expanded", "false")
+
+        field.click()
+        expect(options).to_be_visible()
+        page.keyboard.press("Tab")
+        closed()
+        page.locator("#source textarea").focus()
+        press_until(page, "Tab", "a.closest('#model')")
+        expect(options).to_be_visible()
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("Tab")
+        closed()
+        field.click()
+        expect(options).to_be_visible()
+        page.locator("#source textarea").click()
+        closed()
+        assert field.input_value() == page.evaluate("new URLSearchParams(location.search).get('model')")
         assert errors == []
         page.close()
 

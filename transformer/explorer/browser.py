@@ -185,9 +185,9 @@ def compare_template() -> str:
         f'<div class="compare-texts">{side.format("left")}{side.format("right")}</div>'
         '<div class="controls">' + _select("compare-kind", "Attention") + _select("compare-layer", "Layer")
         + _select("compare-head", "Head") + "</div>"
-        '<div id="compare-pair" class="plot"></div>'
+        '<div class="compare-figures"><div id="compare-pair" class="plot"></div>'
+        '<div id="compare-diff" class="plot"></div></div>'
         '<p id="compare-note" class="note" hidden></p>'
-        '<div id="compare-diff" class="plot"></div>'
         "</div></div>"
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -61,7 +62,9 @@ def compare_value(session: CompareSession, data: Any = None) -> dict[str, Any]:
     n_layers, n_heads = min(maps_a.shape[0], maps_b.shape[0]), min(maps_a.shape[1], maps_b.shape[1])
     kind, layer, head, rows = pick_view({**(dict(data) if isinstance(data, Mapping) else {}), "kind": kind},
                                         n_layers, n_heads)
-    view = compare_figures(a, b, kind, layer, head, predicted_rows=rows == ROWS_PREDICTED, labels=session.labels)
+    # each map is named under it as the panel's texts name its side: "greedy" and "beam 5", or "sentence 1" and 2
+    names = session.labels if session.mode == "methods" else ("sentence 1", "sentence 2")
+    view = compare_figures(a, b, kind, layer, head, predicted_rows=rows == ROWS_PREDICTED, labels=names)
     return {
         "rev": next(_REVISIONS), "session": session.rev, "mode": session.mode, "labels": list(session.labels),
         "sources": list(session.sources), "translations": list(session.translations),
@@ -186,6 +189,21 @@ def _axes(q: Sequence[str], k: Sequence[str], axis: int, domain: list[float]) ->
     }
 
 
+def _compact(layout: dict[str, Any], keys: Sequence[str], bottom: int) -> None:
+    """Margins that leave the maps most of a short screen: the title at the top edge (no badge is drawn over
+    these figures), under it room for the slanted column labels (`keys`, estimated from the longest: Plotly's
+    automargin makes room for labels but not between them and a title), `bottom` px for the names below."""
+    size = _tick_size(keys)
+    longest = max((len(display_token(k)) for k in keys), default=1)
+    labels = 0.6 * size * longest * math.sin(math.radians(60)) + size * 0.5 + 8
+    layout["title"]["pad"] = dict(t=6)
+    layout["margin"].update(t=int(36 + labels), b=bottom, r=20)
+
+
+def _tick_size(tokens: Sequence[str]) -> int:
+    return token_axis(tokens)["tickfont"]["size"]
+
+
 def compare_figures(
     a: AttentionMaps, b: AttentionMaps, kind: str, layer: int, head: int, predicted_rows: bool = False,
     labels: tuple[str, str] = ("A", "B"),
@@ -209,7 +227,7 @@ def compare_figures(
                      panel_title(lab_b, 0.77, -0.04, yanchor="top")],
         height=int(np.clip(300 + 16 * max(len(q_a), len(q_b), len(k_a), len(k_b)), 460, 900)),
     )
-    pair_layout["margin"].update(t=150, b=70)
+    _compact(pair_layout, [*k_a, *k_b], bottom=36)
     pair = make_figure([_heatmap(w_a, q_a, k_a, 0, "coloraxis", lab_a), _heatmap(w_b, q_b, k_b, 1, "coloraxis", lab_b)],
                        pair_layout)
     note = difference_unavailable(q_a, k_a, q_b, k_b)
@@ -218,17 +236,16 @@ def compare_figures(
     diff, q, k = difference_map(w_a, q_a, k_a, w_b, q_b, k_b)
     limit = max(float(np.abs(diff).max()), 0.01)  # symmetric, so white is exactly zero
     diff_layout = base_layout(
-        f"left \u2212 right: {what}",
+        "left \u2212 right",  # beside the pair, whose title says what both are
         **_axes(q, k, 0, [0.0, 1.0]),
         coloraxis2=dict(cmin=-limit, cmax=limit, cmid=0.0, colorscale=DIFF_COLORSCALE,
-                        colorbar=dict(title=dict(text="left \u2212 right"), tickformat="+.0%", thickness=14)),
+                        colorbar=dict(tickformat="+.0%", thickness=14)),
         height=int(np.clip(260 + 16 * max(len(q), len(k)), 420, 900)),
     )
+    # two short lines: the figure may be a third of the panel's width, beside the pair
     diff_layout["annotations"] = [panel_title(
-        f"red: {lab_a} attends more · blue: {lab_b} attends more · white: the same", 0.5, -0.04, yanchor="top",
+        f"red: {lab_a} attends more<br>blue: {lab_b} attends more", 0.5, -0.04, yanchor="top",
         font=dict(size=12, color="#555"))]
-    diff_layout["yaxis"].update(scaleanchor="x", scaleratio=1, constrain="domain")
-    diff_layout["xaxis"].update(constrain="domain")
-    diff_layout["margin"]["t"] = 140
+    _compact(diff_layout, k, bottom=48)
     difference = make_figure([_heatmap(diff, q, k, 0, "coloraxis2", "left \u2212 right")], diff_layout)
     return CompareView(pair, difference, diff, None)

@@ -119,9 +119,27 @@ function wireSkipToMap(ex) {
   });
 }
 
+// gradio's dropdowns (the model, the candidate shown) open their list when focused, and a key pressed in one is
+// handled a moment later, opening the list again: so Tab out of the field left the list open over what is below
+// it. A list whose field no longer has focus is closed, as Escape closes it (its value stays; nothing is sent)
+function closeListsOnBlur() {
+  if (document.__closesLists) return;
+  document.__closesLists = true;
+  const combobox = (el) => el instanceof HTMLInputElement && el.getAttribute("role") === "combobox";
+  const closeIfLeft = (input) => {
+    if (input.getAttribute("aria-expanded") !== "true" || document.activeElement === input) return;
+    input.dispatchEvent(new KeyboardEvent("keydown", {key: "Escape", bubbles: true}));
+  };
+  // after the key that moved focus away has been handled
+  document.addEventListener("focusout", (e) => { if (combobox(e.target)) setTimeout(() => closeIfLeft(e.target)); });
+  new MutationObserver((changes) => changes.forEach((c) => { if (combobox(c.target)) closeIfLeft(c.target); }))
+    .observe(document.body, {subtree: true, attributes: true, attributeFilter: ["aria-expanded"]});
+}
+
 // every control of the explorer, wired once when it starts
 export function wireControls(ex) {
   wireFocusKeyboard(ex);
+  closeListsOnBlur();
   const {state, update} = ex;
   $(ex, "#layer select").addEventListener("change", (e) => update({layer: Number(e.target.value), auto: false}));
   $(ex, "#head select").addEventListener("change", (e) => update({head: Number(e.target.value), auto: false}));

@@ -233,6 +233,7 @@ export function initExplorer(root, props, watch, trigger) {
     const waiting = asked !== null;
     note.hidden = !ab && !waiting;
     note.textContent = note.hidden ? "" : ablationText(ab, waiting);
+    note.classList.toggle("waiting", waiting);  // presentation mode shows only the wait (explorer.css)
   }
 
   // send a request when the payload differs from the view (other heads off, norms wanted but not sent);

@@ -90,6 +90,58 @@ export function initTreePanel(root, props, watch, trigger) {
   render();
 }
 
+// Column labels of the compare maps are written at -60 degrees: two of them stand a column's width times this apart
+const SLANT = Math.sin(Math.PI / 3);
+
+// What a compare figure needs once Plotly has drawn it (`div._fullLayout`), as relayout's changes, or null: each
+// map's tick labels no larger than its rows and columns leave room for (down to 10 px), and between two maps
+// room for the right one's row labels (Plotly puts them in the gap, over the left map when it is narrow)
+function fitLabels(div) {
+  const full = div._fullLayout, changes = {};
+  if (!full) return null;
+  const maps = ["", "2"].filter((n) => full[`xaxis${n}`] && full[`yaxis${n}`]);
+  for (const n of maps) {
+    const x = full[`xaxis${n}`], y = full[`yaxis${n}`];
+    const room = {[`yaxis${n}`]: y._length / Math.max((y.tickvals || []).length, 1),
+      [`xaxis${n}`]: SLANT * x._length / Math.max((x.tickvals || []).length, 1)};
+    for (const [axis, px] of Object.entries(room)) {
+      if (px < full[axis].tickfont.size) changes[`${axis}.tickfont.size`] = Math.max(10, Math.floor(px));
+    }
+  }
+  if (maps.length === 2) {
+    const size = full.yaxis2.tickfont.size, scale = (changes["yaxis2.tickfont.size"] || size) / size;
+    const widths = [...div.querySelectorAll(".y2tick text")].map((t) => t.getBoundingClientRect().width * scale);
+    const gap = (Math.max(0, ...widths) + 14) / full._size.w;
+    if (full.xaxis2.domain[0] - full.xaxis.domain[1] < gap) {
+      const half = Math.max(0.3, (1 - gap) / 2);
+      Object.assign(changes, {"xaxis.domain": [0, half], "xaxis2.domain": [1 - half, 1],
+        "annotations[0].x": half / 2, "annotations[1].x": 1 - half / 2});  // each map's name under its middle
+    }
+  }
+  return Object.keys(changes).length ? changes : null;
+}
+
+// A compare figure (one JSON text) into `div`, `height` px tall, then fitted (fitLabels); data-drawn says the
+// value `rev` is on screen once it is (tests wait on it)
+function drawFitted(div, figure, height, rev) {
+  const fig = JSON.parse(figure);
+  const layout = Object.assign({}, fig.layout, {height});
+  const draw = (div.__draw || 0) + 1;
+  div.__draw = draw;
+  div.dataset.drawn = "";
+  withPlotly((plotly) => plotly.react(div, fig.data, layout, PANEL_CONFIG).then(() => {
+    const changes = div.__draw === draw ? fitLabels(div) : null;
+    return changes ? plotly.relayout(div, changes) : null;
+  }).then(() => { if (div.__draw === draw) div.dataset.drawn = String(rev); }));
+}
+
+// the height a compare figure needs for its rows to keep their labels legible: its margins and 12 px a row
+function leastHeight(figure) {
+  const fig = JSON.parse(figure), margin = fig.layout.margin || {};
+  const rows = Math.max(1, ...fig.data.map((t) => (t.z || []).length));
+  return (margin.t || 0) + (margin.b || 0) + 12 * rows;
+}
+
 export function initComparePanel(root, props, watch, trigger) {
   const t = panelTools(root);
   const panel = t.$(".panel"), pair = t.$("#compare-pair"), diff = t.$("#compare-diff");
@@ -120,20 +172,46 @@ export function initComparePanel(root, props, watch, trigger) {
     // greedy against beam reads one source: its encoder maps are the same on both sides (the server opens cross)
     t.fill(kindSel, value.mode === "methods" ? KIND_NAMES.filter(([, k]) => k !== "encoder") : KIND_NAMES, value.kind);
     t.layerHead(layerSel, headSel, value.n_layers, value.n_heads, value.layer, value.head);
-    // both maps on one screen with the texts above them (the difference map follows below)
-    const figure = JSON.parse(value.pair);  // one JSON text, as every figure comes (figures.figure_json)
-    t.draw(pair, {data: figure.data, layout: Object.assign({}, figure.layout,
-      {height: fitToWindow(pair, figure.layout.height || 460)})});
+    panel.dataset.mode = value.mode;  // greedy against beam: one source, not shown twice (explorer.css)
     const note = t.$("#compare-note");
     note.textContent = value.note || "";
     note.hidden = !value.note;
-    t.draw(diff, value.difference);
+    diff.hidden = Boolean(value.note);  // no difference map: the note says why, and the pair takes the row
+    drawFigures();
     pair.__value = value;  // for tests: what is drawn
     const share = attentionView()[0].share;  // the link follows: two sentences, or greedy vs beam
     share.compareMode = value.mode;
     share.sync();
     panel.dataset.ready = `compare-${value.rev}`;
   }
+
+  // both maps and their difference side by side (explorer.css), as tall as the screen below their top allows,
+  // never less than their rows need (figures come as one JSON text each: figures.figure_json)
+  function drawFigures() {
+    if (!value || !pair.offsetWidth) return;  // drawn when the panel shows (the observer below)
+    width = Math.round(row.getBoundingClientRect().width);
+    const figures = value.note ? [value.pair] : [value.pair, value.difference];
+    const most = JSON.parse(value.pair).layout.height || 460;
+    const height = fitToWindow(pair, most, Math.min(most, Math.max(...figures.map(leastHeight))));
+    drawFitted(pair, value.pair, height, value.rev);
+    if (!value.note) drawFitted(diff, value.difference, height, value.rev);
+  }
+  // a figure keeps the size of its draw: a new window size, a new width (the tab shown, the side column
+  // rewrapping) or presentation mode draws both again once the resizing settles
+  const row = t.$(".compare-figures");
+  let resizing = null, width = 0;
+  function resized() {
+    if (!value) return;
+    pair.dataset.drawn = diff.dataset.drawn = "";
+    clearTimeout(resizing);
+    resizing = setTimeout(drawFigures, 100);
+  }
+  window.addEventListener("resize", resized);
+  new MutationObserver(resized).observe(document.body, {attributes: true, attributeFilter: ["class"]});
+  new ResizeObserver(([entry]) => {
+    const now = Math.round(entry.contentRect.width);
+    if (now !== width) { width = now; resized(); }
+  }).observe(row);
 
   kindSel.addEventListener("change", () => {
     const st = t.shared();
