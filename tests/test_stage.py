@@ -316,6 +316,7 @@ def test_cross_attention_opens_on_the_read_out_that_aligns_best():
     on the read-out with the lowest AER on the dev gold (alignment.json's `best`: its layer, head and rows) and
     says how far it agrees with a person; the steps on the best predicting read-out; the encoder on its last
     layer's mean, and the decoder gets its rows back; rows or a head chosen by hand then hold on every kind."""
+    from playwright.sync_api import expect
     from test_payload import make_attention
 
     from transformer.explorer.head_analysis import head_info
@@ -344,16 +345,18 @@ def test_cross_attention_opens_on_the_read_out_that_aligns_best():
         page.evaluate(f"(p) => {EXPLORER}.setPayload(p)", payload)
         page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
         page.wait_for_function(f"({title})('#focus-cross').includes('layer {best['layer'] + 1} · head {best['head'] + 1}')")
-        assert page.evaluate(checked) == rows
+        # the title, the rows and the note are each drawn by their own part of the page: wait on each
+        page.wait_for_function(f"({checked}) === '{rows}'")
         note = page.locator("#agreement")
-        assert note.is_visible() and note.text_content() == heads["opens_on"]["cross"]["agreement"]
+        expect(note).to_be_visible()
+        expect(note).to_have_text(heads["opens_on"]["cross"]["agreement"])
         assert "in 100" in note.text_content()
         page.evaluate(f"{EXPLORER}.update({{tab: 'steps'}})")
         page.wait_for_function(f"({title})('#step-plot').includes('layer {steps['layer'] + 1}, {steps_head}')")
-        assert note.is_hidden()
+        expect(note).to_be_hidden()
         page.evaluate(f"{EXPLORER}.update({{tab: 'decoder'}})")
         page.wait_for_function(f"({title})('#focus-decoder').includes('layer 4 · mean over heads')")
-        assert page.evaluate(checked) == "predicted token"  # the rows the cross default set are given back
+        page.wait_for_function(f"({checked}) === 'predicted token'")  # the rows the cross default set are given back
         page.evaluate(f"{EXPLORER}.update({{tab: 'encoder'}})")
         page.wait_for_function(f"({title})('#focus-encoder').includes('layer 6 · mean over heads')")
         # rows chosen on the cross view end its default: its layer and head stay, the note says that read-out's numbers
@@ -364,10 +367,10 @@ def test_cross_attention_opens_on_the_read_out_that_aligns_best():
         page.evaluate(f"{EXPLORER}.update({{tab: 'encoder'}})")
         page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
         page.wait_for_function(f"({title})('#focus-cross').includes('layer {best['layer'] + 1} · head {best['head'] + 1}')")
-        assert page.evaluate(checked) == other
+        page.wait_for_function(f"({checked}) === '{other}'")
         said = heads["agreements"]
         numbers = said["read_outs"][f"{best['layer']}|{-1 if best['head'] is None else best['head']}|{other}"]
-        assert note.text_content() == said["template"].format(precision=numbers[0], recall=numbers[1])
+        expect(note).to_have_text(said["template"].format(precision=numbers[0], recall=numbers[1]))
         assert "eflomal" not in note.text_content()
         page.locator("#head select").select_option("2")
         page.evaluate(f"{EXPLORER}.update({{tab: 'encoder'}})")
