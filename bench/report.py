@@ -137,7 +137,8 @@ timed (one decoding step's linears at 5 and 40 rows), beam 5 with attention agai
 `gradio_client`, the first translation drawn in Chromium, and short requests while 6 sessions keep the worst
 requests in flight (a page load, a short translation through the API, and a fresh Chromium page opened on a link,
 timed until its translation shows: browser and server share the machine's cores). Classes other than the machine's own are emulated on it (`bench/cpu_class.py`: each kernel
-library capped at the class's instructions), so their memory and caches are the host's. Each row's files are
+library capped at the class's instructions), so their memory and caches are the host's. A cell measured more
+than an hour apart from its row's serving path (an older run, on older code) says when. Each row's files are
 `bench/results/<bench>--class-<class>.json`, measured with:
 
 ```bash
@@ -158,6 +159,22 @@ def _get(data: dict | None, dotted: str) -> Any:
             return None
         data = data[key]
     return data
+
+
+def _measured_apart(result: dict | None, row: dict | None) -> str:
+    """" (measured DATE)" when `result` was measured more than an hour before or after the row's serving_paths
+    result (an older run of that bench, on older code), else ""."""
+    import datetime
+
+    def when(data: dict | None) -> datetime.datetime | None:
+        try:
+            return datetime.datetime.strptime(str(_get(data, "date")), "%Y-%m-%d %H:%M UTC")
+        except ValueError:
+            return None
+    mine, theirs = when(result), when(row)
+    if mine is None or theirs is None or abs((mine - theirs).total_seconds()) <= 3600:
+        return ""
+    return f" (measured {_get(result, 'date')})"
 
 
 def class_table(results_dir: Path = RESULTS) -> str:
@@ -190,11 +207,12 @@ def class_table(results_dir: Path = RESULTS) -> str:
             f"{_get(inner, 'beam5.served_vs_marian')}x / {_get(inner, 'beam5.fp32_vs_marian')}x / "
             f"{_get(inner, 'beam5.int_mm_only_vs_marian')}x",
             f"{_get(ld, 'concurrent.p95_s')}, {_get(ld, 'concurrent.throughput_rps')}, "
-            f"{_get(ld, 'concurrent.differ_from_lone')}",
-            f"{_get(ld, 'sequential.p50_s')}",
-            f"{_get(br, 'results_ms.translate_first')}",
+            f"{_get(ld, 'concurrent.differ_from_lone')}{_measured_apart(ld, sp)}",
+            f"{_get(ld, 'sequential.p50_s')}{_measured_apart(ld, sp)}",
+            f"{_get(br, 'results_ms.translate_first')}{_measured_apart(br, sp)}",
             f"{_get(ho, 'fair.page_load.p95_s')}, {_get(ho, 'fair.short_translation.p95_s')}, "
-            f"{_get(ho, 'fair.link_translation.p50_s')} / {_get(ho, 'fair.link_translation.max_s')}",
+            f"{_get(ho, 'fair.link_translation.p50_s')} / {_get(ho, 'fair.link_translation.max_s')}"
+            f"{_measured_apart(ho, sp)}",
         ]
         rows.append("| " + " | ".join(cells).replace("None", "not measured") + " |")
         ld, br = (load(f"{bench}--class-{name}-before-measuring") for bench in ("load", "browser_latency"))
