@@ -4,11 +4,17 @@ and the shipped multi30k-en-de translator for the explorer's figure tests.
 Every model in these tests is tiny, and for tiny tensors torch's intra-op thread pool costs far more
 than it gives (a busy 2-core machine makes a 2-thread forward pass many times slower than a 1-thread one),
 so the whole session runs single-threaded; training subprocesses get `--threads 1` to match.
+numpy's OpenBLAS too: its threads spin while they wait, and on the shared cores a worker's matmuls of attention
+maps (transforms.merge_subwords) took far longer with two of them than with one. The variable is read
+when numpy loads, so it is set here before anything imports numpy; child processes inherit it.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy (through torch) loads: see above
 
 import pytest
 import torch

@@ -166,3 +166,30 @@ def test_nbest_sorted_distinct_and_scored():
     for h in nbest:
         assert h.tokens[-1] == model.config.eos_id
         assert h.score == pytest.approx(h.log_prob / length_penalty_factor(len(h.tokens), 0.6))
+
+
+def test_greedy_rows_that_ended_leave_the_batch_and_change_no_other_row():
+    """Plain greedy runs only the rows still writing (`decoding._LiveRows`); the recording search runs every row
+    to the last step. On the shipped en-de's search model (row-by-row linears), with sentences that end at
+    different steps, one cut short by its own limit, names and a number (placeholders) and a head mask per
+    sentence, both give every sentence the same tokens and the same log-probability bits."""
+    from pathlib import Path
+
+    from transformer.model import HeadMask
+    from transformer.translator import load_pretrained
+
+    tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
+    texts = ["Hello.", "Anna Berger bought 7 apples at the market in Bremen on Friday.", "It rains.",
+             "The old fisherman told the children a long story about the sea and the storm."]
+    src = pad_sequences([tr.source(t).ids for t in texts], tr.model.config.pad_id)
+    cfg = tr.model.config
+    mask = torch.ones(len(texts), cfg.n_decoder_layers, cfg.n_heads)
+    mask[1, 0, :3] = 0.0
+    mask[3, -1, 2] = 0.0
+    head_mask = HeadMask(decoder=mask, cross=mask.flip(0))
+    limits = [30, 30, 30, 6]
+    plain = greedy_decode(tr.search_model, src, max_len=limits, head_mask=head_mask)
+    traced = greedy_decode(tr.search_model, src, max_len=limits, head_mask=head_mask, record_search=True)
+    assert len({len(h.tokens) for h in plain}) > 2 and len(plain[3].tokens) == 6
+    assert [(h.tokens, h.log_prob, h.score) for h in plain] == [(h.tokens, h.log_prob, h.score)
+                                                                 for h in traced.hypotheses]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from transformer.training.entities import entity_rates, read_entity_set
 from transformer.translator import load_pretrained
 
@@ -15,9 +17,15 @@ ROOT = Path(__file__).resolve().parents[1]
 FLOOR = 92.0  # greedy, en-de: 93.7 % in every form (98.4 % at beam 5)
 
 
-def test_names_and_numbers_survive_at_least_as_often_as_measured():
+@pytest.fixture(scope="module")
+def en_de():
+    """The shipped en-de, loaded once for the module's two tests of it (they only translate)."""
+    return load_pretrained(ROOT / "checkpoints" / "en-de")
+
+
+def test_names_and_numbers_survive_at_least_as_often_as_measured(en_de):
     rows = read_entity_set(ROOT / "tests" / "data" / "names_numbers.tsv")
-    rates = entity_rates(load_pretrained(ROOT / "checkpoints" / "en-de"), rows, method="greedy",
+    rates = entity_rates(en_de, rows, method="greedy",
                          forms=("as written", "UPPER CASE"))
     for form in ("as written", "UPPER CASE"):
         assert rates[form]["rate"] >= FLOOR, (form, rates[form]["rate"], rates[form]["lost"][:5])
@@ -31,9 +39,9 @@ def test_names_and_numbers_survive_at_least_as_often_as_measured():
 FORMS_FLOOR = 91.0
 
 
-def test_every_input_form_keeps_the_harder_names_and_numbers_at_least_as_often_as_measured():
+def test_every_input_form_keeps_the_harder_names_and_numbers_at_least_as_often_as_measured(en_de):
     rows = read_entity_set(ROOT / "tests" / "data" / "names_numbers_forms.tsv")
-    rates = entity_rates(load_pretrained(ROOT / "checkpoints" / "en-de"), rows, method="greedy")
+    rates = entity_rates(en_de, rows, method="greedy")
     for form in ("as written", "lower case", "UPPER CASE", "NFD"):
         assert rates[form]["rate"] >= FORMS_FLOOR, (form, rates[form]["rate"], rates[form]["lost"][:5])
 

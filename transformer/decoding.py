@@ -106,6 +106,12 @@ class PlaceholderRule:
     def for_model(cls, model: Transformer, src: Tensor, rows_per_sentence: int = 1) -> PlaceholderRule | None:
         return cls(model, src, rows_per_sentence) if model.config.placeholders else None
 
+    def rows(self, index: Tensor) -> PlaceholderRule:
+        """The rule of rows `index` of a search with one row per sentence (greedy)."""
+        sub = object.__new__(PlaceholderRule)
+        sub.ids, sub.present, sub.absent_rows = self.ids, self.present[index], self.absent_rows[index]
+        return sub
+
     def apply(self, log_probs: Tensor) -> None:
         """Forbid, in `log_probs` (N, V), each row's placeholders that its source lacks."""
         log_probs[:, self.ids] = log_probs[:, self.ids].masked_fill(self.absent_rows, float("-inf"))
@@ -233,21 +239,23 @@ def greedy_decode(
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     recorder = SearchRecorder(B, "greedy", 1, length_penalty, cfg.bos_id) if record_search else None
     rule = PlaceholderRule.for_model(model, src)
-    for t in range(horizon):
-        hidden, _, _ = model.decode(next_input, memory, src_mask, None, cache, head_mask=head_mask)
-        step_log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []), rule)  # (B, V)
-        lp, token = step_log_probs.max(-1)  # (B,)
-        if recorder is not None:
+    if recorder is not None:  # the trace records every row at every step
+        for t in range(horizon):
+            hidden, _, _ = model.decode(next_input, memory, src_mask, None, cache, head_mask=head_mask)
+            step_log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []), rule)  # (B, V)
+            lp, token = step_log_probs.max(-1)  # (B,)
             _record_greedy_step(recorder, t, done, log_probs, step_log_probs, lp, token, cfg.eos_id,
                                 length_penalty_factor(t + 1, length_penalty))
-        token = token.masked_fill(done, cfg.pad_id)
-        log_probs += lp.masked_fill(done, 0.0)
-        out[:, t] = token
-        done |= token == cfg.eos_id
-        if done.all():
-            break
-        next_input = token[:, None]
-        pause_point()
+            token = token.masked_fill(done, cfg.pad_id)
+            log_probs += lp.masked_fill(done, 0.0)
+            out[:, t] = token
+            done |= token == cfg.eos_id
+            if done.all():
+                break
+            next_input = token[:, None]
+            pause_point()
+    else:
+        _greedy_steps(model, _LiveRows(memory, src_mask, cache, rule, head_mask, B), horizon, ending, out, log_probs)
     hyps = []
     for b in range(B):
         ids = out[b].tolist()
@@ -257,6 +265,65 @@ def greedy_decode(
     if recorder is not None:
         return SearchOutput(hyps, recorder.finish([[h] for h in hyps]))
     return hyps
+
+
+class _LiveRows:
+    """The rows of a greedy search still writing, and their share of its state (encoder output, mask, cache,
+    placeholder rule, per-example head masks). A row that wrote <eos> leaves the batch (`keep`): every row of the
+    search model is computed on its own row alone, so the others' steps give the same bits with or without it."""
+
+    def __init__(self, memory: Tensor, src_mask: Tensor | None, cache: KVCache, rule: PlaceholderRule | None,
+                 head_mask: HeadMask | None, batch: int):
+        self.rows = torch.arange(batch, device=memory.device)  # (n,) the live rows' indices in the batch
+        self.memory, self.src_mask, self.cache, self.rule, self.head_mask = memory, src_mask, cache, rule, head_mask
+
+    def keep(self, live: Tensor) -> None:
+        """Keep the live rows where `live` (n,) is true."""
+        index = live.nonzero()[:, 0]
+        self.rows, self.memory = self.rows[index], self.memory.index_select(0, index)
+        if self.src_mask is not None:
+            self.src_mask = self.src_mask.index_select(0, index)
+        self.cache.reorder(index)
+        for layer in self.cache.layers:  # cross keys/values: one row per sentence when beams == 1
+            if layer.cross_k is not None:
+                layer.cross_k = layer.cross_k.index_select(0, index)
+                layer.cross_v = layer.cross_v.index_select(0, index)
+        if self.rule is not None:
+            self.rule = self.rule.rows(index)
+        if self.head_mask is not None:  # (B, L, H) masks are per example; (L, H) ones are shared
+            self.head_mask = HeadMask(*(m.index_select(0, index) if m is not None and m.dim() == 3 else m
+                                        for m in (self.head_mask.encoder, self.head_mask.decoder,
+                                                  self.head_mask.cross)))
+
+    def ending(self, rows: list[int]) -> list[int]:
+        """Of the batch rows `rows` that must end now, the live ones' positions among the live rows."""
+        if not rows:
+            return []
+        position = {r: i for i, r in enumerate(self.rows.tolist())}
+        return [position[r] for r in rows if r in position]
+
+
+def _greedy_steps(model: Transformer, live: _LiveRows, horizon: int, ending: dict[int, list[int]], out: Tensor,
+                  log_probs: Tensor) -> None:
+    """Greedy's steps without a trace, into `out` (B, horizon) and `log_probs` (B,): each step runs the rows
+    still writing only."""
+    cfg = model.config
+    next_input = torch.full((live.rows.numel(), 1), cfg.bos_id, dtype=torch.long, device=out.device)
+    for t in range(horizon):
+        hidden, _, _ = model.decode(next_input, live.memory, live.src_mask, None, live.cache,
+                                    head_mask=live.head_mask)
+        step_log_probs = next_token_log_probs(model, hidden, t, horizon, live.ending(ending.get(t, [])), live.rule)
+        lp, token = step_log_probs.max(-1)  # (n,)
+        log_probs[live.rows] += lp
+        out[live.rows, t] = token
+        writing = token != cfg.eos_id
+        if not writing.any():
+            break
+        if not writing.all():
+            live.keep(writing)
+            token = token[writing]
+        next_input = token[:, None]
+        pause_point()
 
 
 def _record_greedy_step(

@@ -47,7 +47,9 @@ def hide_special(
     removed = w[..., ~keep_k].sum(axis=-1)  # (..., Tq') mass on hidden keys
     hidden_mass = float(removed.mean()) if removed.size else 0.0
     totals = kept.sum(axis=-1, keepdims=True)
-    kept = np.divide(kept, totals, out=np.zeros_like(kept), where=totals > 0)
+    # into C order: indexing the last axis left that axis outermost in memory, and numpy's matmul (merge_subwords)
+    # of such a strided stack skips BLAS
+    kept = np.divide(kept, totals, out=np.zeros(kept.shape, kept.dtype), where=totals > 0)
     q_out = [t for t, k in zip(q_tokens, keep_q) if k]
     k_out = [t for t, k in zip(k_tokens, keep_k) if k]
     return kept, q_out, k_out, hidden_mass
@@ -65,7 +67,8 @@ def merge_subwords(
     row still sums to 1. Word boundaries: see `word_groups`.
     """
     w = np.asarray(weights)
-    w = w.astype(np.result_type(w.dtype, np.float32), copy=False)  # integer input would floor the means
+    # integer input would floor the means; C order: numpy's matmul of a strided stack skips BLAS (many times slower)
+    w = np.ascontiguousarray(w, dtype=np.result_type(w.dtype, np.float32))
     check_tokens(w, q_tokens, k_tokens)
     q_group, q_words = word_groups(q_tokens)
     k_group, k_words = word_groups(k_tokens)

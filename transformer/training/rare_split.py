@@ -13,6 +13,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 
 RARE_SPLIT = "rare"
 RARE_SIZE = 1000  # pairs in the split
@@ -27,11 +28,18 @@ def normalise(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
+def _words(sources: Sequence[str]) -> list[list[str]]:
+    """Each sentence's words as `normalise` finds them (its normal form is their join)."""
+    return [_WORD.findall(s.lower()) for s in sources]
+
+
 def rare_indices(sources: Sequence[str], size: int = RARE_SIZE, max_count: int = RARE_MAX_COUNT,
-                 seed: int = RARE_SEED) -> list[int]:
-    """Indices (ascending) of the held-out pairs: a seeded sample of those with a rare English word."""
-    counts = Counter(w for s in sources for w in set(_WORD.findall(s.lower())))
-    candidates = [i for i, s in enumerate(sources) if any(counts[w] <= max_count for w in _WORD.findall(s.lower()))]
+                 seed: int = RARE_SEED, words: list[list[str]] | None = None) -> list[int]:
+    """Indices (ascending) of the held-out pairs: a seeded sample of those with a rare English word.
+    `words`: `_words(sources)`, when the caller has them."""
+    words = _words(sources) if words is None else words
+    counts = Counter(chain.from_iterable(map(set, words)))
+    candidates = [i for i, ws in enumerate(words) if any(counts[w] <= max_count for w in ws)]
     picked = random.Random(seed).sample(candidates, min(size, len(candidates)))
     return sorted(picked)
 
@@ -39,10 +47,12 @@ def rare_indices(sources: Sequence[str], size: int = RARE_SIZE, max_count: int =
 def split_rare(sources: Sequence[str], targets: Sequence[str], size: int = RARE_SIZE
                ) -> tuple[tuple[list[str], list[str]], tuple[list[str], list[str]]]:
     """((train sources, train targets) without the split and its duplicates, (split sources, split targets))."""
-    held = rare_indices(sources, size)
+    words = _words(sources)  # the regex runs once per sentence
+    normal = [" ".join(ws) for ws in words]  # = normalise(sources[i])
+    held = rare_indices(sources, size, words=words)
     held_set = set(held)
-    held_english = {normalise(sources[i]) for i in held}
-    keep = [i for i in range(len(sources)) if i not in held_set and normalise(sources[i]) not in held_english]
+    held_english = {normal[i] for i in held}
+    keep = [i for i in range(len(sources)) if i not in held_set and normal[i] not in held_english]
     return ([sources[i] for i in keep], [targets[i] for i in keep]), ([sources[i] for i in held],
                                                                         [targets[i] for i in held])
 
