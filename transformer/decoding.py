@@ -106,10 +106,11 @@ class PlaceholderRule:
     def for_model(cls, model: Transformer, src: Tensor, rows_per_sentence: int = 1) -> PlaceholderRule | None:
         return cls(model, src, rows_per_sentence) if model.config.placeholders else None
 
-    def rows(self, index: Tensor) -> PlaceholderRule:
-        """The rule of rows `index` of a search with one row per sentence (greedy)."""
+    def rows(self, index: Tensor, rows_per_sentence: int = 1) -> PlaceholderRule:
+        """The rule of sentences `index` (n,) of a search with `rows_per_sentence` rows per sentence."""
         sub = object.__new__(PlaceholderRule)
-        sub.ids, sub.present, sub.absent_rows = self.ids, self.present[index], self.absent_rows[index]
+        rows = (index[:, None] * rows_per_sentence + torch.arange(rows_per_sentence, device=index.device)).view(-1)
+        sub.ids, sub.present, sub.absent_rows = self.ids, self.present[index], self.absent_rows[rows]
         return sub
 
     def apply(self, log_probs: Tensor) -> None:
@@ -283,17 +284,11 @@ class _LiveRows:
         self.rows, self.memory = self.rows[index], self.memory.index_select(0, index)
         if self.src_mask is not None:
             self.src_mask = self.src_mask.index_select(0, index)
-        self.cache.reorder(index)
-        for layer in self.cache.layers:  # cross keys/values: one row per sentence when beams == 1
-            if layer.cross_k is not None:
-                layer.cross_k = layer.cross_k.index_select(0, index)
-                layer.cross_v = layer.cross_v.index_select(0, index)
+        self.cache.keep_sentences(index)
         if self.rule is not None:
             self.rule = self.rule.rows(index)
-        if self.head_mask is not None:  # (B, L, H) masks are per example; (L, H) ones are shared
-            self.head_mask = HeadMask(*(m.index_select(0, index) if m is not None and m.dim() == 3 else m
-                                        for m in (self.head_mask.encoder, self.head_mask.decoder,
-                                                  self.head_mask.cross)))
+        if self.head_mask is not None:
+            self.head_mask = self.head_mask.index_select(index)
 
     def ending(self, rows: list[int]) -> list[int]:
         """Of the batch rows `rows` that must end now, the live ones' positions among the live rows."""
@@ -366,22 +361,28 @@ class _BeamSentences:
         # the length penalty at the most tokens a sentence may get: the most a live beam's score can gain
         self.best_penalty = torch.tensor([length_penalty_factor(n, length_penalty) for n in limits])
 
-    def collect(self, finishing: Tensor, tokens: Tensor, from_beam: Tensor, top_scores: Tensor, eos_id: int) -> None:
-        """Set aside the candidates `finishing` (B, 2K) marks: <eos> ones ranked within the top K."""
-        for b, j in finishing.nonzero().tolist():  # only hypotheses that end here
+    def collect(self, finishing: Tensor, tokens: Tensor, from_beam: Tensor, top_scores: Tensor, eos_id: int,
+                searched: list[int]) -> None:
+        """Set aside the candidates `finishing` (n, 2K) marks: <eos> ones ranked within the top K. Row i of the
+        step's tensors is sentence `searched[i]` (its beams: rows i*K to i*K+K-1 of `tokens`)."""
+        for i, j in finishing.nonzero().tolist():  # only hypotheses that end here
+            b = searched[i]
             if not self.done[b]:
-                ids = tokens[b * self.K + from_beam[b, j], 1:].tolist() + [eos_id]
-                lp = float(top_scores[b, j])
+                ids = tokens[i * self.K + from_beam[i, j], 1:].tolist() + [eos_id]
+                lp = float(top_scores[i, j])
                 self.finished[b].append(Hypothesis(ids, lp / length_penalty_factor(len(ids), self.alpha), lp))
 
-    def update(self, t: int, live_scores: Tensor) -> bool:
+    def update(self, t: int, live_scores: Tensor, searched: list[int]) -> bool:
         """After step t: a sentence is done when K hypotheses ended, its last step was t, or no live beam
-        (`live_scores` (B, K)) can still beat its best finished one. True when every sentence is done."""
-        bound = (live_scores.max(1).values / self.best_penalty.to(live_scores.device)).tolist()
-        for b, hyps in enumerate(self.finished):
+        (`live_scores` (n, K), of the sentences `searched`) can still beat its best finished one. True when every
+        sentence is done."""
+        penalty = self.best_penalty[searched].to(live_scores.device)
+        bound = (live_scores.max(1).values / penalty).tolist()
+        for i, b in enumerate(searched):
+            hyps = self.finished[b]
             if not self.done[b] and hyps:
                 self.done[b] = (len(hyps) >= self.K or t >= self.limits[b] - 1
-                                or max(h.score for h in hyps) >= bound[b])
+                                or max(h.score for h in hyps) >= bound[i])
         return all(self.done)
 
     def nbest(self, n_best: int | None) -> list[list[Hypothesis]]:
@@ -418,7 +419,7 @@ def beam_search(
     B, K = src.size(0), beam_size
     device = src.device
     limits = sentence_limits(model, src, max_len)
-    horizon, ending = max(limits), rows_ending_at(limits, K)
+    horizon = max(limits)
     encoded = encoded or encode_source(model, src, head_mask=head_mask)
     # (B, S, d_model) and (B, 1, 1, S): the K beams of a sentence share its cross-attention keys (`KVCache.beams`)
     memory, src_mask = encoded.memory, encoded.mask
@@ -431,38 +432,54 @@ def beam_search(
     beam_offset = (torch.arange(B, device=device) * K)[:, None]  # (B, 1)
     rank = torch.arange(2 * K, device=device)[None, :]  # (1, 2K)
     recorder = SearchRecorder(B, "beam", K, length_penalty, cfg.bos_id) if record_search else None
-    rule = PlaceholderRule.for_model(model, src, K)
+    rule = sentence_rule = PlaceholderRule.for_model(model, src, K)  # `rule` follows the searched rows
+    searched = list(range(B))  # the sentences still searched (all of them while recording), in row order
     for t in range(horizon):
+        n = len(searched)
         hidden, _, _ = model.decode(tokens[:, -1:], memory, src_mask, None, cache, head_mask=beam_mask)
-        log_probs = next_token_log_probs(model, hidden, t, horizon, ending.get(t, []), rule)  # (B*K, V)
+        ending = [i * K + k for i, b in enumerate(searched) if limits[b] - 1 == t for k in range(K)]
+        log_probs = next_token_log_probs(model, hidden, t, horizon, ending, rule)  # (n*K, V)
         # A sentence's best 2K continuations are among the best 2K of each of its beams,
         # and ranking K * 2K numbers costs far less than ranking K * V.
         per_beam = min(2 * K, log_probs.size(-1))
-        beam_top, beam_token = log_probs.topk(per_beam, dim=1)  # (B*K, per_beam)
-        candidates = (scores.view(B * K, 1) + beam_top).view(B, K * per_beam)
-        top_scores, top_index = candidates.topk(2 * K, dim=1)  # (B, 2K)
+        beam_top, beam_token = log_probs.topk(per_beam, dim=1)  # (n*K, per_beam)
+        candidates = (scores.view(n * K, 1) + beam_top).view(n, K * per_beam)
+        top_scores, top_index = candidates.topk(2 * K, dim=1)  # (n, 2K)
         from_beam = top_index // per_beam
-        token = beam_token.view(B, K * per_beam).gather(1, top_index)
+        token = beam_token.view(n, K * per_beam).gather(1, top_index)
         is_eos = token == cfg.eos_id
         finishing = is_eos & (rank < K) & (top_scores > float("-inf"))
-        sentences.collect(finishing, tokens, from_beam, top_scores, cfg.eos_id)
-        live_scores, order = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (B, K)
+        sentences.collect(finishing, tokens, from_beam, top_scores, cfg.eos_id, searched)
+        live_scores, order = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (n, K)
         if recorder is not None:
             recorder.record_step(
-                t, [not d for d in sentences.done], top_scores, beam_top.view(B, K * per_beam).gather(1, top_index),
+                t, [not d for d in sentences.done], top_scores, beam_top.view(n, K * per_beam).gather(1, top_index),
                 token, from_beam, finishing, order.masked_fill(live_scores == float("-inf"), -1),
                 length_penalty_factor(t + 1, length_penalty),
             )
-        rows = (beam_offset + from_beam.gather(1, order)).view(-1)  # (B*K,) parent of each new beam
+        rows = (beam_offset[:n] + from_beam.gather(1, order)).view(-1)  # (n*K,) parent of each new beam
         tokens = torch.cat([tokens.index_select(0, rows), token.gather(1, order).view(-1, 1)], dim=1)
         cache.reorder(rows)
         scores = live_scores
-        if sentences.update(t, scores):
+        if sentences.update(t, scores, searched):
             break
+        kept = [i for i, b in enumerate(searched) if not sentences.done[b]]
+        if recorder is None and len(kept) < n:
+            # A sentence that is done leaves the batch: every row is computed on its own, so the others' steps
+            # give the same bits without it (the recording search keeps every row and checks this).
+            index = torch.tensor(kept, device=device)
+            beam_rows = (index[:, None] * K + torch.arange(K, device=device)).view(-1)
+            tokens, scores = tokens.index_select(0, beam_rows), scores.index_select(0, index)
+            memory = memory.index_select(0, index)
+            src_mask = src_mask.index_select(0, index) if src_mask is not None else None
+            cache.keep_sentences(index)
+            beam_mask = beam_mask.index_select(beam_rows) if beam_mask is not None else None
+            rule = rule.rows(index, K) if rule is not None else None
+            searched = [searched[i] for i in kept]
         pause_point()
-    nbest = sentences.nbest(None if rule is not None else n_best)
-    if rule is not None:  # the K finished, covering ones first, then cut to n_best
-        nbest = [hyps[: n_best or K] for hyps in rule.covering_first(nbest)]
+    nbest = sentences.nbest(None if sentence_rule is not None else n_best)
+    if sentence_rule is not None:  # the K finished, covering ones first, then cut to n_best
+        nbest = [hyps[: n_best or K] for hyps in sentence_rule.covering_first(nbest)]
     if recorder is not None:
         return SearchOutput(nbest, recorder.finish(nbest))
     return nbest

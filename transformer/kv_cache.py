@@ -51,6 +51,17 @@ class KVCache:
         first = self.layers[0].self_k if self.layers else None
         return 0 if first is None else first.size(2)
 
+    def keep_sentences(self, index: Tensor) -> None:
+        """Keep only the sentences `index` (n,) (a search drops those that are done): their `beams` rows each of
+        the self-attention cache, their one row each of the cross-attention one."""
+        beams = self.layers[0].beams if self.layers else 1
+        rows = (index[:, None] * beams + torch.arange(beams, device=index.device)).view(-1)
+        self.reorder(rows)
+        for layer in self.layers:
+            if layer.cross_k is not None:
+                layer.cross_k = layer.cross_k.index_select(0, index)
+                layer.cross_v = layer.cross_v.index_select(0, index)
+
     def reorder(self, index: Tensor) -> None:
         """Select batch rows `index` (B',) of the self-attention cache, e.g. surviving beams.
 

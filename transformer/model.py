@@ -68,6 +68,12 @@ class HeadMask:
             return mask.repeat_interleave(repeats, 0) if mask is not None and mask.dim() == 3 else mask
         return HeadMask(rep(self.encoder), rep(self.decoder), rep(self.cross))
 
+    def index_select(self, rows: Tensor) -> HeadMask:
+        """Per-example masks of batch rows `rows` only; shared masks as they are."""
+        def pick(mask: Tensor | None) -> Tensor | None:
+            return mask.index_select(0, rows) if mask is not None and mask.dim() == 3 else mask
+        return HeadMask(pick(self.encoder), pick(self.decoder), pick(self.cross))
+
     def n_off(self) -> int:
         """How many heads (of shared masks) are switched off."""
         return sum(int((m == 0).sum()) for m in (self.encoder, self.decoder, self.cross) if m is not None)
