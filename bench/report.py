@@ -145,7 +145,7 @@ than an hour apart from its row's serving path (an older run, on older code) say
 eval "$(python bench/cpu_class.py --env CLASS)"     # not for the machine's own class
 python bench/serving_paths.py --classes CLASS --threads 1 --repeats 20 --json bench/results/serving_paths--class-CLASS.json
 python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de --json bench/results/load--class-CLASS.json
-python bench/browser_latency.py --checkpoint checkpoints/en-de --reps 5 --json bench/results/browser_latency--class-CLASS.json
+python bench/browser_latency.py --checkpoint checkpoints/en-de --reps 6 --json bench/results/browser_latency--class-CLASS.json
 python bench/hostile_load.py --mode fair --hostile 6 --victims 10 --link-victims 10 --checkpoint checkpoints/en-de --max-minutes 5 --json bench/results/hostile_load--class-CLASS.json
 ```
 
