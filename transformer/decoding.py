@@ -269,26 +269,30 @@ def greedy_decode(
 
 
 class _LiveRows:
-    """The rows of a greedy search still writing, and their share of its state (encoder output, mask, cache,
-    placeholder rule, per-example head masks). A row that wrote <eos> leaves the batch (`keep`): every row of the
-    search model is computed on its own row alone, so the others' steps give the same bits with or without it."""
+    """The sentences of a search still searched, and their share of its state (encoder output, mask, cache,
+    placeholder rule, per-row head masks), with `beams` rows each (greedy: 1). A sentence that is done leaves
+    the batch (`keep`): every row of the search model is computed on its own row alone, so the others' steps give
+    the same bits with or without it."""
 
     def __init__(self, memory: Tensor, src_mask: Tensor | None, cache: KVCache, rule: PlaceholderRule | None,
-                 head_mask: HeadMask | None, batch: int):
-        self.rows = torch.arange(batch, device=memory.device)  # (n,) the live rows' indices in the batch
+                 head_mask: HeadMask | None, batch: int, beams: int = 1):
+        self.rows = torch.arange(batch, device=memory.device)  # (n,) the live sentences' indices in the batch
         self.memory, self.src_mask, self.cache, self.rule, self.head_mask = memory, src_mask, cache, rule, head_mask
+        self.beams = beams
 
-    def keep(self, live: Tensor) -> None:
-        """Keep the live rows where `live` (n,) is true."""
+    def keep(self, live: Tensor) -> Tensor:
+        """Keep the sentences where `live` (n,) is true; return their rows among the search's rows (m * beams,)."""
         index = live.nonzero()[:, 0]
+        rows = (index[:, None] * self.beams + torch.arange(self.beams, device=index.device)).view(-1)
         self.rows, self.memory = self.rows[index], self.memory.index_select(0, index)
         if self.src_mask is not None:
             self.src_mask = self.src_mask.index_select(0, index)
         self.cache.keep_sentences(index)
         if self.rule is not None:
-            self.rule = self.rule.rows(index)
+            self.rule = self.rule.rows(index, self.beams)
         if self.head_mask is not None:
-            self.head_mask = self.head_mask.index_select(index)
+            self.head_mask = self.head_mask.index_select(rows)
+        return rows
 
     def ending(self, rows: list[int]) -> list[int]:
         """Of the batch rows `rows` that must end now, the live ones' positions among the live rows."""
@@ -389,6 +393,20 @@ class _BeamSentences:
         return [sorted(hyps, key=lambda h: -h.score)[: n_best or self.K] for hyps in self.finished]
 
 
+def _best_continuations(log_probs: Tensor, scores: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """log_probs (n*K, V) of the next token, scores (n, K) of the beams -> each sentence's 2K best continuations,
+    best first, each (n, 2K): their scores, the beam each extends, its token and the token's log-probability."""
+    n, K = scores.shape
+    # A sentence's best 2K continuations are among the best 2K of each of its beams,
+    # and ranking K * 2K numbers costs far less than ranking K * V.
+    per_beam = min(2 * K, log_probs.size(-1))
+    beam_top, beam_token = log_probs.topk(per_beam, dim=1)  # (n*K, per_beam)
+    candidates = (scores.view(n * K, 1) + beam_top).view(n, K * per_beam)
+    top_scores, top_index = candidates.topk(2 * K, dim=1)  # (n, 2K)
+    return (top_scores, top_index // per_beam, beam_token.view(n, K * per_beam).gather(1, top_index),
+            beam_top.view(n, K * per_beam).gather(1, top_index))
+
+
 @torch.no_grad()
 def beam_search(
     model: Transformer,
@@ -422,9 +440,9 @@ def beam_search(
     horizon = max(limits)
     encoded = encoded or encode_source(model, src, head_mask=head_mask)
     # (B, S, d_model) and (B, 1, 1, S): the K beams of a sentence share its cross-attention keys (`KVCache.beams`)
-    memory, src_mask = encoded.memory, encoded.mask
-    cache = KVCache.empty(cfg.n_decoder_layers, beams=K)
-    beam_mask = head_mask.repeat_interleave(K) if head_mask else None
+    sentence_rule = PlaceholderRule.for_model(model, src, K)
+    live = _LiveRows(encoded.memory, encoded.mask, KVCache.empty(cfg.n_decoder_layers, beams=K), sentence_rule,
+                     head_mask.repeat_interleave(K) if head_mask else None, B, K)
     tokens = torch.full((B * K, 1), cfg.bos_id, dtype=torch.long, device=device)  # (B*K, t+1)
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
@@ -432,50 +450,32 @@ def beam_search(
     beam_offset = (torch.arange(B, device=device) * K)[:, None]  # (B, 1)
     rank = torch.arange(2 * K, device=device)[None, :]  # (1, 2K)
     recorder = SearchRecorder(B, "beam", K, length_penalty, cfg.bos_id) if record_search else None
-    rule = sentence_rule = PlaceholderRule.for_model(model, src, K)  # `rule` follows the searched rows
-    searched = list(range(B))  # the sentences still searched (all of them while recording), in row order
     for t in range(horizon):
+        searched = live.rows.tolist()  # while recording, every sentence to the end
         n = len(searched)
-        hidden, _, _ = model.decode(tokens[:, -1:], memory, src_mask, None, cache, head_mask=beam_mask)
+        hidden, _, _ = model.decode(tokens[:, -1:], live.memory, live.src_mask, None, live.cache,
+                                    head_mask=live.head_mask)
         ending = [i * K + k for i, b in enumerate(searched) if limits[b] - 1 == t for k in range(K)]
-        log_probs = next_token_log_probs(model, hidden, t, horizon, ending, rule)  # (n*K, V)
-        # A sentence's best 2K continuations are among the best 2K of each of its beams,
-        # and ranking K * 2K numbers costs far less than ranking K * V.
-        per_beam = min(2 * K, log_probs.size(-1))
-        beam_top, beam_token = log_probs.topk(per_beam, dim=1)  # (n*K, per_beam)
-        candidates = (scores.view(n * K, 1) + beam_top).view(n, K * per_beam)
-        top_scores, top_index = candidates.topk(2 * K, dim=1)  # (n, 2K)
-        from_beam = top_index // per_beam
-        token = beam_token.view(n, K * per_beam).gather(1, top_index)
+        log_probs = next_token_log_probs(model, hidden, t, horizon, ending, live.rule)  # (n*K, V)
+        top_scores, from_beam, token, token_log_prob = _best_continuations(log_probs, scores)  # each (n, 2K)
         is_eos = token == cfg.eos_id
         finishing = is_eos & (rank < K) & (top_scores > float("-inf"))
         sentences.collect(finishing, tokens, from_beam, top_scores, cfg.eos_id, searched)
-        live_scores, order = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (n, K)
+        scores, order = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (n, K)
         if recorder is not None:
             recorder.record_step(
-                t, [not d for d in sentences.done], top_scores, beam_top.view(n, K * per_beam).gather(1, top_index),
-                token, from_beam, finishing, order.masked_fill(live_scores == float("-inf"), -1),
-                length_penalty_factor(t + 1, length_penalty),
+                t, [not d for d in sentences.done], top_scores, token_log_prob, token, from_beam, finishing,
+                order.masked_fill(scores == float("-inf"), -1), length_penalty_factor(t + 1, length_penalty),
             )
         rows = (beam_offset[:n] + from_beam.gather(1, order)).view(-1)  # (n*K,) parent of each new beam
         tokens = torch.cat([tokens.index_select(0, rows), token.gather(1, order).view(-1, 1)], dim=1)
-        cache.reorder(rows)
-        scores = live_scores
+        live.cache.reorder(rows)
         if sentences.update(t, scores, searched):
             break
-        kept = [i for i, b in enumerate(searched) if not sentences.done[b]]
-        if recorder is None and len(kept) < n:
-            # A sentence that is done leaves the batch: every row is computed on its own, so the others' steps
-            # give the same bits without it (the recording search keeps every row and checks this).
-            index = torch.tensor(kept, device=device)
-            beam_rows = (index[:, None] * K + torch.arange(K, device=device)).view(-1)
-            tokens, scores = tokens.index_select(0, beam_rows), scores.index_select(0, index)
-            memory = memory.index_select(0, index)
-            src_mask = src_mask.index_select(0, index) if src_mask is not None else None
-            cache.keep_sentences(index)
-            beam_mask = beam_mask.index_select(beam_rows) if beam_mask is not None else None
-            rule = rule.rows(index, K) if rule is not None else None
-            searched = [searched[i] for i in kept]
+        searching = torch.tensor([not sentences.done[b] for b in searched], device=device)
+        if recorder is None and not searching.all():  # a sentence that is done leaves the batch
+            kept = live.keep(searching)
+            tokens, scores = tokens.index_select(0, kept), scores.view(-1).index_select(0, kept).view(-1, K)
         pause_point()
     nbest = sentences.nbest(None if sentence_rule is not None else n_best)
     if sentence_rule is not None:  # the K finished, covering ones first, then cut to n_best
