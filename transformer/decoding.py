@@ -11,10 +11,10 @@ expensive search). The search's own tensors are left as they are, so its result 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, Union, overload
 
 import torch
