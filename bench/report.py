@@ -39,6 +39,7 @@ META = ("cpu", "machine", "date", "command", "source")  # shown above a result's
 COMMANDS = {
     "alignment_anchor": "python bench/alignment_anchor.py",
     "app_latency": "python bench/app_latency.py --checkpoint checkpoints/en-de --runs 30",
+    "batched_search": "python bench/batched_search.py --repeats 10 --compare ../before",
     "browser_latency": "python bench/browser_latency.py --checkpoint checkpoints/en-de --reps 10",
     "decode_latency": "python bench/decode_latency.py --checkpoint checkpoints/en-de --compare checkpoints/multi30k-en-de "
                       "--threads 2 --repeats 30 --seed-repeats 5",

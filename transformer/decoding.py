@@ -450,8 +450,8 @@ def beam_search(
     beam_offset = (torch.arange(B, device=device) * K)[:, None]  # (B, 1)
     rank = torch.arange(2 * K, device=device)[None, :]  # (1, 2K)
     recorder = SearchRecorder(B, "beam", K, length_penalty, cfg.bos_id) if record_search else None
+    searched = list(range(B))  # the sentences in the batch (while recording, every sentence to the end)
     for t in range(horizon):
-        searched = live.rows.tolist()  # while recording, every sentence to the end
         n = len(searched)
         hidden, _, _ = model.decode(tokens[:, -1:], live.memory, live.src_mask, None, live.cache,
                                     head_mask=live.head_mask)
@@ -472,10 +472,10 @@ def beam_search(
         live.cache.reorder(rows)
         if sentences.update(t, scores, searched):
             break
-        searching = torch.tensor([not sentences.done[b] for b in searched], device=device)
-        if recorder is None and not searching.all():  # a sentence that is done leaves the batch
-            kept = live.keep(searching)
+        if recorder is None and any(sentences.done[b] for b in searched):  # a sentence that is done leaves the batch
+            kept = live.keep(torch.tensor([not sentences.done[b] for b in searched], device=device))
             tokens, scores = tokens.index_select(0, kept), scores.view(-1).index_select(0, kept).view(-1, K)
+            searched = live.rows.tolist()
         pause_point()
     nbest = sentences.nbest(None if sentence_rule is not None else n_best)
     if sentence_rule is not None:  # the K finished, covering ones first, then cut to n_best
