@@ -5,9 +5,8 @@ from __future__ import annotations
 
 KIND_TITLES = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention", "cross": "Cross-attention"}
 
-INTRO = ("# Transformer attention explorer\nType an English sentence and translate it into German (or, with a model "
-         "that reads German, a German sentence into English), then look inside the model: for every word it "
-         "writes, the maps show which words it was looking at.")
+INTRO = ("# Transformer attention explorer\nType a sentence and translate it, then look inside the model: for every "
+         "word it writes, the maps show which words it was looking at.")  # one line on a 1280 px screen
 
 HOW_TO_READ = """
 **Each row of a map is one word asking "which words should I look at?"** The columns are the words it can
