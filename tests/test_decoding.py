@@ -168,11 +168,10 @@ def test_nbest_sorted_distinct_and_scored():
         assert h.score == pytest.approx(h.log_prob / length_penalty_factor(len(h.tokens), 0.6))
 
 
-def test_greedy_rows_that_ended_leave_the_batch_and_change_no_other_row():
-    """Plain greedy runs only the rows still writing (`decoding._LiveRows`); the recording search runs every row
-    to the last step. On the shipped en-de's search model (row-by-row linears), with sentences that end at
-    different steps, one cut short by its own limit, names and a number (placeholders) and a head mask per
-    sentence, both give every sentence the same tokens and the same log-probability bits."""
+def sentences_done_apart():
+    """The shipped en-de and a batch of our sentences that are done at different steps: names and a number
+    (placeholders), a head mask per sentence, and 30-token limits but for sentence 3, cut short at 6.
+    -> (translator, src (5, S), head_mask, limits)."""
     from pathlib import Path
 
     from transformer.model import HeadMask
@@ -180,14 +179,20 @@ def test_greedy_rows_that_ended_leave_the_batch_and_change_no_other_row():
 
     tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
     texts = ["Hello.", "Anna Berger bought 7 apples at the market in Bremen on Friday.", "It rains.",
-             "The old fisherman told the children a long story about the sea and the storm."]
-    src = pad_sequences([tr.source(t).ids for t in texts], tr.model.config.pad_id)
+             "The old fisherman told the children a long story about the sea and the storm.", "Thanks!"]
     cfg = tr.model.config
     mask = torch.ones(len(texts), cfg.n_decoder_layers, cfg.n_heads)
     mask[1, 0, :3] = 0.0
     mask[3, -1, 2] = 0.0
-    head_mask = HeadMask(decoder=mask, cross=mask.flip(0))
-    limits = [30, 30, 30, 6]
+    src = pad_sequences([tr.source(t).ids for t in texts], cfg.pad_id)
+    return tr, src, HeadMask(decoder=mask, cross=mask.flip(0)), [30, 30, 30, 6, 30]
+
+
+def test_greedy_rows_that_ended_leave_the_batch_and_change_no_other_row():
+    """Plain greedy runs only the rows still writing (`decoding._LiveRows`); the recording search runs every row
+    to the last step. On the shipped en-de's search model (row-by-row linears), with `sentences_done_apart`,
+    both give every sentence the same tokens and the same log-probability bits."""
+    tr, src, head_mask, limits = sentences_done_apart()
     plain = greedy_decode(tr.search_model, src, max_len=limits, head_mask=head_mask)
     traced = greedy_decode(tr.search_model, src, max_len=limits, head_mask=head_mask, record_search=True)
     assert len({len(h.tokens) for h in plain}) > 2 and len(plain[3].tokens) == 6
@@ -198,33 +203,19 @@ def test_greedy_rows_that_ended_leave_the_batch_and_change_no_other_row():
 def test_beam_sentences_that_are_done_leave_the_batch_and_change_no_other_sentence():
     """Plain beam search drops a sentence's K rows once it is done (with its cross-attention keys, encoder
     output, mask, placeholder rule and head mask rows); the recording search keeps every row to the last step.
-    On the shipped en-de's int8 search model, with sentences done at different steps, one cut short by its own
-    limit, names and a number (placeholders) and a head mask per sentence, both give every sentence the same
+    On the shipped en-de's int8 search model, with `sentences_done_apart`, both give every sentence the same
     n-best: tokens, log-probability and score bits."""
-    from pathlib import Path
-
-    from transformer.model import HeadMask
     from transformer.quantize import search_model
-    from transformer.translator import load_pretrained
 
-    tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
+    tr, src, head_mask, limits = sentences_done_apart()
     model = search_model(tr.model, "int8")
-    texts = ["Hello.", "Anna Berger bought 7 apples at the market in Bremen on Friday.", "It rains.",
-             "The old fisherman told the children a long story about the sea and the storm.", "Thanks!"]
-    src = pad_sequences([tr.source(t).ids for t in texts], tr.model.config.pad_id)
-    cfg = tr.model.config
-    mask = torch.ones(len(texts), cfg.n_decoder_layers, cfg.n_heads)
-    mask[1, 0, :3] = 0.0
-    mask[3, -1, 2] = 0.0
-    head_mask = HeadMask(decoder=mask, cross=mask.flip(0))
-    limits = [30, 30, 30, 6, 30]
     done_at: list[int] = []  # how many sentences each step searched
     decode = model.decode
     model.decode = lambda tokens, *a, **k: done_at.append(tokens.size(0)) or decode(tokens, *a, **k)
     plain = beam_search(model, src, 4, 0.6, max_len=limits, n_best=4, head_mask=head_mask)
     del model.decode
     traced = beam_search(model, src, 4, 0.6, max_len=limits, n_best=4, head_mask=head_mask, record_search=True)
-    assert done_at[0] == 4 * len(texts) and len(set(done_at)) > 2  # rows left the batch on more than one step
+    assert done_at[0] == 4 * src.size(0) and len(set(done_at)) > 2  # rows left the batch on more than one step
     assert [len(h[0].tokens) for h in plain][3] <= 6
     assert [[(h.tokens, h.log_prob, h.score) for h in hyps] for hyps in plain] == [
         [(h.tokens, h.log_prob, h.score) for h in hyps] for hyps in traced.hypotheses]
