@@ -47,6 +47,7 @@ COMMANDS = {
     "int8_accuracy": "python bench/int8_accuracy.py",
     "serving_paths": "python bench/serving_paths.py --threads 1 --repeats 20",
     "step_overhead": "python bench/step_overhead.py --repeats 20 --compile",
+    "test_suite": "python bench/test_suite.py",
     "cpu_class": "python bench/cpu_class.py",
     "load": "python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de",
     "thread_pools": "python bench/thread_pools.py --checkpoint checkpoints/en-de --threads 2 --repeats 10",
