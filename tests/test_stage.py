@@ -342,6 +342,9 @@ def test_cross_attention_opens_on_the_read_out_that_aligns_best():
         page.goto(server.url)
         page.wait_for_selector(".explorer[data-ready]")
         page.wait_for_function(f"!!{EXPLORER}")  # the explorer's own object, not only a ready mark on the page
+        # the page's own restore (its load event) sets the view when it answers: on a busy machine, after the
+        # steps below had begun, which reset the rows and the kind they check
+        page.wait_for_function("window.__attention && window.__attention.share.ready")
         page.evaluate(f"(p) => {EXPLORER}.setPayload(p)", payload)
         page.evaluate(f"{EXPLORER}.update({{tab: 'cross'}})")
         page.wait_for_function(f"({title})('#focus-cross').includes('layer {best['layer'] + 1} · head {best['head'] + 1}')")
