@@ -233,7 +233,10 @@ export function drawStep(root, step) {
   const big = present();
   // down to 250 px, so that on a 720 px screen the chart ends above its bottom edge in the normal page too
   const figure = stepFigure(step, {big, height: fitToWindow(plot, big ? 480 : 380, 250)});
-  withPlotly((plotly) => plotly.react(plot, figure.data, figure.layout, PLOT_CONFIG));
+  const draw = nextDraw(plot);
+  withPlotly((plotly) => plotly.react(plot, figure.data, figure.layout, PLOT_CONFIG).then(() => {
+    if (plot.__draw === draw) plot.dataset.drawn = String(draw);
+  }));
   plot.__view = step.view;
 }
 
