@@ -51,6 +51,13 @@ for (const c of views ? views.steps : []) {
     assert.deepStrictEqual(layout.xaxis2.ticktext, c.keys);
     assert.deepStrictEqual(layout.annotations.map((a) => a.text), c.annotations);
     assert.deepStrictEqual([layout.xaxis.domain, layout.xaxis2.domain], [[0, 0.34], [0.44, 1]]);
+    // its margins hold the token labels, so Plotly draws it once (no automargin)
+    const measure = (text, size) => 0.6 * size * text.replace(/&[a-z#0-9]+;/g, "x").length;
+    const wide = stepFigure(step, {big: false, height: 380, measure}).layout;
+    assert.ok(wide.margin.autoexpand === false && !wide.yaxis.automargin && !wide.xaxis2.automargin);
+    assert.ok(wide.margin.l >= Math.max(...wide.yaxis.ticktext.map((t) => measure(t, wide.yaxis.tickfont.size))));
+    assert.ok(wide.margin.b >= Math.max(...wide.xaxis2.ticktext.map((t) => measure(t, wide.xaxis2.tickfont.size))) *
+      Math.SQRT1_2);
   });
 }
 

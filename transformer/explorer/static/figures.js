@@ -149,7 +149,8 @@ export function heatmapFigure(view, zmax, o) {
 
 // The decoding step's figure (reference_views.step_figure): the top next tokens as horizontal bars (the chosen
 // one red) beside the step's cross-attention row over the source. `step`: views.stepView's value; `o`: {big,
-// height}.
+// height, measure (a label's width in px; an estimate without it)}. Its margins hold the widest token labels
+// (as a map's do: one Plotly draw, no automargin).
 export function stepFigure(step, o) {
   const {rec, view} = step;
   const top = rec.top;
@@ -166,13 +167,18 @@ export function stepFigure(step, o) {
     yanchor: "bottom", showarrow: false, font: {size: fontSize}});
   const layout = baseLayout(step.title, {
     xaxis: {domain: [0, 0.34], anchor: "y", range: [0, 1.15], tickformat: ".0%", title: {text: "probability"}},
-    yaxis: tokenAxis(top.map((x) => x[1]), {domain: [0, 1], anchor: "x", autorange: "reversed"}, o.big),
-    xaxis2: tokenAxis(src.label, {domain: [0.44, 1], anchor: "y2", tickangle: -45}, o.big),
+    yaxis: tokenAxis(top.map((x) => x[1]), {domain: [0, 1], anchor: "x", autorange: "reversed", automargin: false},
+      o.big),
+    xaxis2: tokenAxis(src.label, {domain: [0.44, 1], anchor: "y2", tickangle: -45, automargin: false}, o.big),
     yaxis2: {domain: [0, 1], anchor: "x2", range: [0, 1], tickformat: ".0%", title: {text: "cross-attention"}},
     annotations: [panel(`Top-${top.length} next tokens`, 0.17), panel("Cross-attention over the source", 0.72)],
     height: o.height,
   }, fontSize);
-  layout.margin = {l: 70, r: 30, t: 90, b: 90};
+  const measure = o.measure || estimateWidth;
+  const widest = (axis) => axis.ticktext.reduce((w, t) => Math.max(w, measure(unescape(t), axis.tickfont.size)), 0);
+  const below = widest(layout.xaxis2) * Math.SQRT1_2 + layout.xaxis2.tickfont.size * Math.SQRT1_2 + 10;
+  layout.margin = {l: Math.ceil(Math.max(70, widest(layout.yaxis) + 14)), r: 30, t: 90,
+    b: Math.ceil(Math.max(90, below)), autoexpand: false};
   return {data: [bars, attention], layout};
 }
 
