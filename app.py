@@ -121,6 +121,19 @@ class Page:
         out = self.on_translate(text, method, beam_size, model, length_penalty)
         return out | self.show_result(out[self.states.result])
 
+    def on_decoding(
+        self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float, result: Result | None
+    ):
+        """Method, beam width or length penalty changed: the translation on screen (or in flight) is made again with
+        them, as a new translation (the newest answer wins), so no answer of the old settings stays as current. The
+        box's sentence, else the one on screen; nothing on screen or coming, nothing to do."""
+        if result is None and not self.per_session.translating():
+            return gr.skip()
+        text = text if (text or "").strip() else getattr(result, "source", "")
+        if not (text or "").strip():
+            return gr.skip()
+        return self.per_session.newest("new")(self.on_translate_view)(text, method, beam_size, model, length_penalty)
+
     def on_candidate(self, result: Result | None, index: int) -> dict:
         """Another n-best candidate: its attention (one teacher-forced pass, cached) straight to the page."""
         result = None if result is None else self.explorer.translation.select(result, index)
@@ -402,6 +415,11 @@ def own_translation_as_start(own: str | None) -> str:
     return own or ""
 
 
+def decoding_inputs(controls: Controls) -> list[Any]:
+    """The user's changes of a decoding setting: method, beam width, length penalty (not a link's restore)."""
+    return [controls.method.input, controls.beam.input, controls.lp.input]
+
+
 def cleared_yours_and_cell() -> tuple[None, None]:
     """A new translation: one's own scores and the clicked cell's panel go."""
     return None, None
@@ -463,6 +481,17 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> tuple[Any, Any]:
     rerun.then(**export)
     controls.method.input(beam_slider_for, [controls.method], [controls.beam], queue=False, **PRIVATE)
     controls.lp.change(same_length_penalty, [controls.lp], [states.lp], queue=False, **PRIVATE)
+    # a decoding setting changed by the user: the translation on screen follows it (sliders: the last value)
+    decoded = gr.on(
+        decoding_inputs(controls),
+        per_session(app_page.on_decoding),
+        [controls.src, controls.method, controls.beam, states.model, controls.lp, states.result],
+        outputs,
+        trigger_mode="always_last",
+        **PRIVATE,
+        **translate,
+    )
+    decoded.success(**export).then(**tree)
     model_switched = controls.model.input(
         per_session(app_page.on_model_change),
         [controls.model, states.model],
@@ -553,7 +582,7 @@ def wire_inside(panels: InsidePanels, link_restored: Any, rerun: Any) -> None:
     scored.success(app_page.on_export, [states.result], [results.download], **QUIET)
     yours.own.click(own_translation_as_start, [results.translation], [yours.box], queue=False, **PRIVATE)
     gr.on(
-        [controls.translate.click, controls.src.submit, controls.examples.click],
+        [controls.translate.click, controls.src.submit, controls.examples.click, *decoding_inputs(controls)],
         cleared_yours_and_cell,
         None,
         [yours.view, panels.cell_panel],

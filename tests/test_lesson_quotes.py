@@ -205,3 +205,58 @@ def test_every_quote_is_what_the_app_shows(en_de_int8):
             assert errors == [], (q, errors)
             page.close()
     assert not wrong, wrong
+
+
+# ----------------------------------------------------------------------------- a setting changed: the answer follows
+
+
+GENERATION = "(() => { const x = document.querySelector('#explorer .explorer').__explorer; return x.payload.gen; })()"
+
+
+def answered_again(page, change) -> None:
+    """Run `change` (a decoding setting changed on the page), then wait for the new translation's payload to be
+    drawn: a newer generation than the one on screen before."""
+    from test_stage import views_drawn
+
+    before = page.evaluate(GENERATION)
+    change()
+    page.wait_for_function(f"{GENERATION} > {before}")
+    views_drawn(page)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_decoding_setting_changed_translates_again(en_de_int8):
+    """Lesson link 6 at 1280x720 in presentation mode: the decoding choice is on screen with the translation, and
+    ticking greedy translates again (greedy's "ich wohnen"; the link in the address bar says
+    greedy); beam again, a beam width from the keyboard and the length penalty each bring a new translation. A
+    model switched clears the translation and its maps. Nothing shows an answer of the old settings as current."""
+    from test_browser import chromium
+    from test_stage import open_at, views_drawn
+    from test_stage_lesson import box, on_screen
+
+    beam, greedy = (Quote("teaching.md", 6, w, "word") for w in ("ich wohne", "ich wohnen"))
+    with chromium() as browser:
+        page, (_, _, errors) = open_at(browser, quote_link(en_de_int8, beam), 1280, 720)
+        views_drawn(page)
+        translation = page.locator("#translation textarea")
+        assert holds(translation.input_value(), beam)
+        assert on_screen(box(page, "#method"), 1280, 720), box(page, "#method")
+        answered_again(page, lambda: page.locator("#method label", has_text="greedy").click())
+        assert holds(translation.input_value(), greedy), translation.input_value()
+        assert "method=greedy" in page.evaluate("location.search")
+        answered_again(page, lambda: page.locator("#method label", has_text="beam").click())
+        assert holds(translation.input_value(), beam)
+        for slider in ("#beam", "#lp"):
+            if slider == "#lp":
+                page.get_by_role("button", name="Advanced").click()  # the length penalty's accordion
+            answered_again(page, lambda: (page.locator(f"{slider} input[type=range]").focus(),
+                                          page.keyboard.press("ArrowLeft")))
+            if slider == "#beam":
+                assert "beam=4" in page.evaluate("location.search")  # from the keyboard
+        page.locator("#model input").click()
+        page.get_by_role("option", name="de-en", exact=True).click()
+        page.wait_for_function("document.querySelector('#translation textarea').value === ''")
+        page.wait_for_function("document.querySelector('#explorer .explorer').__explorer.data === null")
+        assert errors == []
+        page.close()

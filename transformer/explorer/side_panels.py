@@ -58,7 +58,7 @@ def build_controls(view: ViewState, examples: list[str], models: list[str],
         examples = gr.Dataset(components=[src], samples=[[e] for e in examples],
                               label="Examples (click to translate)", elem_id="examples")
         model = gr.Dropdown(choices=models, value=view.model, label="Model", elem_id="model")
-        with gr.Row():
+        with gr.Row(elem_id="decoding-row"):
             method = gr.Radio(["greedy", "beam"], value=view.method, label="Decoding", elem_id="method", min_width=140)
             beam = lenient(gr.Slider(1, limits.UI_MAX_BEAM, value=view.beam, step=1, precision=0, label="Beam width",
                                      elem_id="beam", min_width=140))
