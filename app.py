@@ -112,9 +112,29 @@ class Page:
         return self.texts(result, notice)
 
     def on_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
-        """The page's translation: (translation, notice, n-best) and the result, kept as session state."""
+        """The page's translation: (translation, notice, n-best) and the result, kept as session state; the model
+        that reads the sentence's language offered when it is not this one's."""
         result, notice = self.explorer.translation.translate(text, method, beam_size, model, length_penalty)
-        return self.texts(result, notice) | {self.states.result: self.explorer.models.keep(result)}
+        kept = {self.states.result: self.explorer.models.keep(result)}
+        return self.texts(result, notice) | kept | self.show_offer(text, model)
+
+    def show_offer(self, text: str, model: str | None) -> dict:
+        """The button that translates with the model reading the sentence's language; hidden when none is needed."""
+        other, _ = self.explorer.translation.other_model(text, model)
+        button = gr.Button(f"Translate with {other}", visible=True) if other else gr.Button(visible=False)
+        return {self.results.offer: button}
+
+    def on_offer(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
+        """The offer pressed: switch to the model that reads the sentence's language and translate with it, in one
+        answer (the model is found again here, from the sentence, not taken from the button)."""
+        other, _ = self.explorer.translation.other_model(text, model)
+        if other is None:
+            return gr.skip()
+        switched = self.on_model_change(other, model)
+        translated = self.per_session.newest("new")(self.on_translate_view)(
+            text, method, beam_size, other, length_penalty
+        )
+        return switched | {self.controls.model: other} | (translated if isinstance(translated, dict) else {})
 
     def on_translate_view(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """The page's Translate: the API's outputs and the attention payload in one response (one round trip)."""
@@ -175,6 +195,7 @@ class Page:
         cleared = {
             self.states.model: label,
             self.states.result: None,
+            self.results.offer: gr.Button(visible=False),
             self.results.translation: "",
             self.results.notice: info.notice,
             self.results.nbest: nbest_table(None),
@@ -433,7 +454,7 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> tuple[Any, Any]:
     model, translate, quiet_model = model_group(explorer), translate_group(explorer), QUIET | model_group(explorer)
     inputs = [controls.src, controls.method, controls.beam, states.model, states.lp]
     shown = [states.result, app_page.attention.view, results.candidate]
-    outputs = [results.translation, results.notice, results.nbest, *shown]
+    outputs = [results.translation, results.notice, results.nbest, *shown, results.offer]
     training = [controls.examples, *app_page.training[1:], *app_page.heads[1:]]
     export = dict(fn=app_page.on_export, inputs=[states.result], outputs=[results.download], **QUIET)
     tree = dict(
@@ -500,6 +521,14 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> tuple[Any, Any]:
         **model,
     )
     model_switched.then(**export).then(**tree)
+    offered = results.offer.click(
+        per_session(app_page.on_offer),
+        [controls.src, controls.method, controls.beam, states.model, controls.lp],
+        [*outputs, states.model, controls.model, *training],
+        **PRIVATE,
+        **translate,
+    )
+    offered.success(**export).then(**tree)
     controls.present.change(None, [controls.present], None, js=browser.JS_PRESENT, **PRIVATE)
     results.copy.click(None, None, [results.link], js=browser.JS_COPY_LINK, **PRIVATE)
     return rerun, wire_link(demo, app_page, export, tree)
@@ -512,7 +541,7 @@ def wire_link(demo: gr.Blocks, app_page: Page, export: dict[str, Any], tree: dic
     per_session = app_page.per_session
     inputs = [controls.src, controls.method, controls.beam, states.model, states.lp]
     outputs = [results.translation, results.notice, results.nbest, states.result, app_page.attention.view]
-    outputs.append(results.candidate)
+    outputs += [results.candidate, results.offer]
     training = [controls.examples, *app_page.training[1:], *app_page.heads[1:]]
     restored = [controls.model, states.model, controls.src, app_page.compare.src, controls.method, controls.beam]
     restored += [controls.lp, states.lp, controls.present, app_page.tabs, states.tab, results.note, states.restore]

@@ -2,9 +2,15 @@
 (transformer/explorer/language.py) both ways, on sentences of our own, and never on names or loanwords."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from transformer.explorer.language import counts, other_language
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_lesson_quotes import en_de_int8  # noqa: E402,F401  (the app on the shipped checkpoints, int8)
 
 GERMAN = ["Das ist nachdeutig Satz.", "Ich bin müde.", "Wo ist der Bahnhof?", "Meine Schwester wohnt mit ihrem Mann in Berlin.",
           "Er hat keine Zeit für uns.", "Wir gehen heute ins Kino, weil es regnet."]
@@ -61,3 +67,44 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="reads must be one of"):
         other_language("Hallo", "fr")
     assert other_language(None, "en") is None  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- the offer, in Chromium
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_page_offers_the_model_that_reads_the_sentence(en_de_int8):
+    """German typed into en-de: the notes say so and "Translate with de-en" switches the model and translates in
+    one press (the address bar follows); English into de-en offers en-de; a loanword sentence offers nothing."""
+    from urllib.parse import urlencode
+
+    from test_browser import chromium
+    from test_stage import open_at, views_drawn
+
+    offer, notes = "#other-model", "#notice textarea"
+    with chromium() as browser:
+        page, (_, _, errors) = open_at(browser, en_de_int8.url + "?" + urlencode({"text": GERMAN[0]}), 1280, 720)
+        views_drawn(page)
+        assert "looks German" in page.locator(notes).input_value()
+        button = page.locator(offer)
+        assert button.is_visible() and button.inner_text().strip() == "Translate with de-en"
+        button.click()
+        page.wait_for_function("document.querySelector('#explorer .explorer').__explorer.data?.model === 'de-en'")
+        views_drawn(page)
+        assert "model=de-en" in page.evaluate("location.search")
+        assert page.locator("#model input").input_value() == "de-en"
+        assert "looks" not in page.locator(notes).input_value() and not page.locator(offer).is_visible()
+        assert page.locator("#translation textarea").input_value().strip()
+        page.close()
+        for model, text, offered in (("de-en", ENGLISH[0], "Translate with en-de"), ("en-de", "I love Sauerkraut", None)):
+            page, (_, _, more) = open_at(browser, en_de_int8.url + "?" + urlencode({"text": text, "model": model}),
+                                         1280, 720)
+            views_drawn(page)
+            if offered:
+                assert page.locator(offer).inner_text().strip() == offered
+            else:
+                assert not page.locator(offer).is_visible() and "looks" not in page.locator(notes).input_value()
+            errors += more
+            page.close()
+        assert errors == []

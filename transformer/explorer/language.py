@@ -22,7 +22,7 @@ FUNCTION_WORDS: dict[str, frozenset[str]] = {
         hier dort sehr kann können muss auch noch schon nur dass weil wenn ob als gern heute jetzt ja nein doch im
         vom zum zur wird werden wurde sich diese dieser dieses gibt""".split()),
 }
-LANGUAGES = tuple(FUNCTION_WORDS)
+CODES = tuple(FUNCTION_WORDS)  # the languages told apart
 MIN_EVIDENCE = 2  # the other language's small words a sentence needs at least
 WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
@@ -30,14 +30,14 @@ WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 def counts(text: str) -> dict[str, int]:
     """How many of `text`'s words are each language's small words (case ignored)."""
     words = [w.lower().replace("\u2019", "'") for w in WORD.findall(text.replace("\u2019", "'"))]
-    return {lang: sum(w in FUNCTION_WORDS[lang] for w in words) for lang in LANGUAGES}
+    return {lang: sum(w in FUNCTION_WORDS[lang] for w in words) for lang in CODES}
 
 
 def other_language(text: str, reads: str) -> str | None:
     """The language `text` is clearly written in when it is not `reads` (the model's source language), else None.
-    `reads` must be one of `LANGUAGES`."""
+    `reads` must be one of `CODES`."""
     if reads not in FUNCTION_WORDS:
-        raise ValueError(f"reads must be one of {LANGUAGES}, got {reads!r}")
+        raise ValueError(f"reads must be one of {CODES}, got {reads!r}")
     if not isinstance(text, str):
         return None
     found = counts(text)
