@@ -521,17 +521,23 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> tuple[Any, Any]:
         **model,
     )
     model_switched.then(**export).then(**tree)
-    offered = results.offer.click(
-        per_session(app_page.on_offer),
-        [controls.src, controls.method, controls.beam, states.model, controls.lp],
-        [*outputs, states.model, controls.model, *training],
-        **PRIVATE,
-        **translate,
-    )
-    offered.success(**export).then(**tree)
+    wire_offer(app_page, outputs + [states.model, controls.model, *training], export, tree)
     controls.present.change(None, [controls.present], None, js=browser.JS_PRESENT, **PRIVATE)
     results.copy.click(None, None, [results.link], js=browser.JS_COPY_LINK, **PRIVATE)
     return rerun, wire_link(demo, app_page, export, tree)
+
+
+def wire_offer(app_page: Page, outputs: list[Any], export: dict[str, Any], tree: dict[str, Any]) -> None:
+    """The offer of the model that reads the sentence's language: the model switched and the sentence translated."""
+    controls, states = app_page.controls, app_page.states
+    offered = app_page.results.offer.click(
+        app_page.per_session(app_page.on_offer),
+        [controls.src, controls.method, controls.beam, states.model, controls.lp],
+        outputs,
+        **PRIVATE,
+        **translate_group(app_page.explorer),
+    )
+    offered.success(**export).then(**tree)
 
 
 def wire_link(demo: gr.Blocks, app_page: Page, export: dict[str, Any], tree: dict[str, Any]) -> Any:

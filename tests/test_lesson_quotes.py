@@ -257,6 +257,8 @@ def test_a_decoding_setting_changed_translates_again(en_de_int8):
         page.locator("#model input").click()
         page.get_by_role("option", name="de-en", exact=True).click()
         page.wait_for_function("document.querySelector('#translation textarea').value === ''")
-        page.wait_for_function("document.querySelector('#explorer .explorer').__explorer.data === null")
+        maps = page.evaluate("(() => { const x = document.querySelector('#explorer .explorer').__explorer;"
+                             " return {payload: x.payload === null, data: x.data === null}; })()")
+        assert maps == {"payload": True, "data": True}, maps
         assert errors == []
         page.close()
