@@ -94,8 +94,7 @@ class Page:
         else:
             candidates, selected = len(result.translation.candidates), result.candidate
         selector = gr.Dropdown(choices=candidate_choices(result), value=selected, interactive=candidates > 1)
-        # no result: an empty payload (not None, which the page's gr.HTML keeps as no change) clears the maps
-        payload = launch.stamped(self.explorer.translation.payload(result), answers) if result is not None else {}
+        payload = launch.stamped(self.explorer.translation.payload(result), answers)
         return {self.attention.view: payload, self.results.candidate: selector}
 
     def texts(self, result: Result, notice: str) -> dict:
