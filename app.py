@@ -30,7 +30,7 @@ import gradio as gr  # noqa: E402
 
 from transformer.explorer import browser, launch, limits, texts  # noqa: E402
 from transformer.explorer.callbacks import Explorer  # noqa: E402
-from transformer.explorer.checks import event_data, view_data  # noqa: E402
+from transformer.explorer.checks import event_data, user_error, view_data  # noqa: E402
 from transformer.explorer.compare import CompareSession  # noqa: E402
 from transformer.explorer.inside import Inside  # noqa: E402
 from transformer.explorer.models import ModelInfo  # noqa: E402
@@ -63,8 +63,9 @@ CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 # `launch.session_limited(slots)`: wraps a handler so that it holds one of its session's model slots
 PerSession = Callable[..., Callable[..., Any]]
 
-# per-session state (tab: the one on screen); view, restore: hidden boxes the browser writes its view into
-States = namedtuple("States", "model lp result compare tab view restore")
+# per-session state (tab: the one on screen, tab_view: the view when it was entered); view, restore: hidden boxes the
+# browser writes its view into
+States = namedtuple("States", "model lp result compare tab tab_view view restore")
 
 
 # ----------------------------------------------------------------------------- the page: its panels and handlers
@@ -86,6 +87,8 @@ class Page:
     compare: CompareTab
     training: PlotTab
     heads: PlotTab
+    yours: Yours
+    cell_panel: gr.HTML
 
     def show_result(self, result: Result | None, answers: int | None = None) -> dict:
         """The page's attention payload (drawn in the browser; `stamped`) and the candidate selector for a result."""
@@ -124,7 +127,16 @@ class Page:
         button = gr.Button(f"Translate with {other}", visible=True) if other else gr.Button(visible=False)
         return {self.results.offer: button}
 
-    def on_offer(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
+    def on_offer(
+        self,
+        text: str,
+        method: str,
+        beam_size: float,
+        model: str | None,
+        length_penalty: float,
+        tab: str | None = None,
+        view_json: str = "",
+    ):
         """The offer pressed: switch to the model that reads the sentence's language and translate with it, in one
         answer (the model is found again here, from the sentence, not taken from the button)."""
         other, _ = self.explorer.translation.other_model(text, model)
@@ -132,17 +144,59 @@ class Page:
             return gr.skip()
         switched = self.on_model_change(other, model)
         translated = self.per_session.newest("new")(self.on_translate_view)(
-            text, method, beam_size, other, length_penalty
+            text, method, beam_size, other, length_penalty, tab, view_json
         )
         return switched | {self.controls.model: other} | (translated if isinstance(translated, dict) else {})
 
-    def on_translate_view(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
-        """The page's Translate: the API's outputs and the attention payload in one response (one round trip)."""
+    def on_translate_view(
+        self,
+        text: str,
+        method: str,
+        beam_size: float,
+        model: str | None,
+        length_penalty: float,
+        tab: str | None = None,
+        view_json: str = "",
+    ):
+        """The page's Translate: everything the page shows of the new result in one response (one server event):
+        the API's outputs, the attention payload, the tree while its tab is open, and the old result's own
+        translation scores and weight panel cleared."""
         out = self.on_translate(text, method, beam_size, model, length_penalty)
-        return out | self.show_result(out[self.states.result])
+        return out | self.show_new_result(out[self.states.result], tab, view_json)
+
+    def show_new_result(self, result: Result | None, tab: str | None, view_json: str) -> dict:
+        """A new result on the page: its payload and candidates, its tree (only while the tree tab is open: else
+        the old tree goes), and the panels of the result before cleared."""
+        tree = self.explorer.tree.on_tree_view(result, tab or "", view_json or "")
+        cleared = {self.yours.view: None, self.cell_panel: None}
+        return self.show_result(result) | {self.tree.view: tree} | cleared
+
+    def on_example(
+        self,
+        sample: list[str],
+        method: str,
+        beam_size: float,
+        model: str | None,
+        length_penalty: float,
+        tab: str | None = None,
+        view_json: str = "",
+    ):
+        """An example clicked: its sentence into the source box and translated, in the same response."""
+        text = example_text(sample)
+        return {self.controls.src: text} | self.on_translate_view(
+            text, method, beam_size, model, length_penalty, tab, view_json
+        )
 
     def on_decoding(
-        self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float, result: Result | None
+        self,
+        text: str,
+        method: str,
+        beam_size: float,
+        model: str | None,
+        length_penalty: float,
+        result: Result | None,
+        tab: str | None = None,
+        view_json: str = "",
     ):
         """Method, beam width or length penalty changed: the translation on screen (or in flight) is made again with
         them, as a new translation (the newest answer wins), so no answer of the old settings stays as current. The
@@ -152,7 +206,9 @@ class Page:
         text = text if (text or "").strip() else getattr(result, "source", "")
         if not (text or "").strip():
             return gr.skip()
-        return self.per_session.newest("new")(self.on_translate_view)(text, method, beam_size, model, length_penalty)
+        return self.per_session.newest("new")(self.on_translate_view)(
+            text, method, beam_size, model, length_penalty, tab, view_json
+        )
 
     def on_candidate(self, result: Result | None, index: int) -> dict:
         """Another n-best candidate: its attention (one teacher-forced pass, cached) straight to the page."""
@@ -200,7 +256,7 @@ class Page:
             self.results.notice: info.notice,
             self.results.nbest: nbest_table(None),
         }
-        return cleared | self.show_model(info) | self.show_result(None)
+        return cleared | self.show_model(info) | self.show_new_result(None, None, "")
 
     def on_restore(self, model: str | None, request: gr.Request) -> dict:
         """Page load: list the checkpoints present now and restore the view a shared link carries (validated)."""
@@ -231,7 +287,15 @@ class Page:
         return out | self.show_model(restored.model)
 
     def on_restore_translate(
-        self, text: str, method: str, beam_size: float, model: str | None, lp: float, restored: str = ""
+        self,
+        text: str,
+        method: str,
+        beam_size: float,
+        model: str | None,
+        lp: float,
+        tab: str | None = None,
+        view_json: str = "",
+        restored: str = "",
     ):
         """A link with text translates it; a page without one stays as it is (no error, no second translation)."""
         data = view_data(restored)
@@ -241,16 +305,22 @@ class Page:
         plain = not linked.get("off") and linked.get("measure") != "norm"
 
         def translate_plain() -> dict:
-            return self.on_translate_view(text, method, beam_size, model, lp)
+            return self.on_translate_view(text, method, beam_size, model, lp, tab, view_json)
 
         def translate_as_linked() -> dict:  # heads off or norms: the link's view in the first answer
-            return self.show_rerun(self.explorer.reruns.translate_linked(text, method, beam_size, model, lp, linked))
+            result = self.explorer.reruns.translate_linked(text, method, beam_size, model, lp, linked)
+            return self.show_rerun(result) | self.show_new_result(result, tab, view_json)
 
         return self.per_session.newest("new")(translate_plain if plain else translate_as_linked)()
 
-    def on_export(self, result: Result | None) -> gr.DownloadButton:
+    def on_export(self, result: Result | None) -> str:
+        """The attention download asked for: the result on screen written as an .npz, now (never before asked)."""
         path = self.explorer.exports.export(result)
-        return gr.DownloadButton(value=str(path) if path else None, interactive=bool(path))
+        if path is None:
+            raise user_error(
+                "Translate a sentence first: the download holds the attention of the translation on screen."
+            )
+        return str(path)
 
     def on_tree_pick(self, result: Result | None, evt: gr.EventData):
         return self.explorer.tree.tree_pick(result, evt)
@@ -272,6 +342,12 @@ class InsidePanels:
     yours: Yours
     cell_panel: gr.HTML
     learn: HtmlTab
+
+    def on_rerun(self, result: Result | None, evt: gr.EventData) -> dict:
+        """Heads switched off or on, or norms: the page's maps and texts (`Page.on_rerun`), and the scores of one's
+        own translation on screen, computed without those heads too."""
+        out = self.page.on_rerun(result, evt)
+        return out | {self.yours.view: self.inside.yours_of(out[self.page.states.result])}
 
     def on_score(self, text: str, yours: str, model: str | None, lp: float, result: Result | None) -> dict:
         """Your translation scored: the box's token view, and every map shows the attention for it."""
@@ -348,6 +424,7 @@ def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> t
             model=gr.State(view.model),
             lp=gr.State(view.length_penalty),
             tab=gr.State(view.tab),
+            tab_view=gr.State(""),
             result=gr.State(None, time_to_live=3600),
             compare=gr.State(None, time_to_live=3600),
             view=gr.Textbox(visible=False),
@@ -363,6 +440,8 @@ def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> t
                 with gr.Tabs(elem_id="tabs") as tabs:
                     attention, tree, compare = build_attention_tab(view), build_tree_tab(), build_compare_tab()
                     training, heads = build_model_tabs(info)
+                    with attention.tab:
+                        cell_panel = build_inside_panel()
                     app_page = Page(
                         explorer=explorer,
                         per_session=per_session,
@@ -375,13 +454,13 @@ def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> t
                         compare=compare,
                         training=training,
                         heads=heads,
+                        yours=yours,
+                        cell_panel=cell_panel,
                     )
-                    with app_page.attention.tab:
-                        cell_panel = build_inside_panel()
                     learn = build_learn_tab(inside.learn_index(view.model))
-        rerun, link_restored = wire_translation(demo, app_page)
+        link_restored = wire_translation(demo, app_page)
         wire_tabs(app_page)
-        wire_inside(InsidePanels(app_page, inside, yours, cell_panel, learn), link_restored, rerun)
+        wire_inside(InsidePanels(app_page, inside, yours, cell_panel, learn), link_restored)
     return demo, app_page
 
 
@@ -417,11 +496,12 @@ def same_length_penalty(value: float) -> float:
     return value
 
 
-def tab_entered(tab_id: str) -> Callable[[], str]:
-    """A handler that writes `tab_id` into the session's tab state (the URL follows the tab on screen)."""
+def tab_entered(tab_id: str) -> Callable[[str], tuple[str, str]]:
+    """A handler that writes `tab_id` and the view on entering it into the session's state (the URL follows the tab
+    on screen; a Translate on the tree tab draws its tree in that view)."""
 
-    def entered_tab() -> str:
-        return tab_id
+    def entered_tab(view_json: str) -> tuple[str, str]:
+        return tab_id, view_json
 
     return entered_tab
 
@@ -441,28 +521,18 @@ def decoding_inputs(controls: Controls) -> list[Any]:
     return [controls.method.input, controls.beam.input, controls.lp.input]
 
 
-def cleared_yours_and_cell() -> tuple[None, None]:
-    """A new translation: one's own scores and the clicked cell's panel go."""
-    return None, None
-
-
-def wire_translation(demo: gr.Blocks, app_page: Page) -> tuple[Any, Any]:
+def wire_translation(demo: gr.Blocks, app_page: Page) -> Any:
     """Translate (the page's, the API's and a shared link's), examples, candidates, model and settings; returns
-    the rerun event and the last step of a link's page load, which `wire_inside` continues."""
+    the last step of a link's page load, which `wire_inside` continues. A press is one server
+    event whose answer holds all the page shows (`Page.show_new_result`); the export waits until asked for."""
     states, controls, results, explorer = app_page.states, app_page.controls, app_page.results, app_page.explorer
     per_session = app_page.per_session
     model, translate, quiet_model = model_group(explorer), translate_group(explorer), QUIET | model_group(explorer)
     inputs = [controls.src, controls.method, controls.beam, states.model, states.lp]
     shown = [states.result, app_page.attention.view, results.candidate]
     outputs = [results.translation, results.notice, results.nbest, *shown, results.offer]
+    new_result = [*outputs, app_page.tree.view, app_page.yours.view, app_page.cell_panel]
     training = [controls.examples, *app_page.training[1:], *app_page.heads[1:]]
-    export = dict(fn=app_page.on_export, inputs=[states.result], outputs=[results.download], **QUIET)
-    tree = dict(
-        fn=per_session(explorer.tree.on_tree_view),
-        inputs=[states.result, states.tab, states.view],
-        outputs=[app_page.tree.view],
-        **quiet_model,
-    )
     # /translate (3 outputs, gradio_client); the page's Translate: one response with the payload (bench/load.py)
     controls.api.click(
         per_session(app_page.on_api_translate),
@@ -472,82 +542,81 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> tuple[Any, Any]:
         api_description="Translate text; returns (translation, notice, n-best table).",
         **translate,
     )
-    translated = gr.on(
+    gr.on(
         [controls.translate.click, controls.src.submit],
         per_session(app_page.on_translate_view, "new"),
-        inputs,
-        outputs,
+        [*inputs, states.tab, states.tab_view],
+        new_result,
         api_name="translate_view",
         api_visibility="undocumented",
         **translate,
     )
-    translated.success(**export).then(**tree)
-    example_chosen = controls.examples.click(example_text, [controls.examples], [controls.src], queue=False, **PRIVATE)
-    example_translated = example_chosen.then(
-        per_session(app_page.on_translate_view, "new"), inputs, outputs, **PRIVATE, **translate
+    controls.examples.click(
+        per_session(app_page.on_example, "new"),
+        [controls.examples, *inputs[1:], states.tab, states.tab_view],
+        [controls.src, *new_result],
+        **PRIVATE,
+        **translate,
     )
-    example_translated.success(**export).then(**tree)
-    candidate = results.candidate.input(
+    results.candidate.input(
         per_session(app_page.on_candidate, "edit"), [states.result, results.candidate], shown, **quiet_model
     )
-    candidate.then(**export)
-    nbest_row = results.nbest.select(
-        per_session(app_page.on_nbest_select, "edit"), [states.result], shown, **quiet_model
-    )
-    nbest_row.then(**export)
-    # the texts with the maps: they change together
-    rerun = app_page.attention.view.rerun(
-        per_session(app_page.on_rerun, "edit"), [states.result], outputs, trigger_mode="always_last", **quiet_model
-    )
-    rerun.then(**export)
+    results.nbest.select(per_session(app_page.on_nbest_select, "edit"), [states.result], shown, **quiet_model)
+    # the export is written when asked for, then the browser saves it (the hidden button's link)
+    asked = results.download.click(app_page.on_export, [states.result], [results.download_file], **QUIET)
+    asked.success(None, [results.download_file], None, js=browser.JS_SAVE_DOWNLOAD, **PRIVATE)
     controls.method.input(beam_slider_for, [controls.method], [controls.beam], queue=False, **PRIVATE)
     controls.lp.change(same_length_penalty, [controls.lp], [states.lp], queue=False, **PRIVATE)
     # a decoding setting changed by the user: the translation on screen follows it (sliders: the last value)
-    decoded = gr.on(
+    gr.on(
         decoding_inputs(controls),
         per_session(app_page.on_decoding),
-        [controls.src, controls.method, controls.beam, states.model, controls.lp, states.result],
-        outputs,
+        [
+            controls.src,
+            controls.method,
+            controls.beam,
+            states.model,
+            controls.lp,
+            states.result,
+            states.tab,
+            states.tab_view,
+        ],
+        new_result,
         trigger_mode="always_last",
         **PRIVATE,
         **translate,
     )
-    decoded.success(**export).then(**tree)
-    model_switched = controls.model.input(
+    controls.model.input(
         per_session(app_page.on_model_change),
         [controls.model, states.model],
-        [*outputs, states.model, *training],
+        [*new_result, states.model, *training],
         **PRIVATE,
         **model,
     )
-    model_switched.then(**export).then(**tree)
-    wire_offer(app_page, outputs + [states.model, controls.model, *training], export, tree)
+    wire_offer(app_page, [*new_result, states.model, controls.model, *training])
     controls.present.change(None, [controls.present], None, js=browser.JS_PRESENT, **PRIVATE)
     results.copy.click(None, None, [results.link], js=browser.JS_COPY_LINK, **PRIVATE)
-    return rerun, wire_link(demo, app_page, export, tree)
+    return wire_link(demo, app_page, new_result)
 
 
-def wire_offer(app_page: Page, outputs: list[Any], export: dict[str, Any], tree: dict[str, Any]) -> None:
+def wire_offer(app_page: Page, outputs: list[Any]) -> None:
     """The offer of the model that reads the sentence's language: the model switched and the sentence translated."""
     controls, states = app_page.controls, app_page.states
-    offered = app_page.results.offer.click(
+    app_page.results.offer.click(
         app_page.per_session(app_page.on_offer),
-        [controls.src, controls.method, controls.beam, states.model, controls.lp],
+        [controls.src, controls.method, controls.beam, states.model, controls.lp, states.tab, states.tab_view],
         outputs,
         **PRIVATE,
         **translate_group(app_page.explorer),
     )
-    offered.success(**export).then(**tree)
 
 
-def wire_link(demo: gr.Blocks, app_page: Page, export: dict[str, Any], tree: dict[str, Any]) -> Any:
+def wire_link(demo: gr.Blocks, app_page: Page, new_result: list[Any]) -> Any:
     """A shared link's page load: validate its parameters (explorer/share.py), restore the view, translate its
-    text, then its tree and its compare; returns the last step."""
+    text (with its tree, when the link opens that tab), then its compare; returns the last step."""
     states, controls, results, explorer = app_page.states, app_page.controls, app_page.results, app_page.explorer
     per_session = app_page.per_session
-    inputs = [controls.src, controls.method, controls.beam, states.model, states.lp]
-    outputs = [results.translation, results.notice, results.nbest, states.result, app_page.attention.view]
-    outputs += [results.candidate, results.offer]
+    inputs = [controls.src, controls.method, controls.beam, states.model, states.lp, states.tab, states.view]
     training = [controls.examples, *app_page.training[1:], *app_page.heads[1:]]
     restored = [controls.model, states.model, controls.src, app_page.compare.src, controls.method, controls.beam]
     restored += [controls.lp, states.lp, controls.present, app_page.tabs, states.tab, results.note, states.restore]
@@ -556,13 +625,12 @@ def wire_link(demo: gr.Blocks, app_page: Page, export: dict[str, Any], tree: dic
     link_translated = view_restored.then(
         per_session(app_page.on_restore_translate),
         [*inputs, states.restore],
-        outputs,
+        new_result,
         **PRIVATE,
         **translate_group(explorer),
     )
-    link_tree = link_translated.success(**export).then(**tree)
     compare_inputs = [controls.src, app_page.compare.src, controls.method, controls.beam, states.model, states.lp]
-    return link_tree.then(
+    return link_translated.then(
         per_session(explorer.compare.on_restore_compare),
         [*compare_inputs, states.tab, states.view],
         [app_page.compare.view, states.compare],
@@ -578,7 +646,9 @@ def wire_tabs(app_page: Page) -> None:
     entered = {}
     for tab in (app_page.attention.tab, app_page.tree.tab, compare.tab, app_page.training.tab, app_page.heads.tab):
         view_written = tab.select(None, None, [states.view], js=browser.js_enter_tab(tab.id), **PRIVATE)
-        entered[tab.id] = view_written.then(tab_entered(tab.id), None, [states.tab], queue=False, **PRIVATE)
+        entered[tab.id] = view_written.then(
+            tab_entered(tab.id), [states.view], [states.tab, states.tab_view], queue=False, **PRIVATE
+        )
     tree_inputs = [states.result, states.tab, states.view]
     entered["tree"].then(per_session(explorer.tree.on_tree_view), tree_inputs, [app_page.tree.view], **quiet_model)
     app_page.tree.view.pick(per_session(app_page.on_tree_pick), [states.result], [app_page.tree.view], **quiet_model)
@@ -600,13 +670,30 @@ def wire_tabs(app_page: Page) -> None:
     compare.view.pick(app_page.on_compare_pick, [states.compare], [compare.view], **QUIET)
 
 
-def wire_inside(panels: InsidePanels, link_restored: Any, rerun: Any) -> None:
-    """Your translation (Score, Enter, the model's as a start, a link's), a clicked cell, the learning slider."""
-    app_page, yours, inside = panels.page, panels.yours, panels.inside
+def wire_inside(panels: InsidePanels, link_restored: Any) -> None:
+    """Heads switched off or norms, your translation (Score, Enter, the model's as a start, a link's), a clicked
+    cell, the learning slider."""
+    app_page, yours = panels.page, panels.yours
     states, controls, results = app_page.states, app_page.controls, app_page.results
     per_session = app_page.per_session
     model, quiet_model = model_group(app_page.explorer), QUIET | model_group(app_page.explorer)
-    scored = gr.on(
+    # the texts with the maps, and one's own translation's scores: they change together
+    app_page.attention.view.rerun(
+        per_session(panels.on_rerun, "edit"),
+        [states.result],
+        [
+            results.translation,
+            results.notice,
+            results.nbest,
+            states.result,
+            app_page.attention.view,
+            results.candidate,
+            yours.view,
+        ],
+        trigger_mode="always_last",
+        **quiet_model,
+    )
+    gr.on(
         [yours.score.click, yours.box.submit],
         per_session(panels.on_score, "edit"),
         [controls.src, yours.box, states.model, states.lp, states.result],
@@ -614,18 +701,7 @@ def wire_inside(panels: InsidePanels, link_restored: Any, rerun: Any) -> None:
         **PRIVATE,
         **model,
     )
-    scored.success(app_page.on_export, [states.result], [results.download], **QUIET)
     yours.own.click(own_translation_as_start, [results.translation], [yours.box], queue=False, **PRIVATE)
-    gr.on(
-        [controls.translate.click, controls.src.submit, controls.examples.click, *decoding_inputs(controls)],
-        cleared_yours_and_cell,
-        None,
-        [yours.view, panels.cell_panel],
-        queue=False,
-        **PRIVATE,
-    )
-    # heads switched off or on with one's own translation on screen: its scores follow the result the rerun wrote
-    rerun.then(inside.yours_of, [states.result], [yours.view], **QUIET)
     panels.cell_panel.cell(
         per_session(panels.on_cell), [states.result], [panels.cell_panel], trigger_mode="always_last", **quiet_model
     )
@@ -633,7 +709,7 @@ def wire_inside(panels: InsidePanels, link_restored: Any, rerun: Any) -> None:
         per_session(panels.on_learn), [states.model, controls.src], [panels.learn.view], **quiet_model
     )
     learn_entered = panels.learn.tab.select(None, None, [states.view], js=browser.js_enter_tab("learn"), **PRIVATE)
-    learn_entered.then(tab_entered("learn"), None, [states.tab], queue=False, **PRIVATE)
+    learn_entered.then(tab_entered("learn"), [states.view], [states.tab, states.tab_view], queue=False, **PRIVATE)
     learn_panels = [panels.learn.tab, panels.learn.view, yours.view, panels.cell_panel]
     controls.model.input(panels.on_model, [controls.model], learn_panels, **PRIVATE)
     link_restored.then(

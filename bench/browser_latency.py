@@ -14,7 +14,12 @@ expected title text.
 Works against this checkout's app and an older one (`--app-dir /path/to/other/checkout`, e.g. main before
 the browser-side views) or any running app (`--url`); an action the app does not offer is reported as null.
 
-Usage: python bench/browser_latency.py [--reps 10] [--app-dir DIR | --url URL] [--checkpoint PATH] [--threads N]
+Side by side: `--baseline COMMIT` checks COMMIT out into a temporary worktree, starts its app beside this one's and
+measures the two alternately (a round of 2 reps each, --reps/2 rounds), so that both see the same machine; it
+prints both results and each figure's ratio, this checkout's over the baseline's (below 1: faster).
+
+Usage: python bench/browser_latency.py [--reps 10] [--app-dir DIR | --url URL | --baseline COMMIT] [--checkpoint PATH]
+       [--threads N]
 Prints one JSON object. Run it on an otherwise idle machine for numbers worth reporting.
 """
 from __future__ import annotations
@@ -116,7 +121,50 @@ def summary(values: list[float]) -> dict[str, Any] | None:
     if not values:
         return None
     return {"p50_ms": round(statistics.median(values), 1), "p95_ms": round(percentile(values, 95), 1),
-            "min_ms": round(min(values), 1), "n": len(values)}
+            "min_ms": round(min(values), 1), "n": len(values), "values": [round(v, 1) for v in values]}
+
+
+def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs' results as one: each timing's values together, summarised again; other figures (single
+    timings, byte counts) as the median of the runs."""
+    out: dict[str, Any] = {}
+    for key in runs[0]:
+        items = [r.get(key) for r in runs if r.get(key) is not None]
+        if not items:
+            out[key] = None
+        elif isinstance(items[0], dict):
+            out[key] = summary([v for item in items for v in item["values"]])
+        else:
+            out[key] = statistics.median(items)
+    return out
+
+
+def without_values(results: dict[str, Any]) -> dict[str, Any]:
+    """The results as reported: each timing's summary without its list of values."""
+    return {k: ({x: y for x, y in v.items() if x != "values"} if isinstance(v, dict) else v) for k, v in results.items()}
+
+
+def commit_of(directory: Path) -> str:
+    """The short commit a checkout is at, "+changes" when its tracked files differ from it."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True).stdout.strip()
+
+    return (git("rev-parse", "--short", "HEAD") or "unknown") + ("+changes" if git("status", "--porcelain",
+                                                                                "--untracked-files=no") else "")
+
+
+def ratios(this: dict[str, Any], base: dict[str, Any]) -> dict[str, float | None]:
+    """This checkout's p50 (or single figure) over the baseline's, for every figure both have (< 1: faster)."""
+    def figure(value: Any) -> float | None:
+        return value["p50_ms"] if isinstance(value, dict) else value if isinstance(value, (int, float)) else None
+
+    out = {}
+    for key in this:
+        a, b = figure(this.get(key)), figure(base.get(key))
+        out[key] = round(a / b, 3) if a is not None and b else None
+    return out
 
 
 class Bench:
@@ -363,6 +411,8 @@ def main() -> None:
                         help="TRANSFORMER_THREADS for the started app (default: the app's own, every core but one)")
     parser.add_argument("--toy", action="store_true", help="use toy letter sentences (a toy checkpoint)")
     parser.add_argument("--json", help="also write the result to this file (see bench/report.py)")
+    parser.add_argument("--baseline", default=None,
+                        help="a commit to measure alternately with this checkout, side by side, with ratios")
     args = parser.parse_args()
     if args.reps < 2 or args.reps % 2:
         parser.error("--reps must be even and at least 2 (actions alternate between two states)")
@@ -373,6 +423,14 @@ def main() -> None:
         env["TRANSFORMER_CHECKPOINT"] = str(Path(args.checkpoint).resolve())
     toy = args.toy or bool(args.checkpoint and "toy" in Path(args.checkpoint).name)
     start = time.time()
+    if args.baseline:
+        report = side_by_side(args, env, toy)
+        report["wall_s"] = round(time.time() - start, 1)
+        print(json.dumps(report, indent=1))
+        if args.json:
+            from report import write_result  # bench/, the script's own directory
+            write_result(args.json, report)
+        return
     if args.url:
         results = run(args.url, args.reps, toy)
         app = args.url
@@ -381,15 +439,49 @@ def main() -> None:
             results = run(server.url, args.reps, toy)
         app = str(Path(args.app_dir).resolve())
     report = {
-        "app": app, "checkpoint": args.checkpoint or "(the app's default)", "reps": args.reps,
+        "app": app, "commit": commit_of(Path(args.app_dir)) if not args.url else "unknown",
+        "checkpoint": args.checkpoint or "(the app's default)", "reps": args.reps,
         "sentence_words": len((SENTENCES_TOY if toy else SENTENCES_EN)[0].split()), "beam": 5,
         "browser": CHROMIUM, "machine": f"{cpu_model()}, {os.cpu_count()} cores",
-        "wall_s": round(time.time() - start, 1), "results_ms": results,
+        "wall_s": round(time.time() - start, 1), "results_ms": without_values(results),
     }
     print(json.dumps(report, indent=1))
     if args.json:
         from report import write_result  # bench/, the script's own directory
         write_result(args.json, report)
+
+
+@contextlib.contextmanager
+def checkout(commit: str):
+    """`commit` checked out into a temporary git worktree (removed afterwards); its checkpoints are its own."""
+    import subprocess
+    import tempfile
+
+    where = Path(tempfile.mkdtemp(prefix="baseline-")) / "app"
+    subprocess.run(["git", "worktree", "add", "--detach", "-q", str(where), commit], cwd=ROOT, check=True)
+    try:
+        yield where, subprocess.run(["git", "rev-parse", "--short", commit], cwd=ROOT, check=True,
+                                    capture_output=True, text=True).stdout.strip()
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(where)], cwd=ROOT, check=False)
+
+
+def side_by_side(args: argparse.Namespace, env: dict[str, str], toy: bool) -> dict[str, Any]:
+    """This checkout's app and the baseline commit's, both running, measured in alternate rounds of 2 reps."""
+    runs: dict[str, list[dict[str, Any]]] = {"this": [], "baseline": []}
+    with checkout(args.baseline) as (base_dir, base_commit), \
+            running_app(env, timeout_s=300, app_dir=ROOT) as this_app, \
+            running_app(env, timeout_s=300, app_dir=base_dir) as base_app:
+        for _ in range(args.reps // 2):
+            runs["this"].append(run(this_app.url, 2, toy))
+            runs["baseline"].append(run(base_app.url, 2, toy))
+    this, base = merged(runs["this"]), merged(runs["baseline"])
+    return {"this": {"commit": commit_of(ROOT), "results_ms": without_values(this)},
+            "baseline": {"commit": base_commit, "results_ms": without_values(base)},
+            "ratio_this_over_baseline": ratios(this, base), "reps": args.reps, "rounds": args.reps // 2,
+            "checkpoint": args.checkpoint or "(the app's default)",
+            "sentence_words": len((SENTENCES_TOY if toy else SENTENCES_EN)[0].split()), "beam": 5,
+            "browser": CHROMIUM, "machine": f"{cpu_model()}, {os.cpu_count()} cores"}
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ class Hostile:
                 self.call("on_compare", [text, longest(self.toy, seed=-which - 1), "beam", 10, None, None, "{}"],
                           session)
                 continue
-            self.call("translate_view", [text, "beam", 10, None, None], session)
+            self.call("translate_view", [text, "beam", 10, None, None, None, ""], session)
             if kind == "tree":
                 self.call("on_tree_view", [None, "tree", "{}"], session)  # the tree tab open: records the search
             elif kind == "heads_off":
@@ -198,7 +198,7 @@ def memory_phase(url: str, pid: int, toy: bool, n_sessions: int, parallel: int, 
         nonlocal done
         if time.monotonic() > deadline:
             return
-        answer = queue_call(url, index["translate_view"], [longest(toy, seed=k), "beam", 5, None, None],
+        answer = queue_call(url, index["translate_view"], [longest(toy, seed=k), "beam", 5, None, None, None, ""],
                             str(uuid.uuid4()))
         with lock:
             done += 1

@@ -64,7 +64,7 @@ def busy_elsewhere(url: str) -> list[threading.Thread]:
     index = endpoints(url)["translate_view"]
 
     def ask(text: str) -> None:
-        QueueSession(url).call(index, [text, "beam", 10, "en-de", 1.0], timeout_s=TIMEOUT_MS / 1000)
+        QueueSession(url).call(index, [text, "beam", 10, "en-de", 1.0, None, ""], timeout_s=TIMEOUT_MS / 1000)
 
     threads = [threading.Thread(target=ask, args=(text,), daemon=True) for text in OTHERS]
     for thread in threads:

@@ -173,7 +173,7 @@ def test_a_page_load_completes_while_the_model_is_busy_with_another_session(app,
 
 def test_a_session_gets_at_most_two_model_requests_in_flight_on_the_page_and_the_api(app, served, model_busy):
     url, index = served
-    session, inputs = QueueSession(url), ["h e l l o", "beam", 3, None, None]
+    session, inputs = QueueSession(url), ["h e l l o", "beam", 3, None, None, None, ""]
     pool = ThreadPoolExecutor(3)
     waiting = [pool.submit(session.call, index["translate_view"], inputs) for _ in range(2)]
     wait_until(lambda: app.explorer.slots.running(session.session_hash) == 2)
@@ -257,10 +257,10 @@ def test_an_upload_over_the_cap_is_refused_and_one_under_it_taken(app, served):
 def test_one_export_is_one_file_on_disk_served_from_where_it_was_written(app, served):
     url, index = served
     session, cache = str(uuid.uuid4()), Path(gradio_utils.get_upload_folder())
-    translated = queue_call(url, index["translate_view"], ["h e l l o", "beam", 3, None, None], session)
+    translated = queue_call(url, index["translate_view"], ["h e l l o", "beam", 3, None, None, None, ""], session)
     assert translated["success"], translated
     before = set(cache.rglob("attention-*.npz")) if cache.is_dir() else set()
-    exported = queue_call(url, index["on_export_1"], [None], session)  # the export the page runs after a Translate
+    exported = queue_call(url, index["on_export"], [None], session)  # the download asked for
     path = Path(exported["output"]["data"][0]["value"]["path"] if "value" in exported["output"]["data"][0]
                 else exported["output"]["data"][0]["path"])
     after = set(cache.rglob("attention-*.npz")) if cache.is_dir() else set()

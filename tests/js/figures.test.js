@@ -95,8 +95,39 @@ test("a phone's heatmap: its title wraps, no axis titles, a thin colour bar; pre
   assert.strictEqual(phone.title.text, "Encoder<br>layer 1<br>head 2");
   assert.deepStrictEqual([phone.xaxis.title.text, phone.yaxis.title.text, phone.coloraxis.colorbar.thickness], ["", "", 10]);
   const big = heatmapFigure(view, 1, {big: true, height: 400, width: 900, phone: false, colorscale: []}).layout;
-  assert.deepStrictEqual([big.xaxis.title.text, big.font.size, big.margin.t], ["", 20, 125]);
+  assert.deepStrictEqual([big.xaxis.title.text, big.font.size], ["", 20]);
 });
+
+test("a map's margins hold its widest labels, its titles and its colour bar, so its cells are known before it is drawn",
+  () => {
+    const measure = (text, size) => 0.5 * size * text.length;  // a font of the test's own
+    for (const [big, phone, width, height] of [[false, false, 900, 700], [true, false, 900, 560], [false, true, 360, 600]]) {
+      for (const n of [3, 12, 40]) {
+        const labels = Array.from({length: n}, (_, i) => (i === 1 ? "&lt;eos&gt;" : `w${"x".repeat(i % 9)}`));
+        const view = {z: labels.map(() => labels.map(() => 0)), q: {label: labels}, k: {label: labels}, title: "A · b"};
+        const {layout, cell, labelled} = heatmapFigure(view, 1, {big, phone, width, height, measure, colorscale: []});
+        const m = layout.margin, x = layout.xaxis, y = layout.yaxis;
+        const widest = (axis) => Math.max(...axis.ticktext.filter((t) => t).map((t) =>
+          measure(t.replace("&lt;", "<").replace("&gt;", ">"), axis.tickfont.size)));
+        const where = JSON.stringify({big, phone, n, m});
+        assert.strictEqual(m.autoexpand, false, where);  // Plotly's automargin would draw twice
+        assert.ok(!x.automargin && !y.automargin, where);
+        assert.ok(m.l >= widest(y), where);
+        const slant = Math.abs(Math.sin(x.tickangle * Math.PI / 180));
+        assert.ok(m.t >= widest(x) * slant + layout.title.font.size, where);
+        assert.ok(m.r >= layout.coloraxis.colorbar.thickness + measure("100%", layout.font.size), where);
+        assert.strictEqual(cell, Math.min((width - m.l - m.r) / n, (height - m.t - m.b) / n), where);
+        // the labels fit that cell: a written label and its air between two written ones, slanted ones across
+        // their slant, and no smaller than a cell twice as large would allow
+        const [fontSize, angle, step] = labelled.split("|").map(Number);
+        assert.deepStrictEqual([x.tickfont.size, y.tickfont.size, x.tickangle], [fontSize, fontSize, angle], where);
+        assert.ok(step * cell >= 1.25 * fontSize - 1e-9, where);
+        if (angle !== -90) assert.ok(step * cell * slant >= 1.25 * fontSize - 1e-9, where);
+        const larger = legibleLabels(structuredClone(layout), view, 2 * cell, big ? -45 : -60, big).split("|").map(Number);
+        assert.ok(fontSize <= larger[0], where);
+      }
+    }
+  });
 
 test("the model view's grid fits its width, each map within its largest size, cells at most twice as wide as tall", () => {
   for (const big of [false, true]) {

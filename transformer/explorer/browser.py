@@ -221,6 +221,17 @@ JS_RESTORE = js_function("""
   view.share.sync();
   return view.viewJson();""", "restored")
 JS_COPY_LINK = js_function("return attentionView()[0].share.copy();")
+# the attention export, written when asked for (app.py's Page.on_export), saved by the browser: the file's address
+# from the event's answer, as a download link clicked once
+JS_SAVE_DOWNLOAD = """(file) => {
+  if (!file || !file.url) return;
+  const a = document.createElement('a');
+  a.href = file.url;
+  a.download = file.orig_name || 'attention.npz';
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+}"""
 
 
 def js_enter_tab(tab: str) -> str:

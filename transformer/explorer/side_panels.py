@@ -18,7 +18,7 @@ from .share import ViewState
 __all__ = ["Controls", "Results", "Yours", "lenient", "build_controls", "build_results", "build_yours"]
 
 Controls = namedtuple("Controls", "src examples model method beam lp translate api present")
-Results = namedtuple("Results", "translation notice copy link note nbest candidate download offer")
+Results = namedtuple("Results", "translation notice copy link note nbest candidate download download_file offer")
 Yours = namedtuple("Yours", "box own score view")
 
 
@@ -84,8 +84,9 @@ def build_results(translation: gr.Textbox, serving_note: str, nbest: Any,
             with gr.Row():
                 candidate = gr.Dropdown(choices=choices, value=0, type="value",
                                         label="Candidate shown", interactive=False, elem_id="candidate", min_width=160)
-                download = gr.DownloadButton("Download attention (.npz)", interactive=False, elem_id="download",
-                                             min_width=160)
+                # written when asked for (app.py: Page.on_export), then saved through the hidden button's link
+                download = gr.Button("Download attention (.npz)", elem_id="download", min_width=160)
+                download_file = gr.DownloadButton("attention.npz", elem_id="download-file", visible="hidden")
         with gr.Column(elem_id="share-row"):
             copy = gr.Button("Copy link to this view", elem_id="copy-link")
             link = gr.Textbox(label="Link (the address bar follows the view too)", interactive=False,
@@ -93,7 +94,7 @@ def build_results(translation: gr.Textbox, serving_note: str, nbest: Any,
             note = gr.Textbox(label="Shared link", interactive=False, elem_id="link-note", visible=False)
         with gr.Accordion("How to read this", open=False, elem_id="howto"):
             gr.Markdown(texts.HOW_TO_READ)
-    return Results(translation, notice, copy, link, note, table, candidate, download, offer)
+    return Results(translation, notice, copy, link, note, table, candidate, download, download_file, offer)
 
 
 def build_yours() -> Yours:

@@ -4,7 +4,7 @@
 // skeleton) from arrays views.js computed. Figures wait for plotly.js when it is not loaded yet (withPlotly).
 
 import {alignmentFigure, describeAlignment} from "./alignment_lines.js";
-import {contrastText, fontSizeOf, heatmapFigure, legibleLabels, modelGrid, stepFigure} from "./figures.js";
+import {PLOT_FONT, contrastText, fontSizeOf, heatmapFigure, modelGrid, stepFigure} from "./figures.js";
 import {fitToWindow, withPlotly} from "./share.js";
 import {MEAN, headRoles, isOff} from "./views.js";
 
@@ -56,24 +56,23 @@ function nextDraw(plot) {
   return draw;
 }
 
-// A map as a heatmap into view `id`; `onDrawn(plot)` once Plotly has drawn it. Its tick labels are fitted to a
-// guess of a cell's size first, then to Plotly's own size of a cell (a second draw only when they change).
+// a label's width in px, in the font Plotly writes it with: measured on a canvas, which needs no layout
+let ruler = null;
+function labelWidth(text, size) {
+  ruler = ruler || document.createElement("canvas").getContext("2d");
+  ruler.font = `${size}px ${PLOT_FONT}`;
+  return ruler.measureText(text).width;
+}
+
+// A map as a heatmap into view `id`, in one Plotly draw (its margins and labels are computed before it:
+// figures.heatmapFigure); `onDrawn(plot)` once Plotly has drawn it.
 export function drawHeatmap(root, id, view, zmax, colorscale, onDrawn) {
   const plot = setMessage(root, id, null);
   const n = Math.max(view.q.label.length, view.k.label.length);
-  const big = present();
-  const {trace, layout, angle, guess, labelled} = heatmapFigure(view, zmax, {colorscale, big,
-    height: mapHeight(plot, n), width: plot.clientWidth, phone: phone()});
+  const {trace, layout} = heatmapFigure(view, zmax, {colorscale, big: present(), height: mapHeight(plot, n),
+    width: plot.clientWidth, phone: phone(), measure: labelWidth});
   const draw = nextDraw(plot);
   withPlotly((plotly) => plotly.react(plot, [trace], layout, PLOT_CONFIG).then(() => {
-    const full = plot._fullLayout;
-    const cell = full && full.xaxis && full.yaxis ? Math.min(full.xaxis._length / Math.max(view.k.label.length, 1),
-      full.yaxis._length / Math.max(view.q.label.length, 1)) : guess;
-    if (plot.__draw === draw && legibleLabels(layout, view, cell, angle, big) !== labelled) {
-      return plotly.react(plot, [trace], layout, PLOT_CONFIG);
-    }
-    return null;
-  }).then(() => {
     if (plot.__draw !== draw) return;  // a newer draw of this map is on its way
     if (onDrawn) onDrawn(plot);
     plot.dataset.drawn = String(draw);
@@ -234,7 +233,10 @@ export function drawStep(root, step) {
   const big = present();
   // down to 250 px, so that on a 720 px screen the chart ends above its bottom edge in the normal page too
   const figure = stepFigure(step, {big, height: fitToWindow(plot, big ? 480 : 380, 250)});
-  withPlotly((plotly) => plotly.react(plot, figure.data, figure.layout, PLOT_CONFIG));
+  const draw = nextDraw(plot);
+  withPlotly((plotly) => plotly.react(plot, figure.data, figure.layout, PLOT_CONFIG).then(() => {
+    if (plot.__draw === draw) plot.dataset.drawn = String(draw);
+  }));
   plot.__view = step.view;
 }
 

@@ -194,21 +194,23 @@ export function initExplorer(root, props, watch, trigger) {
       caption.append(data.source, arrow, data.translation + suffix(data));
     }
     showAblation();
-    const common = [data.rev, state.rows, state.hide, state.merge, present(), showNorm(data, state)].join("|");
+    // what a kind's maps depend on (the rows' labels: the decoder's and cross-attention's only)
+    const common = [data.rev, state.hide, state.merge, present(), showNorm(data, state)].join("|");
+    const rows = (kind) => (kind === "encoder" ? common : `${common}|${state.rows}`);
     const pick = [state.layer, state.head].join("|");
     const draw = (id, key, fn) => { if (drawn[id] !== key) { fn(); drawn[id] = key; } };
     if (KINDS.includes(state.tab)) {
       const kind = state.tab;
-      draw(`focus-${kind}`, `${common}|${pick}|${kind === "cross" && Boolean(state.align)}`,
+      draw(`focus-${kind}`, `${rows(kind)}|${pick}|${kind === "cross" && Boolean(state.align)}`,
         () => drawFocus(kind, focus[kind]));
       afterPaint(() => {  // the views below the focus view follow once it is on screen
         draw(`grid-${kind}`, `${ex.data.rev}|${pick}|${offKey(state.off)}|${ex.offMode}`, () => summary(kind));
-        draw(`model-${kind}`, `${common}|${pick}|${$(`#model-${kind}`).clientWidth}`, () => model(kind));
+        draw(`model-${kind}`, `${rows(kind)}|${pick}`, () => model(kind));  // a new width: viewWidths below
         if (kind === "encoder") draw("rollout", common, rollout);
         viewsDrawn();
       });
     } else if (state.tab === "steps") {
-      draw("step-plot", `${common}|${pick}|${state.step}`, step);
+      draw("step-plot", `${rows("steps")}|${pick}|${state.step}`, step);
       viewsDrawn();
     }
   }
@@ -306,26 +308,34 @@ export function initExplorer(root, props, watch, trigger) {
   new MutationObserver(() => { for (const id in drawn) delete drawn[id]; render(); })
     .observe(document.body, {attributes: true, attributeFilter: ["class"]});
   // A figure keeps the width of its last draw (Plotly's own resizing is off: draw.PLOT_CONFIG), so when a view's
-  // width changes (the window, a projector plugged in, the side column rewrapping, a phone's layout settling after
-  // load) every view is drawn again at its new size once the resizing settles; until then the views count as
-  // drawing (data-views), so no one reads a half-resized page
+  // width changes (a projector plugged in, the side column rewrapping, a phone's layout settling after load) that
+  // view is drawn again at its new size once the resizing settles, and only that view; a new window size
+  // redraws every view (each map's height follows the window). Until then the views count as drawing
+  // (data-views), so no one reads a half-resized page.
   let resizing = null;
-  function resized() {
+  const stale = new Set();  // the views to draw again at their new size (view ids: the keys of `drawn`)
+  function resized(ids) {
     if (!ex.data) return;
+    ids.forEach((id) => stale.add(id));
     $(".explorer").dataset.views = "drawing";
     clearTimeout(resizing);
-    resizing = setTimeout(() => { for (const id in drawn) delete drawn[id]; render(); }, 100);
+    resizing = setTimeout(() => {
+      for (const id of stale) delete drawn[id];
+      stale.clear();
+      render();
+    }, 100);
   }
-  window.addEventListener("resize", resized);
-  const widths = new Map();  // the width each view was last seen at: only a change of width redraws
+  window.addEventListener("resize", () => resized(Object.keys(drawn)));
+  const widths = new Map();  // the width each view was last seen at on screen: only a change of width redraws
   const viewWidths = new ResizeObserver((entries) => {
-    let changed = false;
+    const changed = [];
     for (const e of entries) {
       const was = widths.get(e.target), now = Math.round(e.contentRect.width);
+      if (now === 0) continue;  // hidden (another kind's tab): compared with its width when it shows again
       widths.set(e.target, now);
-      if (was > 0 && now > 0 && was !== now) changed = true;  // a tab coming on screen is the observer below
+      if (was > 0 && was !== now) changed.push(e.target.id);
     }
-    if (changed) resized();
+    if (changed.length) resized(changed);
   });
   root.querySelectorAll(".view").forEach((view) => viewWidths.observe(view));
   // back from another tab of the app: draw what was skipped, at the size the views have now

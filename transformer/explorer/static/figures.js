@@ -66,11 +66,45 @@ export function baseLayout(title, extra, fontSize) {
   plot_bgcolor: "white", margin: {l: 60, r: 30, t: 110, b: 30}}, extra);
 }
 
+// The font Plotly writes with (its default family): draw.js measures labels in it on a canvas
+export const PLOT_FONT = '"Open Sans", verdana, arial, sans-serif';
+// a label's width in px without a canvas (Node's tests): wide enough for most fonts' average letter
+const estimateWidth = (text, size) => 0.62 * size * text.length;
+// a label as written (Python escapes Plotly's labels: token_labels.escape_label)
+const unescape = (s) => String(s).replace(/<[^>]*>/g, "").replace(/&lt;/g, "<").replace(/&gt;/g, ">")
+  .replace(/&quot;/g, '"').replace(/&#0*39;|&#x27;/g, "'").replace(/&amp;/g, "&");
+
+// The margins a map's labels, titles and colour bar take, computed rather than left to Plotly's automargin, which
+// draws the axes, measures them and draws the whole figure again: with its margins known, a map is one draw and
+// its cell size is known before it (`cellOf`). `measure(text, size)`: a label's width in px.
+function mapMargins(layout, measure) {
+  const x = layout.xaxis, y = layout.yaxis, font = layout.font.size;
+  const widest = (labels, size) => labels.reduce((w, t) => (t === "" ? w : Math.max(w, measure(unescape(t), size))), 0);
+  const xw = widest(x.ticktext, x.tickfont.size), yw = widest(y.ticktext, y.tickfont.size);
+  const slant = Math.abs(x.tickangle) * Math.PI / 180;
+  const xLabels = xw * Math.sin(slant) + x.tickfont.size * Math.cos(slant) + 6;
+  const lines = (layout.title.text.match(/<br>/g) || []).length + 1;
+  const title = 12 + lines * 1.3 * (font + 2) + 6;
+  const axisTitle = (axis) => (axis.title && axis.title.text ? font * 1.3 + 8 : 0);
+  const bar = layout.coloraxis.colorbar;
+  const barTitle = bar.title && bar.title.text ? measure(bar.title.text, font) : 0;
+  const r = 2 * bar.xpad + Math.max(bar.thickness + 6 + measure("100%", font), barTitle) + 4;
+  return {l: Math.ceil(axisTitle(y) + yw + 8), r: Math.ceil(r), t: Math.ceil(title + axisTitle(x) + xLabels),
+    b: layout.margin.b, autoexpand: false};
+}
+
+// a cell's side in px once the margins are set: square cells (scaleanchor), the map as large as its place allows
+function cellOf(layout, view, width) {
+  const m = layout.margin;
+  return Math.min((width - m.l - m.r) / Math.max(view.k.label.length, 1),
+    (layout.height - m.t - m.b) / Math.max(view.q.label.length, 1));
+}
+
 // A map as a heatmap: rows are queries from the top, keys along the top, colours on [0, zmax]; hover names the
 // query, the key and the value. `view`: {z, q, k, title, measure}. `o`: {colorscale, big, height, width (the
-// plot's width in px, 0 before it has one), phone (a window 760 px wide or less)}. Returns the trace, the layout,
-// the slant asked for the column labels and a first guess of a cell's size (square cells: the map's width or its
-// height, less the margins and the colour bar, decides), with the labels fitted to that guess (`labelled`).
+// plot's width in px, 0 before it has one), phone (a window 760 px wide or less), measure (a label's width in px;
+// an estimate without it)}. Returns the trace and the layout, its labels fitted to the cell size its margins leave
+// (`cell`, `labelled`: legibleLabels's choice).
 export function heatmapFigure(view, zmax, o) {
   const customdata = view.z.map((row, i) => row.map((_, j) => [view.q.label[i], view.k.label[j]]));
   const big = o.big;
@@ -81,26 +115,36 @@ export function heatmapFigure(view, zmax, o) {
   const layout = baseLayout(view.title, {
     // presentation: no "key" title above the rotated labels, so the map itself gets the height
     xaxis: tokenAxis(view.k.label, {side: "top", tickangle: big ? -45 : -60, constrain: "domain",
-      title: {text: big ? "" : "key"}}, big),
+      title: {text: big ? "" : "key"}, automargin: false}, big),
     yaxis: tokenAxis(view.q.label, {autorange: "reversed", scaleanchor: "x", scaleratio: 1, constrain: "domain",
-      title: {text: "query"}}, big),
+      title: {text: "query"}, automargin: false}, big),
     coloraxis: {cmin: 0, cmax: zmax, colorscale: o.colorscale,
-      colorbar: {title: {text: measure === "weight" ? "weight" : "norm share"}, tickformat: ".0%", thickness: 14}},
+      colorbar: {title: {text: measure === "weight" ? "weight" : "norm share"}, tickformat: ".0%", thickness: 14,
+        x: 1, xanchor: "left", xpad: 8}},
     height: o.height,
     width: o.width || undefined,  // the width of the place it has now (draw.js redraws on a change of width)
   }, fontSizeOf(big));
-  layout.margin = big ? {l: 50, r: 10, t: 125, b: 10} : {l: 60, r: 30, t: 150, b: 30};
+  layout.margin = {b: big ? 10 : 30};
   if (o.phone) {  // a phone (explorer.css): the title wraps, a thin colour bar, small margins
     layout.xaxis.title = {text: ""};
     layout.yaxis.title = {text: ""};
     layout.coloraxis.colorbar = Object.assign(layout.coloraxis.colorbar, {thickness: 10, title: {text: ""}});
     layout.title.text = layout.title.text.replace(/ \u00b7 /g, "<br>");
-    layout.margin = {l: 10, r: 10, t: 150, b: 20};
+    layout.margin = {b: 20};
   }
-  const guess = Math.min(((o.width || 800) - 260) / Math.max(view.k.label.length, 1),
-    (layout.height - 200) / Math.max(view.q.label.length, 1));
-  const angle = layout.xaxis.tickangle, labelled = legibleLabels(layout, view, guess, angle, big);
-  return {trace, layout, angle, guess, labelled};
+  // the labels fitted to the cell the margins leave, and the margins to the labels: a few rounds settle it
+  const width = o.width || 800, angle = layout.xaxis.tickangle, size = (t, s) => (o.measure || estimateWidth)(t, s);
+  let labelled = "", fitted = 0, cell = 0;
+  for (let round = 0; round < 8; round++) {
+    layout.margin = mapMargins(layout, size);
+    cell = cellOf(layout, view, width);
+    // done when the labels were fitted to a cell no larger than the one their margins leave (two sizes can take
+    // turns: the smaller one's margins leave room for the larger one, whose margins do not)
+    if (labelled && fitted <= cell + 1e-9) break;
+    labelled = legibleLabels(layout, view, cell, angle, big);
+    fitted = cell;
+  }
+  return {trace, layout, cell, labelled};
 }
 
 // The decoding step's figure (reference_views.step_figure): the top next tokens as horizontal bars (the chosen
