@@ -115,9 +115,38 @@ class Page:
         return self.texts(result, notice)
 
     def on_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
-        """The page's translation: (translation, notice, n-best) and the result, kept as session state."""
+        """The page's translation: (translation, notice, n-best) and the result, kept as session state; the model
+        that reads the sentence's language offered when it is not this one's."""
         result, notice = self.explorer.translation.translate(text, method, beam_size, model, length_penalty)
-        return self.texts(result, notice) | {self.states.result: self.explorer.models.keep(result)}
+        kept = {self.states.result: self.explorer.models.keep(result)}
+        return self.texts(result, notice) | kept | self.show_offer(text, model)
+
+    def show_offer(self, text: str, model: str | None) -> dict:
+        """The button that translates with the model reading the sentence's language; hidden when none is needed."""
+        other, _ = self.explorer.translation.other_model(text, model)
+        button = gr.Button(f"Translate with {other}", visible=True) if other else gr.Button(visible=False)
+        return {self.results.offer: button}
+
+    def on_offer(
+        self,
+        text: str,
+        method: str,
+        beam_size: float,
+        model: str | None,
+        length_penalty: float,
+        tab: str | None = None,
+        view_json: str = "",
+    ):
+        """The offer pressed: switch to the model that reads the sentence's language and translate with it, in one
+        answer (the model is found again here, from the sentence, not taken from the button)."""
+        other, _ = self.explorer.translation.other_model(text, model)
+        if other is None:
+            return gr.skip()
+        switched = self.on_model_change(other, model)
+        translated = self.per_session.newest("new")(self.on_translate_view)(
+            text, method, beam_size, other, length_penalty, tab, view_json
+        )
+        return switched | {self.controls.model: other} | (translated if isinstance(translated, dict) else {})
 
     def on_translate_view(
         self,
@@ -155,6 +184,29 @@ class Page:
         """An example clicked: its sentence into the source box and translated, in the same response."""
         text = example_text(sample)
         return {self.controls.src: text} | self.on_translate_view(
+            text, method, beam_size, model, length_penalty, tab, view_json
+        )
+
+    def on_decoding(
+        self,
+        text: str,
+        method: str,
+        beam_size: float,
+        model: str | None,
+        length_penalty: float,
+        result: Result | None,
+        tab: str | None = None,
+        view_json: str = "",
+    ):
+        """Method, beam width or length penalty changed: the translation on screen (or in flight) is made again with
+        them, as a new translation (the newest answer wins), so no answer of the old settings stays as current. The
+        box's sentence, else the one on screen; nothing on screen or coming, nothing to do."""
+        if result is None and not self.per_session.translating():
+            return gr.skip()
+        text = text if (text or "").strip() else getattr(result, "source", "")
+        if not (text or "").strip():
+            return gr.skip()
+        return self.per_session.newest("new")(self.on_translate_view)(
             text, method, beam_size, model, length_penalty, tab, view_json
         )
 
@@ -199,6 +251,7 @@ class Page:
         cleared = {
             self.states.model: label,
             self.states.result: None,
+            self.results.offer: gr.Button(visible=False),
             self.results.translation: "",
             self.results.notice: info.notice,
             self.results.nbest: nbest_table(None),
@@ -463,6 +516,11 @@ def own_translation_as_start(own: str | None) -> str:
     return own or ""
 
 
+def decoding_inputs(controls: Controls) -> list[Any]:
+    """The user's changes of a decoding setting: method, beam width, length penalty (not a link's restore)."""
+    return [controls.method.input, controls.beam.input, controls.lp.input]
+
+
 def wire_translation(demo: gr.Blocks, app_page: Page) -> Any:
     """Translate (the page's, the API's and a shared link's), examples, candidates, model and settings; returns
     the last step of a link's page load, which `wire_inside` continues. A press is one server
@@ -472,7 +530,7 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> Any:
     model, translate, quiet_model = model_group(explorer), translate_group(explorer), QUIET | model_group(explorer)
     inputs = [controls.src, controls.method, controls.beam, states.model, states.lp]
     shown = [states.result, app_page.attention.view, results.candidate]
-    outputs = [results.translation, results.notice, results.nbest, *shown]
+    outputs = [results.translation, results.notice, results.nbest, *shown, results.offer]
     new_result = [*outputs, app_page.tree.view, app_page.yours.view, app_page.cell_panel]
     training = [controls.examples, *app_page.training[1:], *app_page.heads[1:]]
     # /translate (3 outputs, gradio_client); the page's Translate: one response with the payload (bench/load.py)
@@ -509,6 +567,25 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> Any:
     asked.success(None, [results.download_file], None, js=browser.JS_SAVE_DOWNLOAD, **PRIVATE)
     controls.method.input(beam_slider_for, [controls.method], [controls.beam], queue=False, **PRIVATE)
     controls.lp.change(same_length_penalty, [controls.lp], [states.lp], queue=False, **PRIVATE)
+    # a decoding setting changed by the user: the translation on screen follows it (sliders: the last value)
+    gr.on(
+        decoding_inputs(controls),
+        per_session(app_page.on_decoding),
+        [
+            controls.src,
+            controls.method,
+            controls.beam,
+            states.model,
+            controls.lp,
+            states.result,
+            states.tab,
+            states.tab_view,
+        ],
+        new_result,
+        trigger_mode="always_last",
+        **PRIVATE,
+        **translate,
+    )
     controls.model.input(
         per_session(app_page.on_model_change),
         [controls.model, states.model],
@@ -516,9 +593,22 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> Any:
         **PRIVATE,
         **model,
     )
+    wire_offer(app_page, [*new_result, states.model, controls.model, *training])
     controls.present.change(None, [controls.present], None, js=browser.JS_PRESENT, **PRIVATE)
     results.copy.click(None, None, [results.link], js=browser.JS_COPY_LINK, **PRIVATE)
     return wire_link(demo, app_page, new_result)
+
+
+def wire_offer(app_page: Page, outputs: list[Any]) -> None:
+    """The offer of the model that reads the sentence's language: the model switched and the sentence translated."""
+    controls, states = app_page.controls, app_page.states
+    app_page.results.offer.click(
+        app_page.per_session(app_page.on_offer),
+        [controls.src, controls.method, controls.beam, states.model, controls.lp, states.tab, states.tab_view],
+        outputs,
+        **PRIVATE,
+        **translate_group(app_page.explorer),
+    )
 
 
 def wire_link(demo: gr.Blocks, app_page: Page, new_result: list[Any]) -> Any:

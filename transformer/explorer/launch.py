@@ -112,8 +112,10 @@ def patient_self_check(limit_s: float = 60.0):
 
 def session_limited(slots: SessionSlots, generations: SessionGenerations | None = None) -> Callable[..., Handler]:
     """A decorator over `slots` and the sessions' `generations`: see `per_session` inside (its `newest` is
-    `newest_answer(generations)`, for a handler called inside another)."""
-    newest = newest_answer(generations or SessionGenerations())
+    `newest_answer(generations)`, for a handler called inside another; its `translating` says whether the
+    session's new translation is in flight)."""
+    sessions = generations or SessionGenerations()
+    newest = newest_answer(sessions)
 
     def per_session(fn: Handler, kind: str | None = None) -> Handler:
         """`fn` as an event handler that holds one of its session's model slots while it runs (a request beyond
@@ -142,7 +144,11 @@ def session_limited(slots: SessionSlots, generations: SessionGenerations | None 
         del limited.__wrapped__  # gradio reads the signature above, not fn's
         return limited
 
-    per_session.newest = newest
+    def translating() -> bool:
+        """Inside a `per_session` handler: whether a new translation of its session is in flight."""
+        return sessions.translating(SESSION.get())
+
+    per_session.newest, per_session.translating = newest, translating
     return per_session
 
 
@@ -196,6 +202,12 @@ class SessionGenerations:
             if not s.running:  # nothing in flight: nothing left to compare with
                 del self._sessions[session]
             return s.latest == generation
+
+    def translating(self, session: str | None) -> bool:
+        """Whether a new translation of `session` is in flight (its answer will replace the result on screen)."""
+        with self._lock:
+            s = self._sessions.get(session)
+            return bool(s and s.replacing)
 
     def sessions(self) -> int:
         """Sessions with a request in flight (what is kept)."""

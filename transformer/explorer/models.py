@@ -14,14 +14,14 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from transformer.hub import training_progress
+from transformer.hub import checkpoint_languages, training_progress
 from transformer.serving.batching import Batcher
 from transformer.serving.kernels import ServingPath
 from transformer.translator import Translator
 
 from .checks import user_error
 from .head_analysis import head_figures, head_info
-from .registry import ModelRegistry, examples_for, is_toy, source_language
+from .registry import ModelRegistry, examples_for, is_toy, is_toy_checkpoint, source_language
 from .results import ResultStore
 from .share import DEFAULT_LENGTH_PENALTY
 from .training_tab import training_view
@@ -100,6 +100,17 @@ class ModelService:
             return self.registry.get(label)
         except Exception as err:
             raise user_error(str(err), "Model unavailable") from None
+
+    def reads(self, label: str | None) -> str | None:
+        """The language code a model reads ("en", "de"); None for a toy task or an unknown model."""
+        directory = self.registry.directory(label or self.default_model)
+        if directory is None or is_toy_checkpoint(directory):
+            return None
+        return checkpoint_languages(directory)[0]
+
+    def model_reading(self, language: str) -> str | None:
+        """The first model on offer that reads `language`, or None."""
+        return next((label for label in self.registry.labels() if self.reads(label) == language), None)
 
     def keep(self, result: Any) -> Any:
         """`result` (a Result or a compare session) kept for its session, within the store's budget."""

@@ -82,6 +82,8 @@ def work_on(result: Result, beam_size: int = 1) -> int:
     return search_work(len(result.translation.src_ids), beam_size)
 
 
+# an empty Translate: what to do, in words that hold on every page (presentation mode hides the examples)
+EMPTY_TEXT = "There is no sentence to translate yet: type one in the box at the top, then press Enter or Translate."
 MAX_ABLATIONS = 16  # ablated translations a result keeps (a click back to an earlier mask needs no model pass)
 
 
@@ -156,8 +158,7 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
         raise user_error(f"text must be a string, got {quoted(text)}.", "Cannot translate this input")
     text = text or ""
     if not text.strip():
-        raise user_error("Type a sentence in the box (or click an example), then press Translate.",
-                         "Nothing to translate")
+        raise user_error(EMPTY_TEXT, "Nothing to translate")
     notices = []
     if len(text) > limits.MAX_INPUT_CHARS:
         text = text[:limits.MAX_INPUT_CHARS]

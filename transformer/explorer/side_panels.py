@@ -18,7 +18,7 @@ from .share import ViewState
 __all__ = ["Controls", "Results", "Yours", "lenient", "build_controls", "build_results", "build_yours"]
 
 Controls = namedtuple("Controls", "src examples model method beam lp translate api present")
-Results = namedtuple("Results", "translation notice copy link note nbest candidate download download_file")
+Results = namedtuple("Results", "translation notice copy link note nbest candidate download download_file offer")
 Yours = namedtuple("Yours", "box own score view")
 
 
@@ -58,7 +58,7 @@ def build_controls(view: ViewState, examples: list[str], models: list[str],
         examples = gr.Dataset(components=[src], samples=[[e] for e in examples],
                               label="Examples (click to translate)", elem_id="examples")
         model = gr.Dropdown(choices=models, value=view.model, label="Model", elem_id="model")
-        with gr.Row():
+        with gr.Row(elem_id="decoding-row"):
             method = gr.Radio(["greedy", "beam"], value=view.method, label="Decoding", elem_id="method", min_width=140)
             beam = lenient(gr.Slider(1, limits.UI_MAX_BEAM, value=view.beam, step=1, precision=0, label="Beam width",
                                      elem_id="beam", min_width=140))
@@ -70,10 +70,13 @@ def build_controls(view: ViewState, examples: list[str], models: list[str],
 
 def build_results(translation: gr.Textbox, serving_note: str, nbest: Any,
                   choices: list[tuple[str, int]]) -> Results:
-    """Below the settings in the side column: the notes (first: `serving_note`), the n-best list (`nbest`: its
+    """Below the settings in the side column: the offer of the model that reads the sentence's language (hidden
+    until a sentence needs it), the notes (first: `serving_note`), the n-best list (`nbest`: its
     empty table), the candidate shown (`choices`: the selector's empty choices) and its export, the link to this
     view."""
     with gr.Column(elem_id="side-results"):
+        # shown when the sentence is in the language of another model on offer (TranslateService.other_model)
+        offer = gr.Button("Translate with the other model", visible=False, elem_id="other-model")
         notice = gr.Textbox(label="Notes", interactive=False, elem_id="notice", value=serving_note)
         with gr.Column(elem_id="nbest-row"):
             table = gr.Dataframe(value=nbest, label=texts.NBEST_LABEL, interactive=False,
@@ -91,7 +94,7 @@ def build_results(translation: gr.Textbox, serving_note: str, nbest: Any,
             note = gr.Textbox(label="Shared link", interactive=False, elem_id="link-note", visible=False)
         with gr.Accordion("How to read this", open=False, elem_id="howto"):
             gr.Markdown(texts.HOW_TO_READ)
-    return Results(translation, notice, copy, link, note, table, candidate, download, download_file)
+    return Results(translation, notice, copy, link, note, table, candidate, download, download_file, offer)
 
 
 def build_yours() -> Yours:

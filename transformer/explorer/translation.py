@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from transformer.hub import LANGUAGES
+
 from . import limits
+from .language import CODES, other_language
 from .models import ModelService
 from .results import Result, run_translation, select_candidate, work_on
 from .result_view import result_payload
@@ -26,8 +29,25 @@ class TranslateService:
         def batched(text: str, **options: Any):
             return self.models.batcher.translate(tr, text, **options, timeout_s=limits.REQUEST_TIMEOUT_S)
 
-        return run_translation(tr, model, text, method, beam_size, length_penalty, translate=batched,
-                               return_attention=return_attention)
+        result, notice = run_translation(tr, model, text, method, beam_size, length_penalty, translate=batched,
+                                         return_attention=return_attention)
+        _, note = self.other_model(text, model)
+        return result, " ".join(part for part in (note, notice) if part)
+
+    def other_model(self, text: Any, model: str | None) -> tuple[str | None, str]:
+        """(the model that reads the language `text` is in, a note saying so) when `text` is clearly in another
+        language than `model` reads (`language.other_language`); (None, "") otherwise. The label is None where no
+        model on offer reads it (the note still says what happened)."""
+        reads = self.models.reads(model)
+        lang = other_language(text, reads) if reads in CODES and isinstance(text, str) else None
+        if lang is None:
+            return None, ""
+        other = self.models.model_reading(lang)
+        label, written, read = model or self.models.default_model, LANGUAGES.get(lang, lang), LANGUAGES[reads]
+        note = f"This sentence looks {written}, but {label} reads {read}: its translation is a guess."
+        if other is not None:
+            note += f" Press “Translate with {other}” to use the model that reads {written}."
+        return other, note
 
     def select(self, result: Result, index: Any) -> Result:
         """Another n-best candidate of `result` (its attention: one teacher-forced pass, cached)."""
