@@ -170,7 +170,6 @@ def ratios(this: dict[str, Any], base: dict[str, Any]) -> dict[str, float | None
 class Bench:
     def __init__(self, page, reps: int):
         self.page, self.reps = page, reps
-        self.new_app = False
 
     # ---- timing primitives
     def timed(self, action, scope: str, title: list[str] | None = None, wait_scope: str | None = None) -> float:

@@ -48,6 +48,7 @@ import json
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -61,7 +62,7 @@ from transformer.decoding import (  # noqa: E402
 )
 from transformer.hub import PretrainedTransformer  # noqa: E402
 from transformer.model import Transformer, causal_mask, padding_mask  # noqa: E402
-from transformer.quantize import int8_search_model, quantize_linear_int8_per_batch  # noqa: E402
+from transformer.quantize import int8_search_model  # noqa: E402
 from transformer.tokenizer import TextTokenizer, train_tokenizer  # noqa: E402
 from transformer.translator import Translation, Translator, load_pretrained  # noqa: E402
 
@@ -244,8 +245,19 @@ def marian_generate(cfg: ModelConfig, src_len: int, out_len: int, beam: int) -> 
     return generate
 
 
+def quantize_linear_int8_per_batch(modules: torch.nn.Module) -> torch.nn.Module:
+    """torch.ao's dynamic quantisation (one activation scale per call: not batch-invariant), what the app
+    served before `RowInt8Linear`, timed beside it."""
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    with warnings.catch_warnings():  # torch.ao.quantization announces its move to torchao on every call
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(modules, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8,
+                                inplace=False)
+
+
 def int8_translators(tr: Translator, torchao: bool) -> dict[str, Translator | str]:
-    """The int8 paths to time: torch.ao (what load_pretrained(..., quantize="int8") serves) and, when asked
+    """The int8 paths to time: ours (`RowInt8Linear`, what the app serves in int8), torch.ao's per batch and, when asked
     and installed, torchao's dynamic int8 and int8 weight-only configs on the same modules (or why not)."""
     def same_weights(search: Transformer) -> Translator:
         return Translator(tr.model, tr.tokenizer, name=tr.name, truecaser=tr.truecaser, search_model=search,

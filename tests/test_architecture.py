@@ -1,11 +1,15 @@
 """The import rules of ARCHITECTURE.md, checked by import-linter against `.importlinter`.
 
 The second test copies the package, plants one forbidden import in the model core, and checks
-that the same contracts then fail: the check is live, not a formality.
+that the same contracts then fail: the check is live, not a formality. The map itself is checked too: every file
+ARCHITECTURE.md names exists and every code name it puts in backticks is defined where it says.
 """
 from __future__ import annotations
 
+import re
 import shutil
+import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +106,125 @@ def test_importing_app_starts_nothing():
     children, exit_handlers, threads, torch_threads_kept, heap_calls, factory = out.stdout.split()
     assert (children, exit_handlers, threads) == ("0", "0", "0"), out.stdout
     assert (torch_threads_kept, heap_calls, factory) == ("True", "0", "True"), out.stdout
+
+
+# ARCHITECTURE.md's claims about the code: every file it names exists, and every name it puts in backticks is
+# defined (a `Class.member` or `module.name` in that class or module, a bare name somewhere in the code).
+ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+PACKAGE_DIRS = [ROOT / part for part in ("", "transformer", "transformer/explorer", "transformer/explorer/static",
+                                         "transformer/training", "transformer/serving", "checkpoints/en-de")]
+FILE_SUFFIXES = (".py", ".js", ".md", ".json", ".jsonl", ".tsv", ".txt", ".css", ".pt")
+RUN_FILES = {"state.pt"}  # written into a training run's directory, never committed
+OTHER_LIBRARIES = {"gr", "demo", "window"}  # gradio's objects and the browser's
+PLACEHOLDERS = {"limits.NAME"}  # any one of limits' constants
+
+
+def architecture_tokens(text: str) -> list[str]:
+    """The backticked code names of ARCHITECTURE.md, and the file paths of its code block, each once."""
+    block = text.split("```")[1]
+    paths = re.findall(r"[\w.]+/[\w./]*\.(?:py|js)\b", block)
+    return list(dict.fromkeys(re.findall(r"`([^`\n]+)`", text) + paths))
+
+
+def code_names(token: str) -> list[str]:
+    """The names a token refers to: `f()`, `f(x, y)` and `x=1` name f and x, `python -m a.b|c` the modules a.b and
+    a.c, `a | b` (a layer of .importlinter) a and b; shapes and punctuation name nothing."""
+    if token.startswith("python -m "):
+        module = token.split()[2].split("|")
+        return [f"{module[0].rpartition('.')[0]}.{name}" if i else name for i, name in enumerate(module)]
+    if " | " in token:
+        return token.split(" | ")
+    match = re.fullmatch(r"(--[\w-]+|[\w./*<>]+?)(?:\(.*\)|=.*)?", token)
+    return [match.group(1)] if match and re.search(r"[A-Za-z]", match.group(1)) else []
+
+
+def is_path(name: str) -> bool:
+    return "/" in name or name.endswith(FILE_SUFFIXES) or name.startswith(".")
+
+
+def path_exists(name: str) -> bool:
+    """A path relative to the repository, to one of the package directories, or a shipped checkpoint."""
+    if name in RUN_FILES:
+        return True
+    name = name.split("*")[0].split("<")[0]  # a pattern or a template: its directory
+    return any((base / name).exists() for base in PACKAGE_DIRS)
+
+
+@functools.lru_cache(maxsize=1)
+def definitions() -> tuple[dict[str, set[str]], dict[str, set[str]], set[str]]:
+    """Every module's top-level names by file stem, every class's members (methods, fields, `self.x`) by class
+    name, and every word of the code (Python, JavaScript, the import contracts)."""
+    modules: dict[str, set[str]] = {}
+    classes: dict[str, set[str]] = {}
+    files = [ROOT / "app.py", *(ROOT / "transformer").rglob("*.py"), *(ROOT / "bench").glob("*.py"),
+             *(path for path in (ROOT / "tests").glob("*.py") if path.name != Path(__file__).name)]  # not this test
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = modules.setdefault(path.stem, set())
+        for node in tree.body:
+            top.update(defined_names(node))
+            if isinstance(node, ast.ClassDef):
+                members = classes.setdefault(node.name, set())
+                for inner in ast.walk(node):
+                    members.update(defined_names(inner) if inner in node.body else self_attributes(inner))
+    scripts = sorted((ROOT / "transformer" / "explorer" / "static").glob("*.js"))
+    for path in scripts:
+        modules.setdefault(path.stem, set()).update(
+            re.findall(r"(?:function|const|let|class)\s+(\w+)", path.read_text(encoding="utf-8")))
+    words = set()
+    for path in [*files, *scripts, ROOT / ".importlinter"]:
+        words.update(re.findall(r"--[\w-]+|\w+", path.read_text(encoding="utf-8")))  # names; flags with their dashes
+    return modules, classes, words | {path.stem for path in files}
+
+
+def defined_names(node: ast.AST) -> set[str]:
+    """The names a statement defines: a def, a class, an assignment's names."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return {name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name)}
+
+
+def self_attributes(node: ast.AST) -> set[str]:
+    """`self.x = ...` inside a method: x."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return {t.attr for t in targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+            and t.value.id == "self"}
+
+
+def false_claims(text: str) -> list[str]:
+    """The tokens of `text` that name a file that is not there, or a name defined nowhere it says."""
+    modules, classes, words = definitions()
+    wrong = []
+    for name in [name for token in architecture_tokens(text) for name in code_names(token)]:
+        if name in PLACEHOLDERS:
+            continue
+        owner, _, member = name.rpartition(".")
+        if is_path(name) and not name.endswith(FILE_SUFFIXES) and "/" in owner:  # training/augment.with_placeholders
+            ok = path_exists(owner + ".py") and member in modules.get(Path(owner).name, set())
+        elif is_path(name):
+            ok = path_exists(name)
+        elif name.startswith("transformer."):  # a dotted module (or package)
+            ok = path_exists(name.replace(".", "/") + ".py") or path_exists(name.replace(".", "/"))
+        elif owner:
+            ok = owner in OTHER_LIBRARIES or member in modules.get(owner, set()) | classes.get(owner, set())
+        elif name.endswith("*"):  # build_*: some name of that prefix
+            ok = any(word.startswith(name[:-1]) for word in words)
+        else:
+            ok = name in words
+        if not ok:
+            wrong.append(name)
+    return wrong
+
+
+def test_architecture_names_only_what_exists():
+    assert not false_claims(ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("planted, false", [
+    ("`explorer/no_such_file.py`", "explorer/no_such_file.py"),
+    ("`tests/test_no_such_test.py`", "tests/test_no_such_test.py"),
+    ("`Translator.no_such_method`", "Translator.no_such_method"), ("`heap.no_such_function`", "heap.no_such_function"),
+    ("`noSuchHelper`", "noSuchHelper"), ("`python -m transformer.no_such_command`", "transformer.no_such_command")])
+def test_a_false_claim_in_the_map_is_found(planted, false):
+    assert false_claims(ARCHITECTURE.read_text(encoding="utf-8") + f"\n{planted}\n") == [false]

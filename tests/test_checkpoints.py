@@ -11,7 +11,7 @@ import pytest
 
 from transformer.training import evaluate
 from transformer.training.corpora import CorpusSpec, corpus_test_split
-from transformer.training.data import DEFAULT_DATA_DIR, DataError, load_split, toy_pairs
+from transformer.training.data import DEFAULT_DATA_ROOT, DataError, load_split, toy_pairs
 from transformer.training.evaluate import score_translations, sequence_accuracy
 from transformer.hub import checkpoint_languages, read_config, read_weights
 from transformer.translator import load_pretrained
@@ -120,7 +120,7 @@ def test_evaluate_record_merges_metrics_and_rewrites_the_card(tmp_path):
 
 
 def multi30k_dir() -> Path | None:
-    path = Path(os.environ.get("MULTI30K_DIR") or ROOT / DEFAULT_DATA_DIR)
+    path = Path(os.environ.get("MULTI30K_DIR") or ROOT / DEFAULT_DATA_ROOT / "multi30k")
     return path if (path / "test_2016_flickr.en.gz").is_file() else None
 
 

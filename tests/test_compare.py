@@ -19,6 +19,11 @@ def attention(src: list[str], tgt_in: list[str], seed: int, layers: int = 2, hea
                      random_attention((layers, heads, T, S), seed + 2), src, tgt_in, tgt_in[1:] + ["<eos>"])
 
 
+def difference_z(view: compare.CompareView) -> np.ndarray:
+    """The A − B numbers the difference map draws (its heatmap's z)."""
+    return np.asarray(view.difference.data[0].z)
+
+
 @pytest.mark.parametrize("kind,layer,head", [("cross", 3, 0), ("encoder", 0, 7), ("decoder", 2, -1)])
 def test_compare_figures_hold_exactly_the_two_results(flagship, kind, layer, head):
     a = flagship.translate("He is reading a book in the garden.", method="greedy")
@@ -34,7 +39,7 @@ def test_compare_figures_hold_exactly_the_two_results(flagship, kind, layer, hea
     assert list(cells[:, 0, 0]) == list(view.pair.layout.yaxis2.ticktext)
     assert list(cells[0, :, 1]) == list(view.pair.layout.xaxis2.ticktext)
     if kind == "encoder":  # same source length: position by position, "▁He→▁She" in the labels
-        np.testing.assert_allclose(view.difference_weights, a.attention.encoder[layer, head]
+        np.testing.assert_allclose(difference_z(view), a.attention.encoder[layer, head]
                                    - b.attention.encoder[layer, head], atol=1e-7)
         assert "He\u2192She" in view.difference.layout.xaxis.ticktext
         assert view.note is None
@@ -45,8 +50,8 @@ def test_a_sentence_compared_with_itself_differs_nowhere(flagship, kind):
     r = flagship.translate("The grey dog bit the baker.", method="beam", beam_size=3)
     again = flagship.translate("The grey dog bit the baker.", method="beam", beam_size=3)
     view = compare.compare_figures(r.attention, again.attention, kind, 1, -1)
-    assert view.note is None and view.difference_weights.shape == getattr(r.attention, kind).shape[-2:]
-    assert np.all(view.difference_weights == 0) and np.all(np.asarray(view.difference.data[0].z) == 0)
+    assert view.note is None and difference_z(view).shape == getattr(r.attention, kind).shape[-2:]
+    assert np.all(difference_z(view) == 0)
     layout = view.difference.layout.coloraxis2
     assert layout.cmid == 0 and layout.cmin == -layout.cmax  # zero is the middle of the scale
 
@@ -57,7 +62,7 @@ def test_difference_aligns_tokens_when_lengths_differ():
     assert compare.align_tokens(a.src_tokens, b.src_tokens) == [(0, 0), (1, 2), (2, 3), (3, 4)]
     view = compare.compare_figures(a, b, "cross", 1, 2)
     expected = a.cross[1, 2] - b.cross[1, 2][:, [0, 2, 3, 4]]
-    np.testing.assert_allclose(view.difference_weights, expected, atol=1e-7)
+    np.testing.assert_allclose(difference_z(view), expected, atol=1e-7)
     assert list(view.difference.layout.xaxis.ticktext) == ["a", "dog", "runs", "&lt;eos&gt;"]
 
 
@@ -67,7 +72,7 @@ def test_no_difference_map_says_why():
     reason = compare.difference_unavailable(a.src_tokens, a.src_tokens, b.src_tokens, b.src_tokens)
     assert reason is not None and "no aligned query token" in reason
     view = compare.compare_figures(a, b, "encoder", 0, 0)
-    assert view.difference_weights is None and view.note == reason
+    assert view.note == reason and not any(trace.type == "heatmap" for trace in view.difference.data)
     assert reason.replace(" ", "") in "".join(a.text for a in view.difference.layout.annotations).replace(" ", "")
     with pytest.raises(ValueError, match="No difference map"):
         compare.difference_map(a.encoder[0, 0], a.src_tokens, a.src_tokens, b.encoder[0, 0], b.src_tokens,

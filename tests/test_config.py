@@ -60,7 +60,7 @@ def test_all_problems_are_reported_at_once():
 def test_edge_values_are_accepted():
     ModelConfig(dropout=0.0)
     ModelConfig(dropout=0.99)
-    ModelConfig(n_encoder_layers=0, n_decoder_layers=0)  # encoder-only heads use 0 decoder layers
+    ModelConfig(n_encoder_layers=0, n_decoder_layers=0)
     ModelConfig(src_vocab_size=4, tgt_vocab_size=4)  # exactly the four specials
     ModelConfig(src_vocab_size=50, tgt_vocab_size=60, tie_embeddings=False)
 

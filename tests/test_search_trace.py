@@ -14,7 +14,7 @@ from test_decoding import sources, tiny_model
 from transformer.model import pad_sequences
 from transformer.decoding import beam_search, greedy_decode, length_penalty_factor
 from transformer.model import Transformer
-from transformer.search_trace import FINISHED, KEPT, PRUNED, ROOT, SearchOutput, SearchTrace
+from transformer.search_trace import FINISHED, KEPT, PRUNED, ROOT, SearchNode, SearchOutput, SearchTrace
 from transformer.translator import load_pretrained
 
 FLAGSHIP = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
@@ -57,6 +57,11 @@ def next_token_log_probs_by_forward(
     return log_probs
 
 
+def step_nodes(trace: SearchTrace, step: int) -> list[SearchNode]:
+    """The nodes recorded at output position `step`, best rank first (as the tree tab lays out a column)."""
+    return sorted((n for n in trace.nodes if n.step == step), key=lambda n: n.rank)
+
+
 def check_against_model(model: Transformer, src_ids: list[int], trace: SearchTrace, max_len: int) -> None:
     """Every node's numbers from teacher-forced passes; every step's candidates the top 2K continuations of
     the beams the step before kept; kept / finished / pruned as the search's rules say."""
@@ -74,11 +79,11 @@ def check_against_model(model: Transformer, src_ids: list[int], trace: SearchTra
         assert node.log_prob == pytest.approx(reference[node.id], abs=TOL)
         assert node.score == pytest.approx(node.log_prob / length_penalty_factor(node.step + 1, trace.length_penalty))
     for step in range(trace.n_steps):
-        live = [0] if step == 0 else [n.id for n in trace.step_nodes(step - 1) if n.status == KEPT]
+        live = [0] if step == 0 else [n.id for n in step_nodes(trace, step - 1) if n.status == KEPT]
         totals = torch.stack([reference[p] + dist[p] for p in live])  # (beams, V)
         n_finite = int(torch.isfinite(totals).sum())
         cut = float(totals.flatten().topk(min(2 * K, n_finite)).values[-1])  # the 2K-th best continuation
-        nodes = trace.step_nodes(step)
+        nodes = step_nodes(trace, step)
         assert len(nodes) == min(2 * K, n_finite)
         assert len({(n.parent, n.token_id) for n in nodes}) == len(nodes)
         assert all(n.parent in live and reference[n.id] >= cut - TOL for n in nodes)  # the top 2K, up to ties
@@ -147,7 +152,7 @@ def test_beam_of_one_records_greedys_path(tr, sentence):
     # final step differ: a beam of one keeps the runner-up as its live beam, greedy does not.
     assert greedy.n_steps == beam1.n_steps
     for step in range(greedy.n_steps):
-        assert [n.token_id for n in greedy.step_nodes(step)] == [n.token_id for n in beam1.step_nodes(step)]
+        assert [n.token_id for n in step_nodes(greedy, step)] == [n.token_id for n in step_nodes(beam1, step)]
 
 
 @pytest.mark.parametrize("method,beam", [("greedy", 1), ("beam", 2), ("beam", 5), ("beam", 10)])

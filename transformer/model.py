@@ -74,10 +74,6 @@ class HeadMask:
             return mask.index_select(0, rows) if mask is not None and mask.dim() == 3 else mask
         return HeadMask(pick(self.encoder), pick(self.decoder), pick(self.cross))
 
-    def n_off(self) -> int:
-        """How many heads (of shared masks) are switched off."""
-        return sum(int((m == 0).sum()) for m in (self.encoder, self.decoder, self.cross) if m is not None)
-
 
 def layer_head_mask(mask: Tensor | None, layer: int) -> Tensor | None:
     """A kind's `(L, H)` or `(B, L, H)` mask -> layer `layer`'s, shaped `(1 or B, H, 1, 1)` like a head's output."""

@@ -190,16 +190,6 @@ def quantize_linear_int8(modules: nn.Module, kernels: Int8Kernels | None = None)
     return out
 
 
-def quantize_linear_int8_per_batch(modules: nn.Module) -> nn.Module:
-    """torch.ao's dynamic quantisation (one activation scale per call: not batch-invariant). What the app
-    served before `RowInt8Linear`; bench/decode_latency.py times it beside."""
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-    with warnings.catch_warnings():  # torch.ao.quantization announces its move to torchao on every call
-        warnings.simplefilter("ignore")
-        return quantize_dynamic(modules, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=False)
-
-
 def row_block_float32(modules: nn.Module) -> nn.Module:
     """A copy of `modules` with every `nn.Linear` a `RowBlockLinear` over the same parameters."""
     return replace_linears(modules, RowBlockLinear)

@@ -67,10 +67,6 @@ class SearchTrace:
     def n_steps(self) -> int:
         return max((n.step for n in self.nodes), default=-1) + 1
 
-    def step_nodes(self, step: int) -> list[SearchNode]:
-        """Nodes recorded at output position `step`, best rank first."""
-        return sorted((n for n in self.nodes if n.step == step), key=lambda n: n.rank)
-
     def path(self, node_id: int) -> list[SearchNode]:
         """The nodes from the first output token to `node_id` (the root excluded)."""
         if not 0 <= node_id < len(self.nodes):

@@ -15,7 +15,7 @@ from tokenizers import Encoding, Regex, Tokenizer, decoders, models, normalizers
 
 PLACEHOLDER = "⟨{}⟩"  # the text of placeholder k (1-based; transformer.placeholders)
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>")  # ids 0, 1, 2, 3, recorded in ModelConfig
-PAD, UNK, BOS, EOS = SPECIAL_TOKENS
+UNK = SPECIAL_TOKENS[1]
 
 
 def _blank_tokenizer() -> Tokenizer:

@@ -1,7 +1,7 @@
 """What a request may ask, checked before any model work: its options, its text's work, the heads it switches
-off, how many requests one session may have running at once, and the page's event data read safely. The one
-module of `transformer/` that imports gradio: every error meant for the user is a `gr.Error` with a plain message
-(`user_error`), raised here or by the modules that call these checks.
+off, how many requests one session may have running at once, and the page's event data read safely. One of the
+few modules of `transformer/` that import gradio (`.importlinter` names them): every error meant for the user is a
+`gr.Error` with a plain message, raised here or, through `user_error`, by modules that never import gradio.
 """
 from __future__ import annotations
 

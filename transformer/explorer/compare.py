@@ -160,8 +160,7 @@ class CompareView:
     """The compare view's figures: A and B side by side, and A − B (or a note saying why not)."""
 
     pair: go.Figure
-    difference: go.Figure
-    difference_weights: np.ndarray | None  # (Tq', Tk') A − B over aligned positions; None when unavailable
+    difference: go.Figure  # its heatmap's z: (Tq', Tk') A − B over aligned positions
     note: str | None  # why there is no difference map
 
 
@@ -232,7 +231,7 @@ def compare_figures(
                        pair_layout)
     note = difference_unavailable(q_a, k_a, q_b, k_b)
     if note:
-        return CompareView(pair, placeholder_figure(note), None, note)
+        return CompareView(pair, placeholder_figure(note), note)
     diff, q, k = difference_map(w_a, q_a, k_a, w_b, q_b, k_b)
     limit = max(float(np.abs(diff).max()), 0.01)  # symmetric, so white is exactly zero
     diff_layout = base_layout(
@@ -248,4 +247,4 @@ def compare_figures(
         font=dict(size=12, color="#555"))]
     _compact(diff_layout, k, bottom=48)
     difference = make_figure([_heatmap(diff, q, k, 0, "coloraxis2", "left \u2212 right")], diff_layout)
-    return CompareView(pair, difference, diff, None)
+    return CompareView(pair, difference, None)

@@ -1,5 +1,6 @@
-"""The beam-search tree and compare tabs' events. Their handlers are wired as they are: their outputs are a
-panel's value (`search_tree.tree_value`, `compare.compare_value`) and a gr.State's."""
+"""The beam-search tree and compare tabs' events. Each returns a panel's value (`search_tree.tree_value`,
+`compare.compare_value`), with the result or compare session kept for the tab's gr.State when it records a search
+or translates; a pick returns the panel's value alone."""
 from __future__ import annotations
 
 from typing import Any

@@ -4,7 +4,7 @@
 layer, head, toggles). `ViewState.from_query(params, models, model_sizes)` reads a page URL's query
 parameters, validating each one: anything unknown, out of range or suspicious falls back to its
 default and is named in the returned notes (the page shows them as text). `to_query()` is the
-inverse; static/explorer.js builds the same parameters in the browser (`shareParams`) to keep the
+inverse; static/share.js builds the same parameters in the browser (`share.params`) to keep the
 address bar in sync. Text from a URL only ever becomes a textbox value, never markup. The tree and compare
 panels read their own kind, layer, head and rows from their event data the same way (`pick_view`).
 

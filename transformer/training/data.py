@@ -30,7 +30,6 @@ from torch import Tensor
 from transformer.model import pad_sequences
 
 DEFAULT_DATA_ROOT = "../shared/data"
-DEFAULT_DATA_DIR = f"{DEFAULT_DATA_ROOT}/multi30k"
 TOY_TASKS = ("copy", "reverse", "sort")
 
 
@@ -187,9 +186,6 @@ class PairDataset:
         """The epoch's batches in order, skipping the first `skip` (already trained on)."""
         for idx in token_batches(self.lengths, max_tokens, seed, epoch)[skip:]:
             yield self.make_batch(idx, pad_id, bos_id, eos_id)
-
-    def n_batches(self, max_tokens: int, seed: int = 0, epoch: int = 0) -> int:
-        return len(token_batches(self.lengths, max_tokens, seed, epoch))
 
 
 def _convert_jsonl(src_dir: Path, out_dir: Path) -> None:

@@ -401,7 +401,7 @@ class Trainer:
         self.save_state()
         return stop
 
-    def request_stop(self, signum: int, frame: object = None) -> None:
+    def request_stop(self, signum: int, _frame: object = None) -> None:
         """Signal handler: finish the current step, save, and export, instead of dying mid-step."""
         log.warning("signal %d: stopping after this step (state and weights are saved; export follows)", signum)
         self.stop_requested = True
