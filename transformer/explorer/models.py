@@ -116,10 +116,6 @@ class ModelService:
         """`result` (a Result or a compare session) kept for its session, within the store's budget."""
         return self.results.keep(result)
 
-    def use(self, result: Any) -> Any:
-        """`result` as an event reads it; a message when the store has released it (`ResultStore.use`)."""
-        return self.results.use(result)
-
     def serving_note(self) -> str:
         """The notes at start-up: which model serves, and in which precision."""
         if self.startup_error or self.default_translator is None:

@@ -4,7 +4,7 @@ maps), and where it is kept: `ResultStore`, one byte budget for the whole proces
 A session's gr.State holds its `Result` object; the store holds the same objects, least recently used first,
 and counts their arrays' bytes. When the total passes the budget, the oldest are released: their arrays
 dropped (the texts stay, so the page's text boxes still read right), and an event that needs them says, in
-words, that the translation is no longer kept (`ResultStore.use`). The text-only API keeps nothing.
+words, that the translation is no longer kept (`ResultStore.using`). The text-only API keeps nothing.
 """
 from __future__ import annotations
 
@@ -297,17 +297,10 @@ class ResultStore:
         with self._lock:
             return id(_root(item)) in self._entries
 
-    def use(self, item: Any) -> Any:
-        """`item`, marked as just used; a `gr.Error` saying so when its arrays were released. Only a check: an
-        event that goes on to read the arrays holds `using`."""
-        if item is not None:
-            with self._lock:
-                self._check(item)
-        return item
-
     @contextmanager
     def using(self, item: Any) -> Iterator[Any]:
-        """`use(item)`, and `item` pinned until the block ends: not released nor trimmed under its reader."""
+        """`item`, marked as just used (a `gr.Error` saying so when its arrays were released), and pinned until the
+        block ends: not released nor trimmed under its reader."""
         if item is None:
             yield item
             return

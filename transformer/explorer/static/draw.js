@@ -1,6 +1,6 @@
 // The explorer's views put on the page: Plotly figures (figures.js, alignment_lines.js) drawn into their
 // containers, the head summary table, the model view's canvas, the decoding step, a map saved for slides and
-// the keyboard's cell on a focus map. Each function draws into the explorer's element `root` (page.html_template's
+// the keyboard's cell on a focus map. Each function draws into the explorer's element `root` (browser.html_template's
 // skeleton) from arrays views.js computed. Figures wait for plotly.js when it is not loaded yet (withPlotly).
 
 import {alignmentFigure, describeAlignment} from "./alignment_lines.js";

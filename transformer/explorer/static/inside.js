@@ -92,7 +92,6 @@ export function initInsidePanel(root, props, watch, trigger) {
   }
 
   function bars(div, v, y, what) {
-    const n = v.keys.length;
     const color = v.keys.map((_, j) => (!v.allowed[j] ? "#d1d5db" : j === v.key ? "#d62728" : "#1f77b4"));
     const text = v.keys.map((_, j) => (!v.allowed[j] ? "masked" : what === "weight" ? t.pct(y[j]) : t.fmt(y[j], 2)));
     const trace = {type: "bar", x: v.keys.map((_, j) => j), y, marker: {color,

@@ -3,7 +3,7 @@
 // these functions draw them, fill the selectors (option labels as textContent: never markup) and send
 // the user's choices back with trigger("pick", {...}) (a custom gr.HTML event, handled in app.py).
 // Layer, head, attention kind and row labels are the explorer's shared state (share.js, `attentionView`),
-// so the attention views, these panels and the page URL agree. An ES module: page.panels_js imports it.
+// so the attention views, these panels and the page URL agree. An ES module: browser.panels_js imports it.
 
 import {attentionView, fitToWindow, withPlotly} from "./share.js";
 

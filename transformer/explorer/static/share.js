@@ -2,7 +2,7 @@
 // {state, share, explorer, viewJson}, kept as window.__attention (tests and benches read it). Whichever part
 // asks first creates it (gradio mounts the components of a tab when it first shows). The URL parameters and
 // their validation are in transformer/explorer/share.py: the server validates a link when the page opens
-// (page.JS_RESTORE applies the result); from then on the address bar follows the view (history.replaceState).
+// (browser.JS_RESTORE applies the result); from then on the address bar follows the view (history.replaceState).
 // An ES module: the explorer, the panels and the page's event functions import it (browser.py).
 
 export function attentionView() {
