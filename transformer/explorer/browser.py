@@ -139,6 +139,15 @@ def stylesheet() -> str:
     return (STATIC_DIR / "explorer.css").read_text(encoding="utf-8")
 
 
+@cache
+def page_head() -> str:
+    """The stylesheet as a <style> of the page's <head> (`demo.launch(head=...)`), exactly as written. Not through
+    gradio's `css=`: gradio adds a second copy of every rule there, each selector under `.gradio-container-<version>
+    .contain`, which outweighs the presentation mode's `body.present ...` rules (body is never inside .contain), so
+    the large type of presentation mode did not apply."""
+    return f'<style id="explorer-css">{stylesheet()}</style>'
+
+
 def head_html() -> str:
     """The <script> that loads plotly.js (the vendored cartesian bundle), through the app's file route, and the
     page's modules fetched beside it (modulepreload): each import then finds its module, and the modules it
