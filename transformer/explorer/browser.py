@@ -57,9 +57,9 @@ def _kind_panel(kind: str) -> str:
         f'<div role="tabpanel" id="panel-{kind}" data-tab="{kind}" aria-labelledby="tab-{kind}">'
         + (ALIGN_SWITCH if kind == "cross" else "") +
         f'<div class="focus-row">{_view(f"focus-{kind}", SAVE_BUTTONS + PLOT)}'
-        f'<div class="side"><h2 class="view-label">Heads: low numbers look at few words, high numbers spread out. '
-        f'Click a cell (or press Enter on it) to show that head; the layer label shows the layer&rsquo;s average. '
-        f'With &ldquo;Click heads to switch them off&rdquo; ticked, a click switches the head off or on.</h2>'
+        f'<div class="side"><h2 class="view-label">Heads: low numbers look at few words, high numbers spread out.'
+        f'<span class="more"> Click a cell (or press Enter on it) to show that head; the layer label shows the layer&rsquo;s average. '
+        f'With &ldquo;Click heads to switch them off&rdquo; ticked, a click switches the head off or on.</span></h2>'
         f'<div id="grid-{kind}" class="grid"></div>'
         f'<p class="note legend">{html.escape(texts.ROLE_LEGEND)}</p></div></div>'
         f'<h2 class="view-label">Every layer (rows) and head (columns); click a map to show it large</h2>'
