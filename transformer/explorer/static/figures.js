@@ -99,7 +99,10 @@ export function heatmapFigure(view, zmax, o) {
     layout.title.text = layout.title.text.replace(/ \u00b7 /g, "<br>");
     layout.margin = {l: 10, r: 10, t: 150, b: 20};
   }
-  const guess = Math.min(((o.width || 800) - 260) / Math.max(view.k.label.length, 1),
+  // the width besides the cells: margins, row labels and the colour bar (presentation mode's margins are smaller);
+  // a guess near the real cell keeps the labels of the first draw those of the second
+  const besides = big ? 200 : 260;
+  const guess = Math.min(((o.width || 800) - besides) / Math.max(view.k.label.length, 1),
     (layout.height - 200) / Math.max(view.q.label.length, 1));
   const angle = layout.xaxis.tickangle, labelled = legibleLabels(layout, view, guess, angle, big);
   return {trace, layout, angle, guess, labelled};
