@@ -241,7 +241,7 @@ def js_enter_tab(tab: str) -> str:
 
 
 def _step_heading(text: str) -> str:
-    return f'<h4 class="inside-step">{text}</h4>'
+    return f'<h3 class="inside-step">{text}</h3>'
 
 
 @cache
@@ -249,7 +249,9 @@ def inside_template() -> str:
     """How one weight is computed, in five steps (each a plot or a sentence, filled by inside.js)."""
     return (
         '<div class="inside explorer" id="inside-panel" data-ready="empty">'
-        '<h3>How this weight is computed <button type="button" class="back">\u2191 back to the map</button></h3>'
+        # h2 and h3: the page's headings go down one level at a time (the tabs' own are h2), whichever tab is open
+        '<h2 class="inside-title">How this weight is computed <button type="button" class="back">\u2191 back to the map'
+        '</button></h2>'
         '<p class="busy note" hidden>Asking the model\u2026</p><p class="message"></p>'
         '<div class="inside-body" hidden>'
         '<p id="inside-title" class="caption"></p>'
@@ -319,8 +321,8 @@ def learn_template() -> str:
 
 
 CSS = """
-.inside h3 {margin: 14px 0 4px; font-size: 1.1em;}
-.inside h3 .back {font-size: 0.8em; font-weight: 400; margin-left: 12px; border: 1px solid #bbb; border-radius: 6px;
+.inside h2.inside-title {margin: 14px 0 4px; font-size: 1.1em;}
+.inside h2.inside-title .back {font-size: 0.8em; font-weight: 400; margin-left: 12px; border: 1px solid #bbb; border-radius: 6px;
   background: white; padding: 1px 8px; cursor: pointer;}
 .inside .inside-step {font-size: 0.95em; font-weight: 600; margin: 14px 0 2px; color: #333;}
 .inside .warn {background: #fff7ed; border-left: 3px solid #f97316; padding: 4px 8px; margin: 4px 0;}
