@@ -87,3 +87,48 @@ def test_presentation_mode_writes_no_text_under_16_px_on_the_first_screen(en_de)
                 assert small == [], (text[:20], kind, small)
         assert errors == []
         page.close()
+
+
+def box(page, selector: str) -> dict | None:
+    return page.evaluate("(s) => { const e = document.querySelector(s); if (!e) return null;"
+                         " const b = e.getBoundingClientRect(); return {x: b.left, y: b.top, right: b.right,"
+                         " bottom: b.bottom, width: b.width, height: b.height}; }", selector)
+
+
+def on_screen(b: dict | None) -> bool:
+    return (b is not None and b["height"] > 0 and b["x"] >= 0 and b["y"] >= 0 and b["right"] <= WIDTH + 0.5
+            and b["bottom"] <= HEIGHT + 0.5)
+
+
+def apart(a: dict, b: dict) -> bool:
+    return (a["right"] <= b["x"] + 0.5 or b["right"] <= a["x"] + 0.5 or a["bottom"] <= b["y"] + 0.5
+            or b["bottom"] <= a["y"] + 0.5)
+
+
+def test_the_weight_panel_opens_beside_the_map_on_one_screen(en_de):
+    """Lesson link 10 (a cell) at 1280x720 in presentation mode: the map and "How this weight is computed" are on
+    one screen without scrolling, the panel clear of the map's cells; another cell keeps the page where it is,
+    and "back to the map" puts the keyboard on the map on screen (not the hidden encoder map)."""
+    from test_stage_lesson import lesson_link
+
+    ready = "(document.querySelector('#inside-panel').dataset.ready || '')"
+    with chromium() as browser:
+        page, (_, _, errors) = open_at(browser, lesson_link(en_de, 10), WIDTH, HEIGHT)
+        page.wait_for_function(f"{ready}.startsWith('cell-cross-')")
+        views_drawn(page)
+        assert page.evaluate("window.scrollY") == 0
+        cells, panel = box(page, "#focus-cross .nsewdrag"), box(page, "#inside-panel")
+        assert on_screen(box(page, "#focus-cross .main-svg")), box(page, "#focus-cross .main-svg")
+        for part in ("#inside-panel .inside-title", "#inside-title", "#inside-qk .main-svg"):
+            assert on_screen(box(page, part)), (part, box(page, part))
+        assert apart(cells, panel), (cells, panel)
+        before = page.evaluate(ready)
+        b = cells
+        page.mouse.click(b["x"] + b["width"] * 0.1, b["y"] + b["height"] * 0.1)
+        page.wait_for_function(f"{ready}.startsWith('cell-cross-') && {ready} !== '{before}'")
+        assert page.evaluate("window.scrollY") == 0
+        page.locator("#inside-panel .back").click()
+        page.wait_for_function("document.activeElement === document.querySelector('#focus-cross .plot')")
+        assert page.evaluate("window.scrollY") == 0
+        assert errors == []
+        page.close()

@@ -27,7 +27,7 @@ from transformer.translator import Translation, Translator
 from .figures import (HIGHLIGHT_COLOR, TRAIN_COLOR, VAL_COLOR, base_layout, figure_json, make_figure,
                       token_axis)
 from .share import head_text, pick_view
-from .token_labels import escape_label, labels, short_label
+from .token_labels import escape_label, labels, named_token, read_tokens, short_label
 
 __all__ = ["SearchView", "record_search", "node_cross_rows", "tree_value", "beam_tree_figure", "tree_layout",
            "node_label", "node_choices", "node_attention_figure"]
@@ -100,8 +100,9 @@ def tree_value(tr: Translator, view: SearchView, node_id: Any = None, data: Any 
     row = cross[layer].mean(axis=0) if head < 0 else cross[layer, head]
     node = trace.nodes[node_id]
     src_tokens = view.translation.src_tokens
-    title = f"Cross-attention when step {node.step + 1} chose {node.token} · layer {layer + 1}, {head_text(head)}"
-    prefix = " ".join(trace.prefix_tokens(node_id))
+    title = (f"Cross-attention when step {node.step + 1} chose {named_token(node.token)} · layer {layer + 1}, "
+             f"{head_text(head)}")
+    prefix = read_tokens(trace.prefix_tokens(node_id))
     return {
         "rev": next(_REVISIONS), "tree_rev": view.rev, "tree": view.tree if with_tree else None,
         "choices": [[label, i] for label, i in choices], "selected": node_id,
@@ -120,13 +121,13 @@ def _number(x: float, digits: int = 2) -> str:
 
 
 def node_label(trace: SearchTrace, node_id: int) -> str:
-    """Plain text naming a node for a selector, e.g. "step 2 · ▁Hund · kept · p 91% · score −0.16 · ▁Ein ▁Hund"."""
+    """Plain text naming a node for a selector, e.g. "step 2 · Hund · kept · p 91% · score −0.16 · Ein Hund"."""
     node = trace.nodes[node_id]
     if node.status == ROOT:
         return "start · <bos>"
     status = f"n-best #{node.nbest_rank + 1}" if node.nbest_rank is not None else node.status
-    prefix = " ".join(trace.prefix_tokens(node_id))
-    return (f"step {node.step + 1} · {node.token} · {status} · p {node.probability:.0%} · "
+    prefix = read_tokens(trace.prefix_tokens(node_id))
+    return (f"step {node.step + 1} · {named_token(node.token)} · {status} · p {node.probability:.0%} · "
             f"score {_number(node.score)} · {prefix}")
 
 
@@ -201,8 +202,8 @@ def _node_hover(trace: SearchTrace, node: SearchNode) -> str:
     status = {KEPT: "kept in the beam", PRUNED: "pruned", FINISHED: "finished"}[node.status]
     if node.nbest_rank is not None:
         status += f", n-best #{node.nbest_rank + 1}"
-    prefix = " ".join(escape_label(t) for t in trace.prefix_tokens(node.id))
-    return (f"step {node.step + 1}: <b>{escape_label(node.token)}</b> ({status})<br>"
+    prefix = escape_label(read_tokens(trace.prefix_tokens(node.id)))
+    return (f"step {node.step + 1}: <b>{escape_label(named_token(node.token))}</b> ({status})<br>"
             f"p(token) = {node.probability:.1%}<br>log p(prefix) = {_number(node.log_prob, 3)}<br>"
             f"score = {_number(node.score, 3)}<br>prefix: {prefix}")
 
