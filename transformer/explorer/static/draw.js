@@ -93,8 +93,9 @@ export function drawHeatmap(root, id, view, zmax, colorscale, onDrawn) {
 export function drawAlignment(root, al, title) {
   const plot = setMessage(root, "focus-cross", null);
   const big = present();
+  // as tall as the window below its top allows (its words and lines on one screen), as the maps are
   const figure = alignmentFigure(al, {title, fontSize: fontSizeOf(big), width: plot.clientWidth || 600,
-    height: big ? 440 : 380});
+    height: fitToWindow(plot, big ? 640 : 560, 320)});
   const draw = nextDraw(plot);
   withPlotly((plotly) => plotly.react(plot, figure.data, figure.layout, PLOT_CONFIG).then(() => {
     if (plot.__draw !== draw) return;
