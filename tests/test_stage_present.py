@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
 
@@ -28,7 +28,8 @@ TEXT_MIN, LABEL_MIN = 16, 12  # px: any text on the first screen; a map's token 
 
 # Every text on screen with its computed font size: HTML text nodes that are seen (inside the window, not
 # hidden, not clipped away or covered: the element at the text's middle is its own), and Plotly's SVG text
-# (tick labels marked: they follow their cells down to LABEL_MIN).
+# (marked `tick`: a figure's labels, its tokens and numbers, which follow their cells down to LABEL_MIN; its
+# titles and colour bar are text like any other).
 VISIBLE_TEXT = """() => { const out = [], W = innerWidth, H = innerHeight;
   const seen = (b) => b.width >= 2 && b.height >= 2 && b.right > 0 && b.bottom > 0 && b.left < W && b.top < H;
   const where = (e) => { const x = e.closest('[id]'); return x ? x.id : e.tagName; };
@@ -45,7 +46,7 @@ VISIBLE_TEXT = """() => { const out = [], W = innerWidth, H = innerHeight;
     if (!t.textContent.trim()) continue; const b = t.getBoundingClientRect(); if (!seen(b)) continue;
     const cs = getComputedStyle(t); if (cs.visibility === 'hidden' || cs.display === 'none' || +cs.opacity === 0) continue;
     out.push({size: parseFloat(cs.fontSize), text: t.textContent.trim().slice(0, 40), where: where(t),
-      tick: Boolean(t.closest('.xtick, .ytick, .x2tick, .y2tick')) && !t.closest('.colorbar')}); }
+      tick: !t.closest('.gtitle, .g-xtitle, .g-ytitle, .g-x2title, .g-y2title, .colorbar')}); }
   return out; }"""
 
 
@@ -130,5 +131,122 @@ def test_the_weight_panel_opens_beside_the_map_on_one_screen(en_de):
         page.locator("#inside-panel .back").click()
         page.wait_for_function("document.activeElement === document.querySelector('#focus-cross .plot')")
         assert page.evaluate("window.scrollY") == 0
+        assert errors == []
+        page.close()
+
+
+# ----------------------------------------------------------------------------- every link shape on one screen
+
+ATTENTION_VIEWS = ("encoder", "decoder", "cross", "align", "steps")
+# what a lesson step reads in each view: the figure, whole, and what it is read with
+NEEDS = {"encoder": ("#focus-encoder .main-svg", "#grid-encoder"), "decoder": ("#focus-decoder .main-svg", "#grid-decoder"),
+         "cross": ("#focus-cross .main-svg", "#grid-cross", "#agreement"), "align": ("#focus-cross .main-svg", "#align"),
+         "steps": ("#step-plot .main-svg", "#step"), "tree": ("#tree-plot .main-svg",),
+         "compare": ("#compare-pair .main-svg", "#compare-diff .main-svg")}
+ORIGINS = ((1920, 1080), (390, 844))  # a resize back to the projector from a fullscreen window and from a phone
+ATTENTION_DRAWN = f"""(align) => {{ const x = {EXPLORER}, e = document.querySelector('#explorer .explorer');
+  if (!x || !x.payload || e.dataset.views !== 'views-' + x.payload.rev) return false;
+  if (x.state.tab === 'steps') return Boolean(document.querySelector('#step-plot .main-svg'));
+  const p = document.querySelector('#focus-' + x.state.tab + ' .plot');
+  return Boolean(p && p.dataset.drawn) && Boolean(p.__alignment) === align; }}"""
+
+
+def show(page, view: str) -> None:
+    """Put `view` on screen in the page's own way (the view state; the app's tabs), and wait for it drawn."""
+    if view == "compare":  # a compare link (tab=compare) opens greedy against beam
+        if "tab=compare" not in page.url:
+            page.goto(page.url.split("?")[0] + "?" + urlencode({**dict(parse_qsl(urlsplit(page.url).query)),
+                                                                "tab": "compare"}))
+        page.wait_for_function("((document.querySelector('#compare-panel') || {}).dataset || {}).ready"
+                               " && document.querySelector('#compare-panel').dataset.ready.startsWith('compare-')")
+        page.wait_for_function("['#compare-pair', '#compare-diff'].every((s) => { const d = document.querySelector(s);"
+                               " return d.hidden || d.dataset.drawn === document.querySelector('#compare-panel')"
+                               ".dataset.ready.slice(8); })")
+        return
+    if view == "tree":
+        page.get_by_role("tab", name="Beam-search tree").click()
+        page.wait_for_function("(document.querySelector('#tree-panel').dataset.ready || '').startsWith('tree-')")
+        page.wait_for_selector(f"{NEEDS[view][0]}")
+        return
+    page.locator("#tab-attention-button").click()
+    kind = "cross" if view == "align" else view
+    page.evaluate(f"{EXPLORER}.update({{tab: '{kind}'}})")
+    if kind == "cross" and page.locator("#align input").is_checked() != (view == "align"):
+        page.locator("#align input").click()
+    page.wait_for_function(ATTENTION_DRAWN, arg=view == "align")
+
+
+def drawn_again(page, view: str, resize) -> None:
+    """Run `resize` and wait for the view on screen drawn again at its new size."""
+    if view == "compare":  # panels.js draws both figures again once the resizing settles
+        before = page.evaluate("document.querySelector('#compare-pair').__draw || 0")
+        resize()
+        page.wait_for_function(f"(document.querySelector('#compare-pair').__draw || 0) > {before}")
+        show(page, view)
+        return
+    if view == "tree":  # Plotly's own resize (the tree is responsive): its drawing takes its place's width
+        resize()
+        page.wait_for_function("(() => { const p = document.querySelector('#tree-plot'), s = p.querySelector('.main-svg');"
+                               " return s && Math.abs(s.getBoundingClientRect().width - p.clientWidth) <= 1; })()")
+        return
+    before = page.evaluate(f"(() => {{ const t = {EXPLORER}.state.tab; const p = document.querySelector("
+                           "t === 'steps' ? '#step-plot' : '#focus-' + t + ' .plot'); return p.__draw || 0; })()")
+    resize()
+    if view != "steps":
+        page.wait_for_function(f"(() => {{ const p = document.querySelector('#focus-' + {EXPLORER}.state.tab + ' .plot');"
+                               f" return (p.__draw || 0) > {before} && Boolean(p.dataset.drawn); }})()")
+    page.wait_for_function(ATTENTION_DRAWN, arg=view == "align")
+
+
+def one_screen(page, view: str, where) -> None:
+    """What `view` needs is whole inside the window, without scrolling; so are the figure's own texts."""
+    assert page.evaluate("window.scrollY") == 0, where
+    over = {"compare": "#compare-fit", "tree": "#tree-fit"}.get(view)
+    if over and page.locator(over).is_visible():
+        # too big for one screen at a readable size: the page says so, on screen, and the figure stays whole
+        assert on_screen(box(page, over)), where
+        figure = NEEDS[view][0].replace(" .main-svg", "")
+        svg, plot = box(page, f"{figure} .main-svg"), box(page, figure)
+        assert svg["bottom"] <= plot["bottom"] + 1 and svg["y"] >= plot["y"] - 1, (where, svg, plot)
+        return
+    for selector in NEEDS[view]:
+        if selector in ("#agreement", "#compare-diff .main-svg") and not page.locator(selector).first.is_visible():
+            continue
+        assert on_screen(box(page, selector)), (where, selector, box(page, selector))
+    figure = NEEDS[view][0].replace(" .main-svg", "")  # its texts are in both of Plotly's layers
+    texts = page.evaluate("(s) => [...document.querySelector(s).querySelectorAll('text')].filter((t) => t.textContent)"
+                          ".map((t) => { const b = t.getBoundingClientRect(); return {x: b.left, y: b.top, right: b.right,"
+                          " bottom: b.bottom, height: b.height, text: t.textContent}; })", figure)
+    assert texts, where
+    cut = [t for t in texts if not on_screen(t)]
+    assert cut == [], (where, cut[:5])
+
+
+@pytest.mark.timeout(600)
+def test_every_link_shape_puts_what_its_step_needs_on_one_screen(en_de):
+    """1280x720, present=1: every tab (the attention views, the alignment drawing, the tree and compare) for a
+    5-word and a 30-word sentence, greedy and beam: what the view needs is on screen whole, as it opens and after
+    a resize from 1920x1080 and from 390x844; no text under 16 px, no map label under 12."""
+    projector = {"width": WIDTH, "height": HEIGHT}
+    with chromium() as browser:
+        page = None
+        for text in (SHORT, LONG):
+            for method in ("greedy", "beam"):
+                url = link(en_de, text, kind="encoder", method=method, beam=4)
+                if page is None:
+                    page, (_, _, errors) = open_at(browser, url, WIDTH, HEIGHT)
+                else:
+                    page.goto(url)
+                    page.wait_for_function(f"(() => {{ const x = {EXPLORER}; return x && x.payload && "
+                                           "x.asked === null; })()")
+                for view in (*ATTENTION_VIEWS, "tree", "compare"):
+                    where = [text[:12], method, view]
+                    show(page, view)
+                    one_screen(page, view, where)
+                    assert too_small(page) == [], where
+                    for w, h in ORIGINS:
+                        drawn_again(page, view, lambda: page.set_viewport_size({"width": w, "height": h}))
+                        drawn_again(page, view, lambda: page.set_viewport_size(projector))
+                        one_screen(page, view, [*where, "from", w, h])
         assert errors == []
         page.close()

@@ -173,6 +173,7 @@ def tree_template() -> str:
         "translation; blue: the other n-best; grey: kept, then dropped; pale: pruned. Orange dashes: greedy "
         "decoding. Hover a node for its probability and score; click it (or choose it below) to see its "
         "prefix and where it looked in the source.</p>"
+        '<p id="tree-fit" class="note" hidden></p>'  # panels.js: when the tree cannot fit the screen
         '<div id="tree-plot" class="plot"></div>'
         '<div class="controls">' + _select("tree-node", "Node") + _select("tree-layer", "Layer")
         + _select("tree-head", "Head") + "</div>"
@@ -194,6 +195,7 @@ def compare_template() -> str:
         f'<div class="compare-texts">{side.format("left")}{side.format("right")}</div>'
         '<div class="controls">' + _select("compare-kind", "Attention") + _select("compare-layer", "Layer")
         + _select("compare-head", "Head") + "</div>"
+        '<p id="compare-fit" class="note" hidden></p>'  # panels.js: when the maps cannot fit the screen
         '<div class="compare-figures"><div id="compare-pair" class="plot"></div>'
         '<div id="compare-diff" class="plot"></div></div>'
         '<p id="compare-note" class="note" hidden></p>'

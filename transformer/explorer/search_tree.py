@@ -35,6 +35,7 @@ __all__ = ["SearchView", "record_search", "node_cross_rows", "tree_value", "beam
 BEST_COLOR, NBEST_COLOR, DROPPED_COLOR, PRUNED_COLOR = HIGHLIGHT_COLOR, TRAIN_COLOR, "#7f7f7f", "#c7c7c7"
 GREEDY_COLOR = VAL_COLOR
 MINUS = "\u2212"
+LABEL_PX = 12  # a node's token and its score: the smallest label the page writes (figures.js LABEL_MIN)
 _REVISIONS = itertools.count(1)
 
 
@@ -308,7 +309,7 @@ def _group_markers(trace: SearchTrace, key: str, members: Sequence[SearchNode], 
         x=[x[n.id] for n in members], y=[y[n.id] for n in members], mode="markers+text", name=name,
         # finished nodes are labelled with their score instead (`_score_labels`)
         text=[short_label(n.token, max_chars) if n.status != FINISHED and labelled else "" for n in members],
-        textposition="top center", textfont=dict(size=11, color=color if key != "pruned" else "#999"),
+        textposition="top center", textfont=dict(size=LABEL_PX, color=color if key != "pruned" else "#999"),
         marker=dict(size=size, color=color, opacity=opacity, line=dict(width=1, color="white"),
                     symbol=["square" if n.status == FINISHED else "x" if n.status == PRUNED and
                             n.token_id == eos_id else "circle" for n in members]),
@@ -323,7 +324,7 @@ def _score_labels(finished: Sequence[SearchNode], x: dict[int, float], y: dict[i
         x=[x[n.id] for n in finished], y=[y[n.id] for n in finished], mode="text", showlegend=False,
         text=[(f"#{n.nbest_rank + 1} " if n.nbest_rank is not None else "") + _number(n.score) for n in finished],
         textposition="middle right", hoverinfo="skip", cliponaxis=False,
-        textfont=dict(size=11, color=[BEST_COLOR if n.nbest_rank == 0 else NBEST_COLOR if n.nbest_rank is not None
+        textfont=dict(size=LABEL_PX, color=[BEST_COLOR if n.nbest_rank == 0 else NBEST_COLOR if n.nbest_rank is not None
                                       else DROPPED_COLOR for n in finished]),
     )
 
@@ -338,7 +339,7 @@ def _divergence_note(step: int) -> dict[str, Any]:
     """The annotation over `_divergence_line`."""
     return dict(x=step + 1, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
                 text=f"step {step + 1}: best beam leaves greedy",
-                font=dict(size=12, color=GREEDY_COLOR), bgcolor="rgba(255,255,255,0.85)")
+                font=dict(size=LABEL_PX, color=GREEDY_COLOR), bgcolor="rgba(255,255,255,0.85)")
 
 
 def _tree_figure_layout(title: str, n_cols: int, y_all: Sequence[float], annotations: list[dict[str, Any]],
@@ -399,7 +400,7 @@ def _greedy_overlay(trace: SearchTrace, greedy: SearchTrace, x: dict[int, float]
         x=[float(n.step + 1) for n in outside], y=[lane] * len(outside), mode="markers+text", showlegend=False,
         marker=dict(size=10, color=GREEDY_COLOR, symbol=["square" if n.status == FINISHED else "diamond"
                                                          for n in outside]),
-        text=labels, textposition="bottom center", textfont=dict(size=11, color=GREEDY_COLOR),
+        text=labels, textposition="bottom center", textfont=dict(size=LABEL_PX, color=GREEDY_COLOR),
         hovertext=["greedy, " + _node_hover(greedy, n) for n in outside], hovertemplate="%{hovertext}<extra></extra>",
         cliponaxis=False,
     )
