@@ -120,7 +120,7 @@ def test_the_weight_panel_opens_beside_the_map_on_one_screen(en_de):
         assert page.evaluate("window.scrollY") == 0
         cells, panel = box(page, "#focus-cross .nsewdrag"), box(page, "#inside-panel")
         assert on_screen(box(page, "#focus-cross .main-svg")), box(page, "#focus-cross .main-svg")
-        for part in ("#inside-panel .inside-title", "#inside-title", "#inside-qk .main-svg"):
+        for part in ("#inside-title", "#inside-qk .main-svg", "#inside-panel .inside-title"):
             assert on_screen(box(page, part)), (part, box(page, part))
         assert apart(cells, panel), (cells, panel)
         before = page.evaluate(ready)
