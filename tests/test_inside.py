@@ -86,6 +86,9 @@ def test_the_panels_numbers_reproduce_the_maps_row(inside, result, kind, layer, 
     np.testing.assert_allclose(summed, value["output"], atol=1e-5)
     assert value["output_norm"] == pytest.approx(float(np.linalg.norm(value["output"])), rel=1e-5)
     assert value["head_on"] and value["d_k"] == 32
+    # tokens named as the maps name them: no word-start mark "▁", read as a stray space inside quotes
+    named = [value["query_token"], value["key_token"], *value["keys"]]
+    assert not [t for t in named if t != t.strip() or "\u2581" in t], named
 
 
 def test_decoder_rows_show_the_future_as_masked(inside, result):

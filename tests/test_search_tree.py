@@ -5,6 +5,7 @@ import pytest
 
 from test_figures import EVIL, assert_no_raw_tag
 from transformer.explorer import search_tree
+from transformer.explorer.token_labels import read_tokens
 from transformer.search_trace import FINISHED, PRUNED, ROOT
 
 # Our own sentences, never Multi30k text.
@@ -103,7 +104,11 @@ def test_node_choices_name_prefixes(long_pair):
     best_end = trace.nbest[0]
     label = dict((i, s) for s, i in choices)[best_end]
     assert label.startswith(f"step {trace.nodes[best_end].step + 1} · <eos> · n-best #1")
-    assert label.endswith(" ".join(trace.prefix_tokens(best_end)))
+    assert label.endswith(read_tokens(trace.prefix_tokens(best_end)))
+    # the tokens as the maps name them: no word-start mark "▁" in a label or a hover
+    assert not [s for s, _ in choices if "\u2581" in s]
+    hovers = [h for t in node_traces(search_tree.beam_tree_figure(trace)) for h in (t.hovertext or ())]
+    assert hovers and not [h for h in hovers if "\u2581" in h]
 
 
 def test_pruned_candidates_lose_their_labels_only_in_a_wide_long_search(flagship, long_pair):

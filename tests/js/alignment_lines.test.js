@@ -3,7 +3,7 @@
 import assert from "node:assert";
 import test from "node:test";
 
-import {alignmentFigure, describeAlignment, rowPositions, wordAlignment} from
+import {alignmentFigure, describeAlignment, rowPositions, wordAlignment, wordLabels} from
   "../../transformer/explorer/static/alignment_lines.js";
 import {needs, pythonCases} from "./cases.js";
 
@@ -71,4 +71,22 @@ test("long rows slant their words; both rows stay within the figure, the shorter
   assert.strictEqual(figure.layout.shapes.length, 12);
   assert.strictEqual(figure.layout.annotations.length, 24);
   assert.ok(figure.layout.annotations.every((a) => a.textangle === -45));
+});
+
+test("a long sentence's words stay readable and apart: smaller, standing, then thinned, and the title says so", () => {
+  for (const n of [12, 20, 35, 60]) {
+    for (const width of [480, 900]) {
+      const words = Array.from({length: n}, (_, i) => `word${i}`);
+      const fit = wordLabels(words, n, width, 20);
+      const pitch = (width - 80) / n, across = fit.angle === -45 ? pitch * Math.SQRT1_2 : pitch;
+      assert.ok(fit.size >= 12, `n ${n} width ${width}: ${fit.size} px`);
+      assert.ok(fit.angle === 0 || fit.step * across >= 1.25 * fit.size, `n ${n} width ${width}: words run into each other`);
+    }
+  }
+  const many = info([...Array.from({length: 40}, (_, i) => `\u2581w${i}`), "<eos>"]);
+  const w = Array.from({length: 41}, (_, i) => Array.from({length: 41}, (_, j) => (i === j ? 1 : 0)));
+  const figure = alignmentFigure(wordAlignment(w, many, many), {title: "t", width: 480, height: 560});
+  assert.ok(figure.layout.title.text.includes("word written; hover for all"));
+  assert.ok(figure.layout.annotations.length < 80 && figure.layout.annotations.every((a) => a.font.size >= 12));
+  assert.strictEqual(figure.layout.height, 560);  // the height asked for, its words' room included
 });

@@ -82,10 +82,10 @@ test("fitted labels never overlap, shrink the font before leaving any out, and l
         const layout = {xaxis: {}, yaxis: {}};
         const key = legibleLabels(layout, {q: {label: labels}, k: {label: labels}}, cell, angle, big);
         const size = layout.xaxis.tickfont.size, step = Number(key.split("|")[2]);
-        assert.ok(size >= 10 && size <= (big ? 20 : 14), `size ${size}`);
+        assert.ok(size >= 12 && size <= (big ? 20 : 14), `size ${size}`);
         assert.ok(step * cell >= 1.25 * size, "a label and its air fit between two written labels");
         assert.ok(step === 1 || (step - 1) * cell < 1.25 * size, "no more labels left out than needed");
-        if (cell >= 12.5) assert.strictEqual(step, 1, "at 10 px every label fits: none is left out");
+        if (cell >= 15) assert.strictEqual(step, 1, "at 12 px every label fits: none is left out");
         const kept = layout.xaxis.ticktext.filter((t) => t !== "");
         assert.deepStrictEqual(kept, labels.filter((_, i) => i % step === 0));
         assert.deepStrictEqual(layout.yaxis.ticktext, layout.xaxis.ticktext);

@@ -120,4 +120,8 @@ test("the agreement note: the opening read-out's sentence, another read-out's nu
   assert.strictEqual(agreementText(withHeads, stateOf({tab: "cross", layer: 1, head: 0})), "");
   assert.strictEqual(agreementText(withHeads, stateOf({tab: "encoder", layer: 1, head: MEAN})), "");
   assert.strictEqual(agreementText(withHeads, stateOf({tab: "cross", layer: 1, head: MEAN, measure: "norm"})), "");
+  // switched off: the note's numbers were the intact head's (the layer's mean too)
+  assert.strictEqual(agreementText(withHeads, stateOf({tab: "cross", layer: 0, head: 3, rows: "decoder input token",
+    off: [["cross", 0, 3]]})), "");
+  assert.strictEqual(agreementText(withHeads, stateOf({tab: "cross", layer: 1, head: MEAN, off: [["cross", 1, 1]]})), "");
 });

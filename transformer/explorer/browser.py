@@ -57,9 +57,9 @@ def _kind_panel(kind: str) -> str:
         f'<div role="tabpanel" id="panel-{kind}" data-tab="{kind}" aria-labelledby="tab-{kind}">'
         + (ALIGN_SWITCH if kind == "cross" else "") +
         f'<div class="focus-row">{_view(f"focus-{kind}", SAVE_BUTTONS + PLOT)}'
-        f'<div class="side"><h2 class="view-label">Heads: low numbers look at few words, high numbers spread out. '
-        f'Click a cell (or press Enter on it) to show that head; the layer label shows the layer&rsquo;s average. '
-        f'With &ldquo;Click heads to switch them off&rdquo; ticked, a click switches the head off or on.</h2>'
+        f'<div class="side"><h2 class="view-label">Heads: low numbers look at few words, high numbers spread out.'
+        f'<span class="more"> Click a cell (or press Enter on it) to show that head; the layer label shows the layer&rsquo;s average. '
+        f'With &ldquo;Click heads to switch them off&rdquo; ticked, a click switches the head off or on.</span></h2>'
         f'<div id="grid-{kind}" class="grid"></div>'
         f'<p class="note legend">{html.escape(texts.ROLE_LEGEND)}</p></div></div>'
         f'<h2 class="view-label">Every layer (rows) and head (columns); click a map to show it large</h2>'
@@ -139,6 +139,15 @@ def stylesheet() -> str:
     return (STATIC_DIR / "explorer.css").read_text(encoding="utf-8")
 
 
+@cache
+def page_head() -> str:
+    """The stylesheet as a <style> of the page's <head> (`demo.launch(head=...)`), exactly as written. Not through
+    gradio's `css=`: gradio adds a second copy of every rule there, each selector under `.gradio-container-<version>
+    .contain`, which outweighs the presentation mode's `body.present ...` rules (body is never inside .contain), so
+    the large type of presentation mode did not apply."""
+    return f'<style id="explorer-css">{stylesheet()}</style>'
+
+
 def head_html() -> str:
     """The <script> that loads plotly.js (the vendored cartesian bundle), through the app's file route, and the
     page's modules fetched beside it (modulepreload): each import then finds its module, and the modules it
@@ -164,6 +173,7 @@ def tree_template() -> str:
         "translation; blue: the other n-best; grey: kept, then dropped; pale: pruned. Orange dashes: greedy "
         "decoding. Hover a node for its probability and score; click it (or choose it below) to see its "
         "prefix and where it looked in the source.</p>"
+        '<p id="tree-fit" class="note" hidden></p>'  # panels.js: when the tree cannot fit the screen
         '<div id="tree-plot" class="plot"></div>'
         '<div class="controls">' + _select("tree-node", "Node") + _select("tree-layer", "Layer")
         + _select("tree-head", "Head") + "</div>"
@@ -185,6 +195,7 @@ def compare_template() -> str:
         f'<div class="compare-texts">{side.format("left")}{side.format("right")}</div>'
         '<div class="controls">' + _select("compare-kind", "Attention") + _select("compare-layer", "Layer")
         + _select("compare-head", "Head") + "</div>"
+        '<p id="compare-fit" class="note" hidden></p>'  # panels.js: when the maps cannot fit the screen
         '<div class="compare-figures"><div id="compare-pair" class="plot"></div>'
         '<div id="compare-diff" class="plot"></div></div>'
         '<p id="compare-note" class="note" hidden></p>'
@@ -243,7 +254,7 @@ def js_enter_tab(tab: str) -> str:
 
 
 def _step_heading(text: str) -> str:
-    return f'<h4 class="inside-step">{text}</h4>'
+    return f'<h3 class="inside-step">{text}</h3>'
 
 
 @cache
@@ -251,7 +262,9 @@ def inside_template() -> str:
     """How one weight is computed, in five steps (each a plot or a sentence, filled by inside.js)."""
     return (
         '<div class="inside explorer" id="inside-panel" data-ready="empty">'
-        '<h3>How this weight is computed <button type="button" class="back">\u2191 back to the map</button></h3>'
+        # h2 and h3: the page's headings go down one level at a time (the tabs' own are h2), whichever tab is open
+        '<h2 class="inside-title">How this weight is computed <button type="button" class="back">\u2191 back to the map'
+        '</button></h2>'
         '<p class="busy note" hidden>Asking the model\u2026</p><p class="message"></p>'
         '<div class="inside-body" hidden>'
         '<p id="inside-title" class="caption"></p>'
@@ -321,8 +334,8 @@ def learn_template() -> str:
 
 
 CSS = """
-.inside h3 {margin: 14px 0 4px; font-size: 1.1em;}
-.inside h3 .back {font-size: 0.8em; font-weight: 400; margin-left: 12px; border: 1px solid #bbb; border-radius: 6px;
+.inside h2.inside-title {margin: 14px 0 4px; font-size: 1.1em;}
+.inside h2.inside-title .back {font-size: 0.8em; font-weight: 400; margin-left: 12px; border: 1px solid #bbb; border-radius: 6px;
   background: white; padding: 1px 8px; cursor: pointer;}
 .inside .inside-step {font-size: 0.95em; font-weight: 600; margin: 14px 0 2px; color: #333;}
 .inside .warn {background: #fff7ed; border-left: 3px solid #f97316; padding: 4px 8px; margin: 4px 0;}

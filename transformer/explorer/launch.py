@@ -36,11 +36,12 @@ GENERATION: ContextVar[int | None] = ContextVar("generation", default=None)
 
 
 def launch_options() -> dict[str, Any]:
-    """What `python app.py` passes to `demo.launch` (Gradio 6 takes theme and css here, not in Blocks)."""
+    """What `python app.py` passes to `demo.launch` (Gradio 6 takes theme and head here, not in Blocks; the
+    stylesheet goes in the head, not `css=`: `browser.page_head`)."""
     return dict(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                 server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
                 share=False, allowed_paths=None, ssr_mode=False, mcp_server=False, show_error=False,
-                state_session_capacity=200, css=browser.stylesheet(), theme=gr.themes.Default(),
+                state_session_capacity=200, head=browser.page_head(), theme=gr.themes.Default(),
                 max_file_size=limits.MAX_UPLOAD, app_kwargs={"middleware": [Middleware(RevalidateModules)]})
 
 

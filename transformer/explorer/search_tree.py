@@ -27,7 +27,7 @@ from transformer.translator import Translation, Translator
 from .figures import (HIGHLIGHT_COLOR, TRAIN_COLOR, VAL_COLOR, base_layout, figure_json, make_figure,
                       token_axis)
 from .share import head_text, pick_view
-from .token_labels import escape_label, labels, short_label
+from .token_labels import escape_label, labels, named_token, read_tokens, short_label
 
 __all__ = ["SearchView", "record_search", "node_cross_rows", "tree_value", "beam_tree_figure", "tree_layout",
            "node_label", "node_choices", "node_attention_figure"]
@@ -35,6 +35,7 @@ __all__ = ["SearchView", "record_search", "node_cross_rows", "tree_value", "beam
 BEST_COLOR, NBEST_COLOR, DROPPED_COLOR, PRUNED_COLOR = HIGHLIGHT_COLOR, TRAIN_COLOR, "#7f7f7f", "#c7c7c7"
 GREEDY_COLOR = VAL_COLOR
 MINUS = "\u2212"
+LABEL_PX = 12  # a node's token and its score: the smallest label the page writes (figures.js LABEL_MIN)
 _REVISIONS = itertools.count(1)
 
 
@@ -100,8 +101,9 @@ def tree_value(tr: Translator, view: SearchView, node_id: Any = None, data: Any 
     row = cross[layer].mean(axis=0) if head < 0 else cross[layer, head]
     node = trace.nodes[node_id]
     src_tokens = view.translation.src_tokens
-    title = f"Cross-attention when step {node.step + 1} chose {node.token} · layer {layer + 1}, {head_text(head)}"
-    prefix = " ".join(trace.prefix_tokens(node_id))
+    title = (f"Cross-attention when step {node.step + 1} chose {named_token(node.token)} · layer {layer + 1}, "
+             f"{head_text(head)}")
+    prefix = read_tokens(trace.prefix_tokens(node_id))
     return {
         "rev": next(_REVISIONS), "tree_rev": view.rev, "tree": view.tree if with_tree else None,
         "choices": [[label, i] for label, i in choices], "selected": node_id,
@@ -120,13 +122,13 @@ def _number(x: float, digits: int = 2) -> str:
 
 
 def node_label(trace: SearchTrace, node_id: int) -> str:
-    """Plain text naming a node for a selector, e.g. "step 2 · ▁Hund · kept · p 91% · score −0.16 · ▁Ein ▁Hund"."""
+    """Plain text naming a node for a selector, e.g. "step 2 · Hund · kept · p 91% · score −0.16 · Ein Hund"."""
     node = trace.nodes[node_id]
     if node.status == ROOT:
         return "start · <bos>"
     status = f"n-best #{node.nbest_rank + 1}" if node.nbest_rank is not None else node.status
-    prefix = " ".join(trace.prefix_tokens(node_id))
-    return (f"step {node.step + 1} · {node.token} · {status} · p {node.probability:.0%} · "
+    prefix = read_tokens(trace.prefix_tokens(node_id))
+    return (f"step {node.step + 1} · {named_token(node.token)} · {status} · p {node.probability:.0%} · "
             f"score {_number(node.score)} · {prefix}")
 
 
@@ -201,8 +203,8 @@ def _node_hover(trace: SearchTrace, node: SearchNode) -> str:
     status = {KEPT: "kept in the beam", PRUNED: "pruned", FINISHED: "finished"}[node.status]
     if node.nbest_rank is not None:
         status += f", n-best #{node.nbest_rank + 1}"
-    prefix = " ".join(escape_label(t) for t in trace.prefix_tokens(node.id))
-    return (f"step {node.step + 1}: <b>{escape_label(node.token)}</b> ({status})<br>"
+    prefix = escape_label(read_tokens(trace.prefix_tokens(node.id)))
+    return (f"step {node.step + 1}: <b>{escape_label(named_token(node.token))}</b> ({status})<br>"
             f"p(token) = {node.probability:.1%}<br>log p(prefix) = {_number(node.log_prob, 3)}<br>"
             f"score = {_number(node.score, 3)}<br>prefix: {prefix}")
 
@@ -307,7 +309,7 @@ def _group_markers(trace: SearchTrace, key: str, members: Sequence[SearchNode], 
         x=[x[n.id] for n in members], y=[y[n.id] for n in members], mode="markers+text", name=name,
         # finished nodes are labelled with their score instead (`_score_labels`)
         text=[short_label(n.token, max_chars) if n.status != FINISHED and labelled else "" for n in members],
-        textposition="top center", textfont=dict(size=11, color=color if key != "pruned" else "#999"),
+        textposition="top center", textfont=dict(size=LABEL_PX, color=color if key != "pruned" else "#999"),
         marker=dict(size=size, color=color, opacity=opacity, line=dict(width=1, color="white"),
                     symbol=["square" if n.status == FINISHED else "x" if n.status == PRUNED and
                             n.token_id == eos_id else "circle" for n in members]),
@@ -322,7 +324,7 @@ def _score_labels(finished: Sequence[SearchNode], x: dict[int, float], y: dict[i
         x=[x[n.id] for n in finished], y=[y[n.id] for n in finished], mode="text", showlegend=False,
         text=[(f"#{n.nbest_rank + 1} " if n.nbest_rank is not None else "") + _number(n.score) for n in finished],
         textposition="middle right", hoverinfo="skip", cliponaxis=False,
-        textfont=dict(size=11, color=[BEST_COLOR if n.nbest_rank == 0 else NBEST_COLOR if n.nbest_rank is not None
+        textfont=dict(size=LABEL_PX, color=[BEST_COLOR if n.nbest_rank == 0 else NBEST_COLOR if n.nbest_rank is not None
                                       else DROPPED_COLOR for n in finished]),
     )
 
@@ -337,7 +339,7 @@ def _divergence_note(step: int) -> dict[str, Any]:
     """The annotation over `_divergence_line`."""
     return dict(x=step + 1, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
                 text=f"step {step + 1}: best beam leaves greedy",
-                font=dict(size=12, color=GREEDY_COLOR), bgcolor="rgba(255,255,255,0.85)")
+                font=dict(size=LABEL_PX, color=GREEDY_COLOR), bgcolor="rgba(255,255,255,0.85)")
 
 
 def _tree_figure_layout(title: str, n_cols: int, y_all: Sequence[float], annotations: list[dict[str, Any]],
@@ -398,7 +400,7 @@ def _greedy_overlay(trace: SearchTrace, greedy: SearchTrace, x: dict[int, float]
         x=[float(n.step + 1) for n in outside], y=[lane] * len(outside), mode="markers+text", showlegend=False,
         marker=dict(size=10, color=GREEDY_COLOR, symbol=["square" if n.status == FINISHED else "diamond"
                                                          for n in outside]),
-        text=labels, textposition="bottom center", textfont=dict(size=11, color=GREEDY_COLOR),
+        text=labels, textposition="bottom center", textfont=dict(size=LABEL_PX, color=GREEDY_COLOR),
         hovertext=["greedy, " + _node_hover(greedy, n) for n in outside], hovertemplate="%{hovertext}<extra></extra>",
         cliponaxis=False,
     )

@@ -21,7 +21,7 @@ from transformer.placeholders import placeholder_text
 from transformer.tokenizer import SPECIAL_TOKENS
 
 __all__ = ["WORD_MARK", "HIDDEN_BY_DEFAULT", "PLACEHOLDER_TOKEN", "escape_label", "display_token", "choice_label",
-           "labels", "short_label", "word_groups", "token_text"]
+           "labels", "short_label", "word_groups", "token_text", "named_token", "read_tokens"]
 
 WORD_MARK = "\u2581"  # "▁", SentencePiece's word-start mark
 PLACEHOLDER_TOKEN = re.compile(r"⟨\d⟩")  # a name or number the model reads as one token (transformer.placeholders)
@@ -68,6 +68,7 @@ def labels(tokens: Sequence[str]) -> list[str]:
 
 def short_label(token: str, max_chars: int) -> str:
     """The token cut to `max_chars` characters (with "…"), then escaped."""
+    token = display_token(token)
     return escape_label(token if len(token) <= max_chars else token[: max_chars - 1] + "\u2026")
 
 
@@ -105,3 +106,14 @@ def token_text(token: str, entities: Sequence[str] = ()) -> str:
         if token == placeholder_text(k):
             return f"{token} {entity}"
     return token.replace(WORD_MARK, " ") if token != WORD_MARK else SPACE
+
+
+def named_token(token: str, entities: Sequence[str] = ()) -> str:
+    """A token named on its own (quoted in a sentence, a hover): as the maps' labels show it (`display_token`: no
+    "▁", which read as a stray space inside quotes), a placeholder with its entity."""
+    return token_text(token, entities) if PLACEHOLDER_TOKEN.fullmatch(token) else display_token(token)
+
+
+def read_tokens(tokens: Sequence[str]) -> str:
+    """Tokens read as the text they make ("▁Ein", "▁Hund" -> "Ein Hund")."""
+    return "".join(token_text(t) for t in tokens).strip()

@@ -20,7 +20,7 @@ from transformer.translator import Attention
 
 from .share import ROWS_PREDICTED
 from .texts import KIND_TITLES
-from .token_labels import token_text
+from .token_labels import named_token
 
 __all__ = ["inside_value", "read_cell", "KIND_NAMES"]
 
@@ -75,10 +75,10 @@ def inside_value(row: HeadRow, att: Attention, key: int, rows: str = ROWS_PREDIC
     return {
         "kind": row.kind, "kind_name": KIND_NAMES[row.kind], "layer": row.layer, "head": row.head,
         "query": i, "key": key, "d_k": d_k, "sqrt_d_k": math.sqrt(d_k), "head_on": row.head_on,
-        "query_token": token_text(label, entities), "query_input": token_text(q_in[i], entities),
-        "query_predicts": token_text(q_out[i], entities) if row.kind != "encoder" else None,
-        "key_token": token_text(keys[key], entities),
-        "keys": [token_text(t, entities) for t in keys],
+        "query_token": named_token(label, entities), "query_input": named_token(q_in[i], entities),
+        "query_predicts": named_token(q_out[i], entities) if row.kind != "encoder" else None,
+        "key_token": named_token(keys[key], entities),
+        "keys": [named_token(t, entities) for t in keys],
         "q": _floats(row.q), "k": _floats(row.keys[key]), "products": _floats(products),
         "dot": float(products.double().sum()), "score": float(row.scores[key]),
         "scores": _floats(row.scores), "allowed": [bool(a) for a in row.allowed.tolist()],

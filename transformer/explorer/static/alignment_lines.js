@@ -4,6 +4,8 @@
 // is a link that alignment.json's precision and recall count. A pure ES module (draw.js imports it), unit-tested
 // under Node against alignment.py's own answers (tests/js/alignment_lines.test.js).
 
+import {LABEL_MIN} from "./figures.js";
+
 // An axis's words as alignment.py counts them: the payload's word groups (token_labels.word_groups) that hold a piece
 // other than <bos>/<eos>/<pad>, in order; `pieces[w]` lists the positions of word w's non-special pieces.
 export function alignmentWords(info) {
@@ -46,20 +48,36 @@ export function rowPositions(n, m) {
   return Array.from({length: n}, (_, i) => start + step * (i + 0.5));
 }
 
+// How a row of `n` words is written in `width` px (legibleLabels' rule for a map's labels): upright where the
+// longest fits its share, else slanted at -45 degrees where the space across the slant holds a line of text, else
+// standing (-90); the font follows the room down to LABEL_MIN px, and past that only every `step`-th word is
+// written (hover names every word). `extent`: the height (px) the written words take above or below their row.
+export function wordLabels(words, n, width, fontSize) {
+  const longest = Math.max(1, ...words.map((w) => String(w).length));
+  const pitch = Math.max(width - 80, 1) / Math.max(n, 1);  // px between two words of the longer row
+  let size = Math.max(LABEL_MIN, Math.min(fontSize + 2, Math.floor(900 / Math.max(n, 1))));
+  if (n <= 10 && longest * size * 0.6 <= pitch * 0.92) return {angle: 0, size, step: 1, extent: size * 1.4};
+  const across = pitch * Math.SQRT1_2;  // the room between two slanted words, across their slant
+  const angle = across >= 1.25 * LABEL_MIN ? -45 : -90;
+  size = Math.max(LABEL_MIN, Math.min(fontSize + 2, Math.floor((angle === -45 ? across : pitch) / 1.25)));
+  const step = Math.ceil(1.25 * size / (angle === -45 ? across : pitch));
+  const extent = longest * size * 0.6 * (angle === -45 ? Math.SQRT1_2 : 1) + size;
+  return {angle, size, step, extent};
+}
+
 // The Plotly figure of an alignment: one line (a layout shape) per link, darker and wider as its weight grows,
 // the words as text at y = 1 (source) and y = 0 (translation), each word's links in its hover text.
-// `opts`: {title, fontSize, height (slanted words add their room), width (of the plot, in px), sourceName,
-// targetName}.
+// `opts`: {title, fontSize, height (the whole figure's, its words' room included), width (of the plot, in px),
+// sourceName, targetName}. Words that cannot all be written at a readable size are thinned, and the title says so.
 export function alignmentFigure(al, opts) {
-  const o = Object.assign({title: "", fontSize: 14, height: 360, width: 900, sourceName: "source",
+  const o = Object.assign({title: "", fontSize: 14, height: 380, width: 900, sourceName: "source",
     targetName: "translation"}, opts || {});
   const xs = rowPositions(al.source.label.length, al.target.label.length);
   const xt = rowPositions(al.target.label.length, al.source.label.length);
   const n = Math.max(al.source.label.length, al.target.label.length);
-  const size = Math.max(9, Math.min(o.fontSize + 2, Math.floor(900 / Math.max(n, 1))));
-  // words slanted where the longest would not fit its share of the row (a character is about 0.6 em wide)
-  const longest = Math.max(0, ...al.source.label.concat(al.target.label).map((w) => String(w).length));
-  const tilt = n > 10 || longest * size * 0.6 > (o.width - 80) / Math.max(n, 1) * 0.92;
+  const fit = wordLabels(al.source.label.concat(al.target.label), n, o.width, o.fontSize);
+  const {size, angle, step} = fit;
+  const shown = (labels) => labels.map((w, i) => (i % step ? "" : w));
   const pct = (v) => `${(v * 100).toFixed(0)}%`;
   const shapes = al.links.map((l) => ({type: "line", xref: "x", yref: "y", x0: xs[l.source], y0: 1,
     x1: xt[l.target], y1: 0, layer: "below",
@@ -75,19 +93,27 @@ export function alignmentFigure(al, opts) {
     textfont: {size}, marker: {size: 7, color: "#1f77b4"}, hovertemplate: "%{customdata}<extra></extra>"});
   const data = [row(xs, 1, al.source.label, srcHover, "top center", o.sourceName),
     row(xt, 0, al.target.label, tgtHover, "bottom center", o.targetName)];
-  if (tilt) {  // scatter text cannot rotate: long rows' words go in slanted annotations instead
+  if (angle) {  // scatter text cannot rotate: long rows' words go in slanted annotations instead
     data.forEach((d) => { d.mode = "markers"; });
   }
-  const annotations = tilt ? [
-    ...al.source.label.map((text, i) => ({text, x: xs[i], y: 1, xref: "x", yref: "y", showarrow: false,
-      textangle: -45, xanchor: "left", yanchor: "bottom", yshift: 6, font: {size}})),
-    ...al.target.label.map((text, i) => ({text, x: xt[i], y: 0, xref: "x", yref: "y", showarrow: false,
-      textangle: -45, xanchor: "right", yanchor: "top", yshift: -6, font: {size}})),
-  ] : [];
-  const margin = tilt ? {l: 90, r: 90, t: 150, b: 110} : {l: 40, r: 40, t: 110, b: 50};
-  const layout = {title: {text: o.title, x: 0.5, xanchor: "center", yref: "container", y: 1, yanchor: "top",
+  const slanted = (labels, x, y, above) => labels.map((text, i) => ({text, x: x[i], y, xref: "x", yref: "y",
+    showarrow: false, textangle: angle, xanchor: angle === -90 ? "center" : (above ? "left" : "right"),
+    yanchor: above ? "bottom" : "top", yshift: above ? 6 : -6, font: {size}})).filter((a) => a.text !== "");
+  const annotations = angle ? [...slanted(shown(al.source.label), xs, 1, true),
+    ...slanted(shown(al.target.label), xt, 0, false)] : [];
+  // the title in lines that fit the width (broken at its last " · "), then what thinning left out
+  const fits = (t) => t.length * (o.fontSize + 2) * 0.55 <= o.width - 20;
+  const lines = [fits(o.title) ? o.title : o.title.replace(/ \u00b7 (?=[^\u00b7]*$)/, "<br>")];
+  if (step > 1) lines.push(`every ${step === 2 ? "second" : `${step}th`} word written; hover for all`);
+  const title = lines.join("<br>");
+  const top = title.split("<br>").length * (o.fontSize + 2) * 1.3 + 16;  // the title's lines
+  // a slanted row leans out sideways by as much as it rises: the source's last word to the right, the
+  // translation's first to the left
+  const side = angle === -45 ? Math.round(Math.min(fit.extent, 140)) : angle ? 30 : 40;
+  const margin = {l: side, r: side, t: Math.round(top + fit.extent), b: Math.round(fit.extent + 10)};
+  const layout = {title: {text: title, x: 0.5, xanchor: "center", yref: "container", y: 1, yanchor: "top",
     pad: {t: 12}, font: {size: o.fontSize + 2}}, font: {size: o.fontSize}, paper_bgcolor: "white",
-  plot_bgcolor: "white", showlegend: false, hovermode: "closest", height: o.height + (tilt ? 140 : 0), margin,
+  plot_bgcolor: "white", showlegend: false, hovermode: "closest", height: o.height, margin,
   shapes, annotations, xaxis: {range: [0, 1], visible: false, fixedrange: true}, yaxis: {range: [-0.08, 1.08], visible: false,
     fixedrange: true}};
   return {data, layout};

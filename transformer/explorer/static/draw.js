@@ -92,8 +92,9 @@ export function drawHeatmap(root, id, view, zmax, colorscale, onDrawn) {
 export function drawAlignment(root, al, title) {
   const plot = setMessage(root, "focus-cross", null);
   const big = present();
+  // as tall as the window below its top allows (its words and lines on one screen), as the maps are
   const figure = alignmentFigure(al, {title, fontSize: fontSizeOf(big), width: plot.clientWidth || 600,
-    height: big ? 440 : 380});
+    height: fitToWindow(plot, big ? 640 : 560, 320)});
   const draw = nextDraw(plot);
   withPlotly((plotly) => plotly.react(plot, figure.data, figure.layout, PLOT_CONFIG).then(() => {
     if (plot.__draw !== draw) return;
@@ -149,17 +150,19 @@ export function drawSummary(root, data, state, kind, selLayer, selHead) {
       } else {
         const value = ent.values[l][c - 1];
         const roles = headRoles(data, kind, l, c - 1);
-        button.textContent = value.toFixed(2);
+        const off = isOff(state, kind, l, c - 1);
+        // named by its own text (the number and the role letters a class sees) with the words around them for a
+        // screen reader: an aria-label must contain the visible text, and "0.40A" read as one word does not
+        const words = (text) => Object.assign(document.createElement("span"), {className: "sr-only", textContent: text});
+        button.append(words(`layer ${l + 1}, head ${c}${off ? ", switched off" : ""}, spread `), value.toFixed(2));
         if (roles.letters) {
+          button.append(words(", roles "));
           const tag = button.appendChild(document.createElement("span"));
           tag.className = "roles";
           tag.textContent = roles.letters;
         }
-        const off = isOff(state, kind, l, c - 1);
         button.title = `layer ${l + 1}, head ${c}${off ? " (switched off)" : ""}: spread ${value.toFixed(2)} ` +
           `(low: looks at few words)${roles.text}`;
-        button.setAttribute("aria-label", `layer ${l + 1}, head ${c}${off ? ", switched off" : ""}, spread ` +
-          `${value.toFixed(2)}${roles.letters ? `, roles ${roles.letters}` : ""}`);
         button.dataset.kind = kind;
         button.style.background = ent.colors[l][c - 1];
         const [r, g, b] = ent.colors[l][c - 1].match(/[\d.]+/g).map(Number);

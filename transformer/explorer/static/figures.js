@@ -6,6 +6,8 @@
 
 // `big`: presentation mode (body.present), larger fonts everywhere
 export const fontSizeOf = (big) => (big ? 20 : 14);
+// the smallest a token label gets (px): still read from the back of a room; past it, labels are thinned out
+export const LABEL_MIN = 12;
 
 // `scale` ([[x, "rgb(r, g, b)"], ...], the payload's colorscale) sampled at 256 points, as CSS colours
 export function colorLut(scale) {
@@ -34,12 +36,12 @@ export function contrastText(r, g, b) {
 export function tokenAxis(labels, extra, big) {
   const n = labels.length;
   return Object.assign({tickmode: "array", tickvals: labels.map((_, i) => i), ticktext: labels,
-    tickfont: {size: Math.max(8, Math.min(big ? 20 : 14, Math.floor(420 / Math.max(n, 1))))},
+    tickfont: {size: Math.max(LABEL_MIN, Math.min(big ? 20 : 14, Math.floor(420 / Math.max(n, 1))))},
     showgrid: false, zeroline: false, automargin: true}, extra);
 }
 
 // Tick labels that never run into each other, however many columns (the best viewers thin their axes the
-// same way): the font follows the cell's size down to 10 px, slanted column labels stand upright when their
+// same way): the font follows the cell's size down to LABEL_MIN px, slanted column labels stand upright when their
 // slant leaves too little room between them, and past that only every k-th label is written; every cell still
 // names its row and column on hover. `cell`: a cell's side in px; `angle`: the slant asked for. Sets `layout`'s
 // axes and returns what it chose (a key).
@@ -47,7 +49,7 @@ export function legibleLabels(layout, view, cell, angle, big) {
   cell = Math.max(cell, 1);
   const x = layout.xaxis, y = layout.yaxis;
   // the font shrinks to fit a cell (a line of text and a little air: 1.25 x its size) before any label is left out
-  const size = Math.max(10, Math.min(big ? 20 : 14, Math.floor(cell / 1.25)));
+  const size = Math.max(LABEL_MIN, Math.min(big ? 20 : 14, Math.floor(cell / 1.25)));
   const room = 1.25 * size;
   const slant = Math.abs(Math.sin(angle * Math.PI / 180));
   x.tickangle = cell * slant >= room ? angle : -90;

@@ -45,9 +45,17 @@ export function initInsidePanel(root, props, watch, trigger) {
   const EMPTY = "Choose a single head (Head 1, Head 2, \u2026), then click a cell of its map: this panel shows how " +
     "that weight is computed.";
   let asked = null;  // the click we wait for
+  // presentation mode lays the panel over the screen's right column, beside the map (explorer.css): nothing to
+  // scroll to there
+  const host = root.closest("#inside") || root;
+  const beside = () => getComputedStyle(host).position === "fixed";
   t.$(".back").addEventListener("click", () => {
-    const map = document.querySelector("#explorer .focus-row");
-    if (map) map.scrollIntoView({behavior: "smooth", block: "start"});
+    // the map of the tab on screen (the other tabs' maps are hidden), and the keyboard on it
+    const view = document.querySelector("#explorer [role=tabpanel]:not([hidden]) .focus-row > .view");
+    if (!view) return;
+    if (!beside()) view.scrollIntoView({behavior: "smooth", block: "start"});
+    const plot = view.querySelector(".plot");
+    if (plot) plot.focus({preventScroll: true});
   });
 
   document.addEventListener("attention-cell", (e) => {
@@ -164,7 +172,8 @@ export function initInsidePanel(root, props, watch, trigger) {
     draw(v);
     if (asked && asked.query === v.query && asked.key === v.key) {  // the answer to a click: bring it on screen
       asked = null;
-      panel.scrollIntoView({behavior: "smooth", block: "start"});
+      if (beside()) host.scrollTop = 0;
+      else panel.scrollIntoView({behavior: "smooth", block: "start"});
     }
     panel.__value = v;
     panel.dataset.ready = `cell-${v.kind}-${v.layer}-${v.head}-${v.query}-${v.key}`;

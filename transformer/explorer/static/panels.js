@@ -5,6 +5,7 @@
 // Layer, head, attention kind and row labels are the explorer's shared state (share.js, `attentionView`),
 // so the attention views, these panels and the page URL agree. An ES module: browser.panels_js imports it.
 
+import {LABEL_MIN} from "./figures.js";
 import {attentionView, fitToWindow, withPlotly} from "./share.js";
 
 const PANEL_CONFIG = {displaylogo: false, responsive: true, displayModeBar: false};
@@ -64,6 +65,12 @@ export function initTreePanel(root, props, watch, trigger) {
     t.message(null);
     if (value.tree && value.tree_rev !== treeRev) {
       t.draw(tree, value.tree);
+      // a search too big for the screen below its top: the tree stays whole, and the page says so
+      const tall = JSON.parse(value.tree).layout.height || 0;
+      const over = t.$("#tree-fit");
+      over.hidden = window.innerWidth <= 760 || fitToWindow(tree, tall, 0) >= tall;
+      over.textContent = over.hidden ? "" : "This search is too big for one screen at a readable size: scroll " +
+        "down for the rest of the tree.";
       treeRev = value.tree_rev;
       if (!tree.__clicks) {  // a click on a node selects it (customdata = node id)
         tree.on("plotly_click", (event) => {
@@ -94,7 +101,8 @@ export function initTreePanel(root, props, watch, trigger) {
 const SLANT = Math.sin(Math.PI / 3);
 
 // What a compare figure needs once Plotly has drawn it (`div._fullLayout`), as relayout's changes, or null: each
-// map's tick labels no larger than its rows and columns leave room for (down to 10 px), and between two maps
+// map's tick labels no larger than its rows and columns leave room for (down to LABEL_MIN px, then thinned out),
+// and between two maps
 // room for the right one's row labels (Plotly puts them in the gap, over the left map when it is narrow)
 function fitLabels(div) {
   const full = div._fullLayout, changes = {};
@@ -105,7 +113,11 @@ function fitLabels(div) {
     const room = {[`yaxis${n}`]: y._length / Math.max((y.tickvals || []).length, 1),
       [`xaxis${n}`]: SLANT * x._length / Math.max((x.tickvals || []).length, 1)};
     for (const [axis, px] of Object.entries(room)) {
-      if (px < full[axis].tickfont.size) changes[`${axis}.tickfont.size`] = Math.max(10, Math.floor(px));
+      if (px >= full[axis].tickfont.size) continue;
+      changes[`${axis}.tickfont.size`] = Math.max(LABEL_MIN, Math.floor(px));
+      // rows or columns narrower than the smallest label: every step-th label is written (hover names them all)
+      const step = Math.ceil(LABEL_MIN / Math.max(px, 0.5));
+      if (step > 1) changes[`${axis}.ticktext`] = (full[axis].ticktext || []).map((l, i) => (i % step ? "" : l));
     }
   }
   if (maps.length === 2) {
@@ -126,6 +138,8 @@ function fitLabels(div) {
 function drawFitted(div, figure, height, rev) {
   const fig = JSON.parse(figure);
   const layout = Object.assign({}, fig.layout, {height});
+  // presentation mode: the figure's own text (titles, colour-bar numbers) at the room's 16 px
+  if (document.body.classList.contains("present")) layout.font = Object.assign({}, layout.font, {size: 16});
   const draw = (div.__draw || 0) + 1;
   div.__draw = draw;
   div.dataset.drawn = "";
@@ -135,11 +149,12 @@ function drawFitted(div, figure, height, rev) {
   }).then(() => { if (div.__draw === draw) div.dataset.drawn = String(rev); }));
 }
 
-// the height a compare figure needs for its rows to keep their labels legible: its margins and 12 px a row
+// the height a compare figure needs: its margins and 6 px a row (every second row label written at LABEL_MIN,
+// fitLabels), so that a long sentence's maps stay whole on a 720 px screen
 function leastHeight(figure) {
   const fig = JSON.parse(figure), margin = fig.layout.margin || {};
   const rows = Math.max(1, ...fig.data.map((t) => (t.z || []).length));
-  return (margin.t || 0) + (margin.b || 0) + 12 * rows;
+  return (margin.t || 0) + (margin.b || 0) + 6 * rows;
 }
 
 export function initComparePanel(root, props, watch, trigger) {
@@ -192,7 +207,14 @@ export function initComparePanel(root, props, watch, trigger) {
     width = Math.round(row.getBoundingClientRect().width);
     const figures = value.note ? [value.pair] : [value.pair, value.difference];
     const most = JSON.parse(value.pair).layout.height || 460;
-    const height = fitToWindow(pair, most, Math.min(most, Math.max(...figures.map(leastHeight))));
+    const need = Math.min(most, Math.max(...figures.map(leastHeight)));
+    const height = fitToWindow(pair, most, need);
+    // a sentence too long for the screen below the translations: the maps stay whole, and the page says so
+    const fits = !(window.innerWidth > 760 && height > fitToWindow(pair, most, 0));
+    const over = t.$("#compare-fit");
+    over.hidden = fits;
+    over.textContent = fits ? "" : "This sentence is too long for the maps to fit this screen at a readable size: " +
+      "scroll down for the rest of them.";
     drawFitted(pair, value.pair, height, value.rev);
     if (!value.note) drawFitted(diff, value.difference, height, value.rev);
   }

@@ -158,11 +158,15 @@ export function autoPick(data, state, autoRows) {
 }
 
 // how far the cross read-out on screen agrees with a person (alignment.json: the opening one's sentence with
-// eflomal's figures, any other head or layer mean from head_analysis.read_out_agreements); weights only; "" if none
+// eflomal's figures, any other head or layer mean from head_analysis.read_out_agreements); weights only, the heads
+// on; "" if none
 export function agreementText(data, state) {
   if (!data || state.tab !== "cross" || showNorm(data, state)) return "";
   const [L, H] = mapsOf(data, state, "cross").shape;
   const layer = clampLayer(state, L), head = headOf(state, H), open = opensOn(data, "cross");
+  // the numbers are the intact model's: none for a head switched off, or a layer mean over one
+  const heads = head === MEAN ? Array.from({length: H}, (_, h) => h) : [head];
+  if (heads.some((h) => isOff(state, "cross", layer, h))) return "";
   const said = data.heads && data.heads.agreements;
   const numbers = said && said.read_outs[`${layer}|${head}|${state.rows}`];
   if (open && open.agreement && layer === open.layer && head === open.head && state.rows === open.rows) {
