@@ -29,6 +29,7 @@ from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 from transformer.explorer import checks, exports, launch, limits, registry, result_view, results, share, training_tab  # noqa: E402
+from transformer.explorer.token_labels import read_tokens  # noqa: E402
 from transformer.translator import (  # noqa: E402
     Attention, Candidate, StepRecord, Translation, load_pretrained,
 )
@@ -611,7 +612,7 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     assert len(calls) == 2 and picked["tree"] is None  # the page has the tree already
     mean = tr.attention_for_prefix(result.translation, trace.prefix_ids(node)).cross[1].mean(axis=0)[-1]
     np.testing.assert_allclose(picked["row"], mean, atol=1e-6)
-    assert picked["prefix"] == " ".join(trace.prefix_tokens(node))
+    assert picked["prefix"] == read_tokens(trace.prefix_tokens(node))  # the node's prefix, read as words
     # hostile event data falls back to defaults
     odd = app.page.on_tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
     assert odd["selected"] == trace.nbest[0] and odd["layer"] == odd["n_layers"] - 1 and odd["head"] == -1

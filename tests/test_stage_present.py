@@ -250,3 +250,41 @@ def test_every_link_shape_puts_what_its_step_needs_on_one_screen(en_de):
                         one_screen(page, view, [*where, "from", w, h])
         assert errors == []
         page.close()
+
+
+# Texts cut off by a box that clips its overflow: for each text of the controls on screen, an ancestor that hides
+# what runs out of it sideways (a scroll box is not one), that the text runs out of (more than half a pixel)
+CLIPPED_TEXT = """() => { const out = [];
+  const roots = document.querySelectorAll('#sidebar, #main .controls, #compare-panel .controls');
+  for (const root of roots) {
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const e = n.parentElement; if (!n.data.trim() || !e || e.closest('textarea, option, script, style')) continue;
+      const range = document.createRange(); range.selectNodeContents(n); const b = range.getBoundingClientRect();
+      if (b.width < 1 || !e.checkVisibility()) continue;
+      if (e.closest('.sr-only, .skip-link:not(:focus)')) continue;  // for screen readers (and the keyboard) only
+      if (e.closest('.sizing-body')) continue;  // gradio's table measures its columns on an unseen copy of its rows
+      for (let a = e; a && a !== document.body; a = a.parentElement) {
+        const s = getComputedStyle(a); if (!['hidden', 'clip'].includes(s.overflowX)) continue;  // a scroll box scrolls
+        const r = a.getBoundingClientRect();
+        if (b.left < r.left - 0.5 || b.right > r.right + 0.5) {
+          out.push({text: n.data.trim().slice(0, 30), box: a.id || a.className.slice(0, 30)}); break; } } } }
+  return out; }"""
+
+
+def test_no_control_text_is_cut_off_by_its_box(en_de):
+    """The beam width slider's end value and the compare panel's "Attention", in presentation mode and on the
+    normal page at 1280x720: every text of the side column and of the view controls is inside the boxes that clip
+    (gradio's slider kept its range a minimum width that pushed "10" out of its box)."""
+    with chromium() as browser:
+        for present, tab in ((1, "attention"), (0, "attention"), (1, "compare")):
+            url = en_de.url + "?" + urlencode({"text": SHORT, "present": present, "tab": tab})
+            page, (_, _, errors) = open_at(browser, url, WIDTH, HEIGHT)
+            if tab == "compare":
+                page.wait_for_selector("#compare-panel .controls label", state="visible")
+            else:
+                views_drawn(page)
+            clipped = page.evaluate(CLIPPED_TEXT)
+            assert clipped == [], (present, tab, clipped)
+            assert errors == []
+            page.close()
