@@ -252,8 +252,8 @@ def test_every_link_shape_puts_what_its_step_needs_on_one_screen(en_de):
         page.close()
 
 
-# Texts cut off by a box that clips its overflow: for each text of the controls on screen, an ancestor that hides
-# what runs out of it sideways (a scroll box is not one), that the text runs out of (more than half a pixel)
+# Texts cut off by a box that clips its overflow: for each text of the controls on screen, an ancestor that does
+# not show what runs out of it sideways (hidden, clipped or behind a scroll bar), that the text runs out of
 CLIPPED_TEXT = """() => { const out = [];
   const roots = document.querySelectorAll('#sidebar, #main .controls, #compare-panel .controls');
   for (const root of roots) {
@@ -265,7 +265,7 @@ CLIPPED_TEXT = """() => { const out = [];
       if (e.closest('.sr-only, .skip-link:not(:focus)')) continue;  // for screen readers (and the keyboard) only
       if (e.closest('.sizing-body')) continue;  // gradio's table measures its columns on an unseen copy of its rows
       for (let a = e; a && a !== document.body; a = a.parentElement) {
-        const s = getComputedStyle(a); if (!['hidden', 'clip'].includes(s.overflowX)) continue;  // a scroll box scrolls
+        const s = getComputedStyle(a); if (s.overflowX === 'visible') continue;
         const r = a.getBoundingClientRect();
         if (b.left < r.left - 0.5 || b.right > r.right + 0.5) {
           out.push({text: n.data.trim().slice(0, 30), box: a.id || a.className.slice(0, 30)}); break; } } } }
