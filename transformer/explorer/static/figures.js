@@ -37,7 +37,9 @@ export function tokenAxis(labels, extra, big) {
   const n = labels.length;
   return Object.assign({tickmode: "array", tickvals: labels.map((_, i) => i), ticktext: labels,
     tickfont: {size: Math.max(LABEL_MIN, Math.min(big ? 20 : 14, Math.floor(420 / Math.max(n, 1))))},
-    showgrid: false, zeroline: false, automargin: true}, extra);
+    // "allow": plotly.js would otherwise check every label against the figure's edge once per label drawn (a
+    // map's margins already hold its labels)
+    showgrid: false, zeroline: false, automargin: true, ticklabeloverflow: "allow"}, extra);
 }
 
 // Tick labels that never run into each other, however many columns (the best viewers thin their axes the
