@@ -244,7 +244,7 @@ def test_a_decoding_setting_changed_translates_again(en_de_int8):
         assert on_screen(box(page, "#method"), 1280, 720), box(page, "#method")
         answered_again(page, lambda: page.locator("#method label", has_text="greedy").click())
         assert holds(translation.input_value(), greedy), translation.input_value()
-        assert "method=greedy" in page.evaluate("location.search")
+        page.wait_for_function("location.search.includes('method=greedy')")  # the address bar follows (share.sync)
         answered_again(page, lambda: page.locator("#method label", has_text="beam").click())
         assert holds(translation.input_value(), beam)
         for slider in ("#beam", "#lp"):
@@ -253,7 +253,7 @@ def test_a_decoding_setting_changed_translates_again(en_de_int8):
             answered_again(page, lambda: (page.locator(f"{slider} input[type=range]").focus(),
                                           page.keyboard.press("ArrowLeft")))
             if slider == "#beam":
-                assert "beam=4" in page.evaluate("location.search")  # from the keyboard
+                page.wait_for_function("location.search.includes('beam=4')")  # from the keyboard
         assert errors == []
         page.close()
 
