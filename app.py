@@ -5,9 +5,9 @@
 A Hugging Face Space (README's front matter: `app_file: app.py`) runs the same command. Importing this module
 starts nothing: `create_app()` starts the explorer (threads, heap, serving path, search process) and builds the
 page; `main()` serves it. Layout and wiring only: a builder per panel returns its components as a named tuple
-(`transformer.explorer.side_panels`, `tab_panels`), `build_page` composes them into a `Page`, whose handlers
+(`transformer.explorer.panels.sidebar.panel`, `tab_panels`), `build_page` composes them into a `Page`, whose handlers
 answer `{component: value}`, and the `wire_*` functions connect the events. What an event computes is
-`transformer.explorer.callbacks`.
+`transformer.explorer.services`.
 API: `/translate` (text, method, beam_size) -> (translation, notice, n-best table), text only.
 """
 
@@ -28,39 +28,33 @@ os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 import gradio as gr  # noqa: E402
 
-from transformer.explorer import browser, launch, limits, texts  # noqa: E402
-from transformer.explorer.callbacks import Explorer  # noqa: E402
-from transformer.explorer.checks import event_data, user_error, view_data  # noqa: E402
-from transformer.explorer.compare import CompareSession  # noqa: E402
-from transformer.explorer.inside import Inside  # noqa: E402
-from transformer.explorer.models import ModelInfo  # noqa: E402
-from transformer.explorer.registry import EXAMPLES_EN  # noqa: E402
-from transformer.explorer.results import Result  # noqa: E402
-from transformer.explorer.share import ViewState  # noqa: E402
+from transformer.explorer.core import limits, texts  # noqa: E402
+from transformer.explorer.core.checks import event_data, user_error, view_data  # noqa: E402
+from transformer.explorer.core.model_registry import EXAMPLES_EN  # noqa: E402
+from transformer.explorer.core.models import ModelInfo  # noqa: E402
+from transformer.explorer.core.results import Result  # noqa: E402
+from transformer.explorer.core.view_state import ViewState  # noqa: E402
+from transformer.explorer.panels.inside.panel import Yours, build_cell_panel, build_yours  # noqa: E402
+from transformer.explorer.panels.inside.service import Inside  # noqa: E402
+from transformer.explorer.panels.registry import PANELS, scripts, styles  # noqa: E402
+from transformer.explorer.panels.sidebar.panel import Controls, Results, build_controls, build_results  # noqa: E402
+from transformer.explorer.panels.start import PanelStart  # noqa: E402
+from transformer.explorer.services import Explorer  # noqa: E402
 from transformer.explorer.startup import start_explorer  # noqa: E402
-from transformer.explorer.side_panels import (  # noqa: E402
-    Controls,
-    Results,
-    Yours,
-    build_controls,
-    build_results,
-    build_yours,
-)
-from transformer.explorer.tab_panels import (  # noqa: E402
-    CompareTab,
-    HtmlTab,
-    PlotTab,
-    build_attention_tab,
-    build_compare_tab,
-    build_inside_panel,
-    build_learn_tab,
-    build_model_tabs,
-    build_tree_tab,
-)
-from transformer.explorer.result_view import candidate_choices, nbest_select_candidate, nbest_table  # noqa: E402
+from transformer.explorer.web import launch, page, sessions  # noqa: E402
+from transformer.explorer.web.wiring import (
+    PRIVATE,
+    QUIET,
+    RESTORE,
+    model_group,
+    tab_entered,
+    translate_group,
+    with_event,
+)  # noqa: E402
+from transformer.explorer.core.result_view import candidate_choices, nbest_select_candidate, nbest_table  # noqa: E402
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
-# `launch.session_limited(slots)`: wraps a handler so that it holds one of its session's model slots
+# `sessions.session_limited(slots)`: wraps a handler so that it holds one of its session's model slots
 PerSession = Callable[..., Callable[..., Any]]
 
 # per-session state (tab: the one on screen, tab_view: the view when it was entered); view, restore: hidden boxes the
@@ -82,13 +76,21 @@ class Page:
     controls: Controls
     results: Results
     tabs: gr.Tabs
-    attention: HtmlTab
-    tree: HtmlTab
-    compare: CompareTab
-    training: PlotTab
-    heads: PlotTab
+    panels: dict[str, Any]  # each registered panel's components (panels/registry.py), by id
     yours: Yours
     cell_panel: gr.HTML
+
+    @property
+    def attention(self) -> Any:
+        return self.panels["attention"]
+
+    @property
+    def tree(self) -> Any:
+        return self.panels["tree"]
+
+    @property
+    def compare(self) -> Any:
+        return self.panels["compare"]
 
     def show_result(self, result: Result | None, answers: int | None = None) -> dict:
         """The page's attention payload (drawn in the browser; `stamped`) and the candidate selector for a result."""
@@ -97,7 +99,7 @@ class Page:
         else:
             candidates, selected = len(result.translation.candidates), result.candidate
         selector = gr.Dropdown(choices=candidate_choices(result), value=selected, interactive=candidates > 1)
-        payload = launch.stamped(self.explorer.translation.payload(result), answers)
+        payload = sessions.stamped(self.explorer.translation.payload(result), answers)
         return {self.attention.view: payload, self.results.candidate: selector}
 
     def texts(self, result: Result, notice: str) -> dict:
@@ -167,9 +169,14 @@ class Page:
     def show_new_result(self, result: Result | None, tab: str | None, view_json: str) -> dict:
         """A new result on the page: its payload and candidates, its tree (only while the tree tab is open: else
         the old tree goes), and the panels of the result before cleared."""
-        tree = self.explorer.tree.on_tree_view(result, tab or "", view_json or "")
+        followed = {}
+        for panel in PANELS:
+            if panel.follows_result is not None:
+                followed |= panel.follows_result(
+                    self.explorer, self.panels[panel.id], result, tab or "", view_json or ""
+                )
         cleared = {self.yours.view: None, self.cell_panel: None}
-        return self.show_result(result) | {self.tree.view: tree} | cleared
+        return self.show_result(result) | followed | cleared
 
     def on_example(
         self,
@@ -217,7 +224,7 @@ class Page:
 
     def on_rerun(self, result: Result | None, evt: gr.EventData) -> dict:
         rerun = self.explorer.reruns.rerun(result, evt)
-        return self.show_rerun(rerun, launch.rerun_ticket(event_data(evt)))
+        return self.show_rerun(rerun, sessions.rerun_ticket(event_data(evt)))
 
     def show_rerun(self, result: Result | None, answers: int | None = None) -> dict:
         """Heads switched off or on, or norms (attention tab): maps, translation, n-best list and notes together."""
@@ -234,13 +241,20 @@ class Page:
         return self.on_candidate(result, index)
 
     def show_model(self, info: ModelInfo) -> dict:
-        return {
-            self.controls.examples: gr.Dataset(samples=[[example] for example in info.examples]),
-            self.training.plot: info.figure,
-            self.training.table: info.metrics,
-            self.heads.plot: info.heads[0],
-            self.heads.table: info.heads[1],
-        }
+        """A model on screen: its examples, and every panel that follows the model (training, heads)."""
+        out = {self.controls.examples: gr.Dataset(samples=[[example] for example in info.examples])}
+        for panel in PANELS:
+            if panel.follows_model is not None:
+                out |= panel.follows_model(self.panels[panel.id], info.label, info.directory)
+        return out
+
+    def model_outputs(self) -> list[Any]:
+        """What `show_model` updates."""
+        return [self.controls.examples, *(c for p in PANELS if p.follows_model for c in self.panels[p.id][1:])]
+
+    def result_outputs(self) -> list[Any]:
+        """The panels that follow a new result (`show_new_result`), besides the attention payload."""
+        return [self.panels[p.id].view for p in PANELS if p.follows_result is not None]
 
     def on_model_change(self, label: str, current: str | None = None):
         """Switch model: load it (cached), clear the old result, refresh examples and the training tab. The same
@@ -261,7 +275,7 @@ class Page:
     def on_restore(self, model: str | None, request: gr.Request) -> dict:
         """Page load: list the checkpoints present now and restore the view a shared link carries (validated)."""
         query = dict(request.query_params) if request is not None else {}
-        restored = self.explorer.links.restore(model, query)
+        restored = self.explorer.restore.restore(model, query)
         view, states, controls = restored.view, self.states, self.controls
         out = {
             controls.model: gr.Dropdown(
@@ -322,12 +336,6 @@ class Page:
             )
         return str(path)
 
-    def on_tree_pick(self, result: Result | None, evt: gr.EventData):
-        return self.explorer.tree.tree_pick(result, evt)
-
-    def on_compare_pick(self, session: CompareSession | None, evt: gr.EventData):
-        return self.explorer.compare.compare_pick(session, evt)
-
 
 # ----------------------------------------------------------------------------- three ways into the model
 
@@ -341,7 +349,7 @@ class InsidePanels:
     inside: Inside
     yours: Yours
     cell_panel: gr.HTML
-    learn: HtmlTab
+    learn: Any  # the "Watch it learn" tab (panels/inside/panel.py)
 
     def on_rerun(self, result: Result | None, evt: gr.EventData) -> dict:
         """Heads switched off or on, or norms: the page's maps and texts (`Page.on_rerun`), and the scores of one's
@@ -353,14 +361,6 @@ class InsidePanels:
         """Your translation scored: the box's token view, and every map shows the attention for it."""
         forced, value = self.inside.score(text, yours, model, lp, result)
         return {self.page.states.result: forced, self.yours.view: value} | self.page.show_result(forced)
-
-    def on_cell(self, result: Result | None, evt: gr.EventData) -> dict:
-        """A cell of one head's map clicked: how its weight is computed (one float32 pass)."""
-        return self.inside.cell(result, evt)
-
-    def on_learn(self, label: str | None, text: str, evt: gr.EventData) -> dict:
-        """The learning slider at a step: the sentence as the model translated it then."""
-        return self.inside.learn(label, text, evt)
 
     def on_model(self, label: str | None) -> dict:
         """Another model: the learning tab shows when it ships training snapshots."""
@@ -398,16 +398,21 @@ class ExplorerApp:
     def explorer(self) -> Explorer:
         return self.page.explorer
 
+    @property
+    def head(self) -> str:
+        """The page's <head> additions: the page's stylesheet and every panel's (`demo.launch(head=...)`)."""
+        return page.page_head(styles())
+
 
 def create_app(checkpoint_dir: Path = CHECKPOINTS) -> ExplorerApp:
     """Start the explorer (torch threads, heap, export folder, serving path, search process: `start_explorer`;
     the default model loads now) and build the page over it, queued."""
     explorer = start_explorer(checkpoint_dir)
-    # the page's ES modules and plotly.js (browser.STATIC_DIR); the attention downloads from the folder they are
+    # the page's ES modules (the shared ones, each panel's) and plotly.js; the attention downloads from the folder they are
     # written to (exports.py), never copied into gradio's cache
-    gr.set_static_paths([browser.STATIC_DIR, explorer.exports.export_dir])
+    gr.set_static_paths([*page.served_paths(scripts()), explorer.exports.export_dir])
     inside = Inside(explorer.models)
-    demo, app_page = build_page(explorer, inside, launch.session_limited(explorer.slots))
+    demo, app_page = build_page(explorer, inside, sessions.session_limited(explorer.slots))
     demo.queue(default_concurrency_limit=2, max_size=limits.MAX_QUEUED)
     return ExplorerApp(demo, app_page, inside)
 
@@ -437,48 +442,22 @@ def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> t
                 results = build_results(translation, models.serving_note(), nbest_table(None), candidate_choices(None))
                 yours = build_yours()
             with gr.Column(scale=3, min_width=320, elem_id="main"):
+                start = PanelStart(view, default_model, info.directory, inside.learn_index(view.model), scripts())
                 with gr.Tabs(elem_id="tabs") as tabs:
-                    attention, tree, compare = build_attention_tab(view), build_tree_tab(), build_compare_tab()
-                    training, heads = build_model_tabs(info)
-                    with attention.tab:
-                        cell_panel = build_inside_panel()
-                    app_page = Page(
-                        explorer=explorer,
-                        per_session=per_session,
-                        states=states,
-                        controls=controls,
-                        results=results,
-                        tabs=tabs,
-                        attention=attention,
-                        tree=tree,
-                        compare=compare,
-                        training=training,
-                        heads=heads,
-                        yours=yours,
-                        cell_panel=cell_panel,
-                    )
-                    learn = build_learn_tab(inside.learn_index(view.model))
+                    built = {panel.id: panel.build(start) for panel in PANELS}  # the tabs, in the registry's order
+                    with built["attention"].tab:  # under the maps
+                        cell_panel = build_cell_panel()
+        app_page = Page(explorer, per_session, states, controls, results, tabs, built, yours, cell_panel)
         link_restored = wire_translation(demo, app_page)
         wire_tabs(app_page)
-        wire_inside(InsidePanels(app_page, inside, yours, cell_panel, learn), link_restored)
+        wire_inside(InsidePanels(app_page, inside, yours, cell_panel, built["learn"]), link_restored)
+        for panel in PANELS:
+            if panel.wire is not None:
+                panel.wire(app_page, built[panel.id])
     return demo, app_page
 
 
 # ----------------------------------------------------------------------------- wiring
-
-PRIVATE = dict(api_visibility="private")
-QUIET = dict(api_visibility="private", show_progress="minimal")
-RESTORE = dict(concurrency_limit=8, concurrency_id="restore")  # page loads run no model: never behind model work
-
-
-def model_group(explorer: Explorer) -> dict[str, Any]:
-    """Model events other than Translate: as many at once as the batcher takes (it orders them)."""
-    return dict(concurrency_limit=explorer.models.batcher.max_batch, concurrency_id="model")
-
-
-def translate_group(explorer: Explorer) -> dict[str, Any]:
-    """The Translate presses: their own group, as many at once as the batcher takes."""
-    return dict(concurrency_limit=explorer.models.batcher.max_batch, concurrency_id="translate")
 
 
 def example_text(sample: list[str]) -> str:
@@ -494,16 +473,6 @@ def beam_slider_for(method: str) -> gr.Slider:
 def same_length_penalty(value: float) -> float:
     """The length penalty slider's value, into the session's state."""
     return value
-
-
-def tab_entered(tab_id: str) -> Callable[[str], tuple[str, str]]:
-    """A handler that writes `tab_id` and the view on entering it into the session's state (the URL follows the tab
-    on screen; a Translate on the tree tab draws its tree in that view)."""
-
-    def entered_tab(view_json: str) -> tuple[str, str]:
-        return tab_id, view_json
-
-    return entered_tab
 
 
 def compare_prefill(text: str, other: str) -> str:
@@ -531,8 +500,8 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> Any:
     inputs = [controls.src, controls.method, controls.beam, states.model, states.lp]
     shown = [states.result, app_page.attention.view, results.candidate]
     outputs = [results.translation, results.notice, results.nbest, *shown, results.offer]
-    new_result = [*outputs, app_page.tree.view, app_page.yours.view, app_page.cell_panel]
-    training = [controls.examples, *app_page.training[1:], *app_page.heads[1:]]
+    new_result = [*outputs, *app_page.result_outputs(), app_page.yours.view, app_page.cell_panel]
+    training = app_page.model_outputs()
     # /translate (3 outputs, gradio_client); the page's Translate: one response with the payload (bench/load.py)
     controls.api.click(
         per_session(app_page.on_api_translate),
@@ -564,7 +533,7 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> Any:
     results.nbest.select(per_session(app_page.on_nbest_select, "edit"), [states.result], shown, **quiet_model)
     # the export is written when asked for, then the browser saves it (the hidden button's link)
     asked = results.download.click(app_page.on_export, [states.result], [results.download_file], **QUIET)
-    asked.success(None, [results.download_file], None, js=browser.JS_SAVE_DOWNLOAD, **PRIVATE)
+    asked.success(None, [results.download_file], None, js=page.JS_SAVE_DOWNLOAD, **PRIVATE)
     controls.method.input(beam_slider_for, [controls.method], [controls.beam], queue=False, **PRIVATE)
     controls.lp.change(same_length_penalty, [controls.lp], [states.lp], queue=False, **PRIVATE)
     # a decoding setting changed by the user: the translation on screen follows it (sliders: the last value)
@@ -594,8 +563,8 @@ def wire_translation(demo: gr.Blocks, app_page: Page) -> Any:
         **model,
     )
     wire_offer(app_page, [*new_result, states.model, controls.model, *training])
-    controls.present.change(None, [controls.present], None, js=browser.JS_PRESENT, **PRIVATE)
-    results.copy.click(None, None, [results.link], js=browser.JS_COPY_LINK, **PRIVATE)
+    controls.present.change(None, [controls.present], None, js=page.JS_PRESENT, **PRIVATE)
+    results.copy.click(None, None, [results.link], js=page.JS_COPY_LINK, **PRIVATE)
     return wire_link(demo, app_page, new_result)
 
 
@@ -617,11 +586,11 @@ def wire_link(demo: gr.Blocks, app_page: Page, new_result: list[Any]) -> Any:
     states, controls, results, explorer = app_page.states, app_page.controls, app_page.results, app_page.explorer
     per_session = app_page.per_session
     inputs = [controls.src, controls.method, controls.beam, states.model, states.lp, states.tab, states.view]
-    training = [controls.examples, *app_page.training[1:], *app_page.heads[1:]]
+    training = app_page.model_outputs()
     restored = [controls.model, states.model, controls.src, app_page.compare.src, controls.method, controls.beam]
     restored += [controls.lp, states.lp, controls.present, app_page.tabs, states.tab, results.note, states.restore]
     page_loaded = demo.load(app_page.on_restore, [states.model], [*restored, *training], **PRIVATE, **RESTORE)
-    view_restored = page_loaded.then(None, [states.restore], [states.view], js=browser.JS_RESTORE, **PRIVATE)
+    view_restored = page_loaded.then(None, [states.restore], [states.view], js=page.JS_RESTORE, **PRIVATE)
     link_translated = view_restored.then(
         per_session(app_page.on_restore_translate),
         [*inputs, states.restore],
@@ -644,30 +613,32 @@ def wire_tabs(app_page: Page) -> None:
     states, controls, compare, explorer = app_page.states, app_page.controls, app_page.compare, app_page.explorer
     per_session, quiet_model = app_page.per_session, QUIET | model_group(explorer)
     entered = {}
-    for tab in (app_page.attention.tab, app_page.tree.tab, compare.tab, app_page.training.tab, app_page.heads.tab):
-        view_written = tab.select(None, None, [states.view], js=browser.js_enter_tab(tab.id), **PRIVATE)
+    for tab in (app_page.panels[panel.id].tab for panel in PANELS):
+        view_written = tab.select(None, None, [states.view], js=page.js_enter_tab(tab.id), **PRIVATE)
         entered[tab.id] = view_written.then(
             tab_entered(tab.id), [states.view], [states.tab, states.tab_view], queue=False, **PRIVATE
         )
     tree_inputs = [states.result, states.tab, states.view]
     entered["tree"].then(per_session(explorer.tree.on_tree_view), tree_inputs, [app_page.tree.view], **quiet_model)
-    app_page.tree.view.pick(per_session(app_page.on_tree_pick), [states.result], [app_page.tree.view], **quiet_model)
+    app_page.tree.view.pick(
+        per_session(with_event(explorer.tree.tree_pick)), [states.result], [app_page.tree.view], **quiet_model
+    )
     entered["compare"].then(compare_prefill, [controls.src, compare.src], [compare.src], queue=False, **PRIVATE)
-    compared = compare.run.click(None, None, [states.view], js=browser.JS_VIEW, **PRIVATE)
+    compared = compare.run.click(None, None, [states.view], js=page.JS_VIEW, **PRIVATE)
     compared.then(
         per_session(explorer.compare.on_compare),
         [controls.src, compare.src, controls.method, controls.beam, states.model, states.lp, states.view],
         [compare.view, states.compare],
         **quiet_model,
     )
-    versus = compare.versus.click(None, None, [states.view], js=browser.JS_VIEW, **PRIVATE)
+    versus = compare.versus.click(None, None, [states.view], js=page.JS_VIEW, **PRIVATE)
     versus.then(
         per_session(explorer.compare.on_greedy_vs_beam),
         [controls.src, controls.beam, states.model, states.lp, states.view],
         [compare.view, states.compare],
         **quiet_model,
     )
-    compare.view.pick(app_page.on_compare_pick, [states.compare], [compare.view], **QUIET)
+    compare.view.pick(with_event(explorer.compare.compare_pick), [states.compare], [compare.view], **QUIET)
 
 
 def wire_inside(panels: InsidePanels, link_restored: Any) -> None:
@@ -703,13 +674,15 @@ def wire_inside(panels: InsidePanels, link_restored: Any) -> None:
     )
     yours.own.click(own_translation_as_start, [results.translation], [yours.box], queue=False, **PRIVATE)
     panels.cell_panel.cell(
-        per_session(panels.on_cell), [states.result], [panels.cell_panel], trigger_mode="always_last", **quiet_model
+        per_session(with_event(panels.inside.cell)),
+        [states.result],
+        [panels.cell_panel],
+        trigger_mode="always_last",
+        **quiet_model,
     )
     panels.learn.view.learn(
-        per_session(panels.on_learn), [states.model, controls.src], [panels.learn.view], **quiet_model
+        per_session(with_event(panels.inside.learn)), [states.model, controls.src], [panels.learn.view], **quiet_model
     )
-    learn_entered = panels.learn.tab.select(None, None, [states.view], js=browser.js_enter_tab("learn"), **PRIVATE)
-    learn_entered.then(tab_entered("learn"), [states.view], [states.tab, states.tab_view], queue=False, **PRIVATE)
     learn_panels = [panels.learn.tab, panels.learn.view, yours.view, panels.cell_panel]
     controls.model.input(panels.on_model, [controls.model], learn_panels, **PRIVATE)
     link_restored.then(
@@ -734,7 +707,9 @@ def main() -> None:
     # before start-up, which logs what it chose for this machine (threads, serving path)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     app = create_app()
-    launch.serve(app.demo, when_up=app.explorer.models.preload)  # the model's preload waits for gradio's check
+    launch.serve(
+        app.demo, app.head, when_up=app.explorer.models.preload
+    )  # the model's preload waits for gradio's check
 
 
 if __name__ == "__main__":

@@ -56,16 +56,18 @@ def main() -> None:
     from app import create_app  # noqa: E402
 
     app = create_app()  # loads the model once, like the server does
-    from transformer.explorer import exports, registry, share  # noqa: E402
+    from transformer.explorer.core import exports  # noqa: E402
+    from transformer.explorer.core import model_registry
+    from transformer.explorer.core import view_state
 
     torch.set_num_threads(args.threads)
     model = app.explorer.models.default_model
-    text = SENTENCE_TOY if registry.is_toy(app.explorer.models.default_translator) else SENTENCE_EN
+    text = SENTENCE_TOY if model_registry.is_toy(app.explorer.models.default_translator) else SENTENCE_EN
 
     def full_request() -> tuple[dict[str, float], int, object]:
         times = {}
         t0 = time.perf_counter()
-        result = app.page.on_translate(text, "beam", args.beam, model, share.DEFAULT_LENGTH_PENALTY)[app.page.states.result]
+        result = app.page.on_translate(text, "beam", args.beam, model, view_state.DEFAULT_LENGTH_PENALTY)[app.page.states.result]
         t1 = time.perf_counter()
         payload = app.page.show_result(result)[app.page.attention.view]
         t2 = time.perf_counter()
@@ -102,7 +104,7 @@ def synthetic_payload(runs: int) -> dict:
     """The payload alone for fake attention of a 6+6-layer, 8-head model and a 13-word sentence."""
     import numpy as np
 
-    from transformer.explorer.payload import attention_payload
+    from transformer.explorer.maps.payload import attention_payload
     from transformer.translator import Attention, StepRecord
 
     n_enc, n_dec, n_heads, s_len, t_len = 6, 6, 8, 16, 18

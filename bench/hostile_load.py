@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from app_server import endpoints, queue_call, running_app  # noqa: E402
-from transformer.explorer.limits import MAX_INPUT_CHARS  # noqa: E402  (the longest text a request may carry)
+from transformer.explorer.core.limits import MAX_INPUT_CHARS  # noqa: E402  (the longest text a request may carry)
 from load import percentile, rss_kb  # noqa: E402  (bench/, the script's own directory)
 from machine import cpu_model  # noqa: E402
 

@@ -34,8 +34,8 @@ def json_bytes(value: object) -> int:
 
 def measure(checkpoint: Path) -> dict:
     """Payload sizes for each of SENTENCES with the checkpoint's own decoding settings."""
-    from transformer.explorer.head_analysis import head_info
-    from transformer.explorer.payload import attention_payload
+    from transformer.explorer.core.checkpoint_heads import head_info
+    from transformer.explorer.maps.payload import attention_payload
     from transformer.translator import load_pretrained
 
     tr = load_pretrained(checkpoint)

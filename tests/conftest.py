@@ -56,7 +56,7 @@ def make_model():
 def validate_figures(monkeypatch):
     """Every figure built with plotly's property validation on (`figures.VALIDATE_FIGURES`), so a bad property
     fails."""
-    from transformer.explorer import figures
+    from transformer.explorer.maps import figures
 
     monkeypatch.setattr(figures, "VALIDATE_FIGURES", True)
 

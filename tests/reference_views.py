@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer.explorer import figures
-from transformer.explorer.payload import CODEC
-from transformer.explorer.share import KINDS, MEAN_HEADS, ROWS_PREDICTED, head_text
-from transformer.explorer.texts import KIND_TITLES
-from transformer.explorer.token_labels import WORD_MARK, choice_label, display_token, escape_label, labels
-from transformer.explorer.transforms import check_tokens, hide_special, merge_subwords
+from transformer.explorer.maps import figures
+from transformer.explorer.maps.payload import CODEC
+from transformer.explorer.core.view_state import KINDS, MEAN_HEADS, ROWS_PREDICTED, head_text
+from transformer.explorer.core.texts import KIND_TITLES
+from transformer.explorer.maps.token_labels import WORD_MARK, choice_label, display_token, escape_label, labels
+from transformer.explorer.maps.transforms import check_tokens, hide_special, merge_subwords
 from transformer.translator import Attention, StepRecord
 
 

@@ -215,7 +215,7 @@ def test_the_cross_view_opens_on_the_best_read_out_and_the_steps_on_the_best_pre
     is left out); without the file, both open on the head analysis' alignment head, rows by predicted word."""
     import json
 
-    from transformer.explorer import head_analysis as hv
+    from transformer.explorer.core import checkpoint_heads as hv
 
     assert hv.opening_read_outs(tmp_path, CROSS) == {
         "cross": {"layer": 1, "head": 0, "rows": "predicted token", "agreement": ""},
@@ -236,7 +236,7 @@ def test_the_agreement_reads_its_numbers_and_says_nothing_without_them(tmp_path)
     was run on the same gold split; no scores, no sentence."""
     import json
 
-    from transformer.explorer.head_analysis import agreement
+    from transformer.explorer.core.checkpoint_heads import agreement
 
     scores = _scores(_read_out("head", 0, 1, "shifted", 9.0, (90.32, 87.6)), [])
     missing = tmp_path / "none.json"
@@ -255,7 +255,7 @@ def test_the_agreement_reads_its_numbers_and_says_nothing_without_them(tmp_path)
 def test_every_read_out_the_page_can_show_carries_its_agreement():
     """Heads and layer means of both rows, keyed as the page names its view, with their test precision and recall
     in 100; the mean of all (the page cannot show it) is left out; no scores, nothing."""
-    from transformer.explorer.head_analysis import AGREEMENT, read_out_agreements
+    from transformer.explorer.core.checkpoint_heads import AGREEMENT, read_out_agreements
 
     read_outs = [_read_out("head", 0, 1, "shifted", 9.0, (90.32, 87.6)),
                  _read_out("layer", 1, None, "predicting", 12.0), _read_out("all", None, None, "predicting", 10.0, (99.0, 99.0))]
@@ -268,7 +268,8 @@ def test_every_read_out_the_page_can_show_carries_its_agreement():
 
 def test_the_heads_tab_says_what_the_cross_view_opens_on_and_how_far_it_agrees():
     """en-de's Heads tab figure carries the opening read-out and its agreement, as the page shows it."""
-    from transformer.explorer.head_analysis import head_figures, head_info
+    from transformer.explorer.core.checkpoint_heads import head_info
+    from transformer.explorer.panels.heads.figures import head_figures
 
     info = head_info(CHECKPOINT)
     if info is None or not (CHECKPOINT / "alignment.json").is_file():

@@ -28,8 +28,16 @@ gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from transformer.explorer import checks, exports, launch, limits, registry, result_view, results, share, training_tab  # noqa: E402
-from transformer.explorer.token_labels import read_tokens  # noqa: E402
+from transformer.explorer.core import checks  # noqa: E402
+from transformer.explorer.core import exports
+from transformer.explorer.web import launch
+from transformer.explorer.core import limits
+from transformer.explorer.core import model_registry
+from transformer.explorer.core import result_view
+from transformer.explorer.core import results
+from transformer.explorer.core import view_state
+from transformer.explorer.panels.training import curves
+from transformer.explorer.maps.token_labels import read_tokens  # noqa: E402
 from transformer.translator import (  # noqa: E402
     Attention, Candidate, StepRecord, Translation, load_pretrained,
 )
@@ -74,15 +82,15 @@ def test_the_app_serves_its_browser_modules_whole_as_javascript(tmp_path):
     import urllib.error
     import urllib.request
 
-    from transformer.explorer import browser
+    from transformer.explorer.web import page
 
     server = shared_app(ENV)
     with urllib.request.urlopen(server.url, timeout=60) as answer:
         assert answer.status == 200
-    modules = sorted(browser.STATIC_DIR.glob("*.js"))
+    modules = sorted(page.STATIC_DIR.glob("*.js"))
     assert {"explorer.js", "payload.js", "views.js", "share.js"} <= {m.name for m in modules}
     for module in modules:
-        with urllib.request.urlopen(server.url + browser.module_url(module.name), timeout=60) as answer:
+        with urllib.request.urlopen(server.url + page.module_url(module.name), timeout=60) as answer:
             assert answer.status == 200 and answer.read() == module.read_bytes(), module.name
             assert answer.headers.get_content_type() in JAVASCRIPT_TYPES, (module.name, answer.headers["content-type"])
             assert answer.headers["cache-control"] == "no-cache", module.name  # never an old module after an update
@@ -122,21 +130,21 @@ def fake_result(app):
 
 
 def test_page_and_links_start_at_the_default_models_length_penalty(app, tmp_path, make_model):
-    from transformer.explorer.callbacks import Explorer
+    from transformer.explorer.services import Explorer
     from transformer.hub import save_checkpoint
     from transformer.tokenizer import TextTokenizer, toy_tokenizer
 
     directory = save_checkpoint(make_model(), TextTokenizer(toy_tokenizer(12)), tmp_path / "en-de")
     (directory / "generation_config.json").write_text('{"num_beams": 5, "length_penalty": 1.7}')
-    explorer = Explorer(registry.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
+    explorer = Explorer(model_registry.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
     try:
         assert explorer.models.default_length_penalty == 1.7  # what build_page starts the slider at
-        assert explorer.links.restore("en-de", {"text": "a b"}).view.length_penalty == 1.7  # a link without lp
-        assert explorer.links.restore("en-de", {"lp": "nan"}).view.length_penalty == 1.7  # a bad one: noted, default
-        assert explorer.links.restore("en-de", {"lp": "0.3"}).view.length_penalty == 0.3  # a link's own
+        assert explorer.restore.restore("en-de", {"text": "a b"}).view.length_penalty == 1.7  # a link without lp
+        assert explorer.restore.restore("en-de", {"lp": "nan"}).view.length_penalty == 1.7  # a bad one: noted, default
+        assert explorer.restore.restore("en-de", {"lp": "0.3"}).view.length_penalty == 0.3  # a link's own
     finally:
         explorer.models.batcher.close()
-    assert app.explorer.models.default_length_penalty == share.DEFAULT_LENGTH_PENALTY  # the toy has no generation config
+    assert app.explorer.models.default_length_penalty == view_state.DEFAULT_LENGTH_PENALTY  # the toy has no generation config
 
 
 def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, make_model, caplog):
@@ -144,14 +152,14 @@ def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, ma
     that runs parallel work, and a second pool (a model loaded on the main thread) made every search of the app
     2.7x slower on 2 cores (bench/thread_pools.py). The default model at start-up, and another one loaded later
     from a request's thread."""
-    from transformer.explorer.callbacks import Explorer
+    from transformer.explorer.services import Explorer
     from transformer.hub import save_checkpoint
     from transformer.tokenizer import TextTokenizer, toy_tokenizer
 
     for name in ("en-de", "toy-other"):
         save_checkpoint(make_model(), TextTokenizer(toy_tokenizer(12)), tmp_path / name)
-    caplog.set_level(logging.INFO, logger="transformer.explorer.registry")
-    explorer = Explorer(registry.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
+    caplog.set_level(logging.INFO, logger="transformer.explorer.core.model_registry")
+    explorer = Explorer(model_registry.ModelRegistry(tmp_path), tmp_path / "exports", strict=True)
     try:
         request = threading.Thread(target=explorer.models.translator, args=("toy-other",), name="a-request")
         request.start()
@@ -162,7 +170,7 @@ def test_the_explorer_loads_every_model_on_its_batchers_thread(app, tmp_path, ma
         assert explorer.models.registry.is_loaded("toy-other")
     finally:
         explorer.models.batcher.close()
-    direct = registry.ModelRegistry(tmp_path)  # without the app's runner, on the caller's thread
+    direct = model_registry.ModelRegistry(tmp_path)  # without the app's runner, on the caller's thread
     caplog.clear()
     direct.get("toy-other")
     assert [r.threadName for r in caplog.records if r.getMessage().startswith("loaded ")] == ["MainThread"]
@@ -198,26 +206,26 @@ def test_registry_lists_default_models_first_then_sorted_and_override_first(app,
         if name != "incomplete":
             (tmp_path / name / "model.safetensors").write_bytes(b"")
     (tmp_path / "stray.txt").write_text("not a checkpoint")
-    assert registry.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b"]
-    assert registry.ModelRegistry(tmp_path, str(tmp_path / "toy-b")).labels() == ["toy-b", "multi30k-en-de", "toy-a"]
-    assert registry.ModelRegistry(tmp_path, "someone/some-model").labels()[0] == "someone/some-model"
-    assert registry.ModelRegistry(tmp_path / "missing").labels() == []
+    assert model_registry.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b"]
+    assert model_registry.ModelRegistry(tmp_path, str(tmp_path / "toy-b")).labels() == ["toy-b", "multi30k-en-de", "toy-a"]
+    assert model_registry.ModelRegistry(tmp_path, "someone/some-model").labels()[0] == "someone/some-model"
+    assert model_registry.ModelRegistry(tmp_path / "missing").labels() == []
     (tmp_path / "en-de").mkdir()
     (tmp_path / "en-de" / "config.json").write_text("{}")
     (tmp_path / "en-de" / "model.safetensors").write_bytes(b"")
-    assert registry.ModelRegistry(tmp_path).labels() == ["en-de", "multi30k-en-de", "toy-a", "toy-b"]
+    assert model_registry.ModelRegistry(tmp_path).labels() == ["en-de", "multi30k-en-de", "toy-a", "toy-b"]
     # a model exported before its schedule ended (trained over several sessions) goes last
     (tmp_path / "en-de" / "training.json").write_text(json.dumps(
         {"progress": {"step": 501}, "train_config": {"max_steps": 3000}}))
-    assert registry.training_progress(tmp_path / "en-de") == (501, 3000)
-    assert registry.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b", "en-de"]
+    assert model_registry.training_progress(tmp_path / "en-de") == (501, 3000)
+    assert model_registry.ModelRegistry(tmp_path).labels() == ["multi30k-en-de", "toy-a", "toy-b", "en-de"]
     (tmp_path / "en-de" / "training.json").write_text(json.dumps(
         {"progress": {"step": 3000}, "train_config": {"max_steps": 3000}}))
-    assert registry.training_progress(tmp_path / "en-de") is None
-    assert registry.ModelRegistry(tmp_path).labels()[0] == "en-de"
-    assert registry.ModelRegistry(tmp_path / "missing").default() is None
+    assert model_registry.training_progress(tmp_path / "en-de") is None
+    assert model_registry.ModelRegistry(tmp_path).labels()[0] == "en-de"
+    assert model_registry.ModelRegistry(tmp_path / "missing").default() is None
     with pytest.raises(LookupError, match="No model found"):
-        registry.ModelRegistry(tmp_path / "missing").get(None)
+        model_registry.ModelRegistry(tmp_path / "missing").get(None)
 
 
 def test_registry_loads_once_and_caches(app):
@@ -350,18 +358,18 @@ def test_model_change_updates_examples_and_clears_result(app):
         app, out, "states.model", "states.result", "results.translation", "results.notice", "controls.examples",
         "attention.view")
     assert state == label and result is None and translation == "" and label in notice
-    assert [s[0] for s in examples.raw_samples] == registry.EXAMPLES_TOY  # a toy model gets letter examples
+    assert [s[0] for s in examples.raw_samples] == model_registry.EXAMPLES_TOY  # a toy model gets letter examples
     assert payload is None  # the page's payload: views cleared
     with pytest.raises(gr.Error, match="Unknown model"):
         app.page.on_model_change("no-such-model")
 
 
 def test_view_state_defaults_match_the_controls(app):
-    view = share.ViewState()
-    assert (view.method, view.beam, view.length_penalty) == ("beam", share.DEFAULT_BEAM,
-                                                            share.DEFAULT_LENGTH_PENALTY)
-    assert view.client() == {"tab": "encoder", "layer": None, "head": share.MEAN_HEADS,
-                             "rows": share.ROWS_PREDICTED, "hide": False, "merge": False, "step": 1}
+    view = view_state.ViewState()
+    assert (view.method, view.beam, view.length_penalty) == ("beam", view_state.DEFAULT_BEAM,
+                                                            view_state.DEFAULT_LENGTH_PENALTY)
+    assert view.client() == {"tab": "encoder", "layer": None, "head": view_state.MEAN_HEADS,
+                             "rows": view_state.ROWS_PREDICTED, "hide": False, "merge": False, "step": 1}
 
 
 def test_focus_view_layer_clipping_mean_and_titles(app):
@@ -370,12 +378,12 @@ def test_focus_view_layer_clipping_mean_and_titles(app):
     fig, hidden = reference_views.focus_view(att, "cross", opts)
     assert "layer 2" in fig.layout.title.text and "head 3" in fig.layout.title.text
     assert "this stack has 2 layers" in fig.layout.title.text and hidden is None
-    fig, hidden = reference_views.focus_view(att, "encoder", reference_views.ViewOptions(layer=0, head=share.MEAN_HEADS, hide_special=True))
+    fig, hidden = reference_views.focus_view(att, "encoder", reference_views.ViewOptions(layer=0, head=view_state.MEAN_HEADS, hide_special=True))
     assert "mean over heads" in fig.layout.title.text and 0.0 < hidden < 1.0
     z = np.array(fig.data[0].z)
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-5)  # renormalised rows
     # decoder rows by predicted token: the last row is the one that predicted <eos>
-    w, q, k = reference_views.kind_maps(att, "decoder", share.ROWS_PREDICTED)
+    w, q, k = reference_views.kind_maps(att, "decoder", view_state.ROWS_PREDICTED)
     assert q == att.tgt_out_tokens and k == att.tgt_in_tokens
 
 
@@ -402,15 +410,15 @@ def test_export_npz_round_trip_without_pickle(app, tmp_path):
 
 def test_training_helpers(app, tmp_path):
     (tmp_path / "train_log.jsonl").write_text('{"epoch": 1, "val_loss": 2.0}\nnot json\n[1]\n{"epoch": 2}\n')
-    assert [r["epoch"] for r in training_tab.load_train_log(tmp_path)] == [1, 2]
+    assert [r["epoch"] for r in curves.load_train_log(tmp_path)] == [1, 2]
     (tmp_path / "metrics.json").write_text(json.dumps({"bleu": 31.234567, "test": {"bleu": 30.0}, "n": [1, 2]}))
-    table = training_tab.metrics_table(tmp_path)
+    table = curves.metrics_table(tmp_path)
     assert dict(zip(table["metric"], table["value"])) == {"bleu": "31.23", "test.bleu": "30", "n": "[1, 2]"}
-    assert "no metrics.json" in training_tab.metrics_table(tmp_path / "nope")["metric"][0]
+    assert "no metrics.json" in curves.metrics_table(tmp_path / "nope")["metric"][0]
     (tmp_path / "metrics.json").write_text(json.dumps({
         "test/beam5": {"bleu": 23.456, "chrf": 45.7, "method": "beam", "signature": "x", "split": "test"},
         "val/greedy": {"bleu": 22.0, "method": "greedy", "batch_size": 64}}))
-    table = training_tab.metrics_table(tmp_path)
+    table = curves.metrics_table(tmp_path)
     assert list(table.columns) == ["evaluation", "bleu", "chrf", "method"]
     assert table.values.tolist() == [["test/beam5", "23.46", "45.7", "beam"], ["val/greedy", "22", "", "greedy"]]
 
@@ -499,7 +507,7 @@ def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client)
         outputs = list(pool.map(press, range(len(texts))))
     tr = app.explorer.models.default_translator  # the server's model, loaded the same way (same precision)
     for text, (method, beam), out in zip(texts, settings, outputs, strict=True):
-        alone = tr.translate(text, method=method, beam_size=beam, length_penalty=share.DEFAULT_LENGTH_PENALTY)
+        alone = tr.translate(text, method=method, beam_size=beam, length_penalty=view_state.DEFAULT_LENGTH_PENALTY)
         translation, _, table, payload = out[:4]
         assert translation == alone.text and payload["source"] == text
         assert [row[1] for row in table["data"]] == list(dict.fromkeys(c.text for c in alone.candidates))
@@ -509,7 +517,8 @@ def test_concurrent_presses_each_get_their_own_translation_as_alone(app, client)
 
 
 def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(app, monkeypatch):
-    from transformer.explorer import models, startup
+    from transformer.explorer.core import models
+    from transformer.explorer import startup
 
     path = app.explorer.models.serving_path
     assert app.explorer.models.default_translator.precision == path.precision  # what the start-up probe measured fastest
@@ -527,7 +536,7 @@ def test_the_notes_say_which_precision_decodes_and_an_env_variable_switches_it(a
         choice = startup.serving_choice(probe=lambda config: probed)
         assert choice.precision == (overridden or path.precision)
         assert (choice.why == "set by TRANSFORMER_PRECISION") == bool(overridden)
-    fp32 = registry.ModelRegistry(Path(app.explorer.models.registry.checkpoint_dir), app.explorer.models.registry.override, "fp32")
+    fp32 = model_registry.ModelRegistry(Path(app.explorer.models.registry.checkpoint_dir), app.explorer.models.registry.override, "fp32")
     assert fp32.get(app.explorer.models.default_model).precision == "fp32" and models.precision_note("fp32").startswith("Decoding: fp32")
 
 
@@ -580,19 +589,19 @@ def test_main_path_records_no_search(app, monkeypatch):
     result = app.page.on_translate("h e l l o", "beam", 3, app.explorer.models.default_model, 0.6)[app.page.states.result]
     assert [k.get("record_search", False) for k in calls] == [False]
     assert result.translation.search is None and result.search is None
-    assert app.explorer.tree.on_tree_refresh(result, "attention", "")[0] is None  # the tree tab is closed: nothing recorded
+    assert app.explorer.tree.on_tree_view(result, "attention", "") is None  # the tree tab is closed: nothing recorded
     assert len(calls) == 1 and result.search is None
 
 
 def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monkeypatch):
-    from transformer.explorer import search_tree
+    from transformer.explorer.panels.tree import search_tree
 
     tr = app.explorer.models.default_translator
     result = app.page.on_translate("h e l l o", "beam", 4, app.explorer.models.default_model, 0.6)[app.page.states.result]
     calls = []
     original = tr.translate
     monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
-    value, result = app.explorer.tree.on_tree_open(result, '{"kind": "cross", "layer": 0, "head": 1}')
+    value = app.explorer.tree.on_tree_view(result, "tree", '{"kind": "cross", "layer": 0, "head": 1}')
     assert [(k["method"], k["record_search"], k["return_attention"]) for k in calls] == [
         ("beam", True, False), ("greedy", True, False)]
     trace = result.search.trace
@@ -605,29 +614,29 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     np.testing.assert_allclose(json.loads(value["node"])["data"][0]["y"], reference.cross[0, 1, -1], atol=1e-6)
     assert json.loads(value["tree"])["data"] and value["tree_rev"] == result.search.rev
     # opening the tab again costs no decoding; a node, layer and head are one teacher-forced pass (cached)
-    app.explorer.tree.on_tree_open(result, "")
+    app.explorer.tree.on_tree_view(result, "tree", "")
     node = trace.nbest[-1]
-    picked = app.page.on_tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
+    picked = app.explorer.tree.tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
                                                          "tree_rev": result.search.rev}))
     assert len(calls) == 2 and picked["tree"] is None  # the page has the tree already
     mean = tr.attention_for_prefix(result.translation, trace.prefix_ids(node)).cross[1].mean(axis=0)[-1]
     np.testing.assert_allclose(picked["row"], mean, atol=1e-6)
     assert picked["prefix"] == read_tokens(trace.prefix_tokens(node))  # the node's prefix, read as words
     # hostile event data falls back to defaults
-    odd = app.page.on_tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
+    odd = app.explorer.tree.tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
     assert odd["selected"] == trace.nbest[0] and odd["layer"] == odd["n_layers"] - 1 and odd["head"] == -1
     assert odd["tree"] is not None
 
 
 def test_tree_of_a_greedy_translation_has_no_second_search(app):
     result = app.page.on_translate("a b c", "greedy", 1, app.explorer.models.default_model, 0.6)[app.page.states.result]
-    value, result = app.explorer.tree.on_tree_open(result, "")
+    app.explorer.tree.on_tree_view(result, "tree", "")
     assert result.search.greedy is None and result.search.trace.method == "greedy"
     assert [n.token_id for n in result.search.trace.best_path()] == result.translation.candidates[0].ids
 
 
 def test_compare_figures_hold_both_results_arrays(app):
-    from transformer.explorer.compare import select_map
+    from transformer.explorer.panels.compare.compare_view import select_map
 
     tr = app.explorer.models.default_translator
     value, session = app.explorer.compare.on_compare("h e l l o", "h e l l a", "beam", 3, app.explorer.models.default_model, 0.6,
@@ -642,7 +651,7 @@ def test_compare_figures_hold_both_results_arrays(app):
     w_b, *_ = select_map(session.attentions[1], "cross", 1, 2)
     np.testing.assert_allclose(json.loads(value["difference"])["data"][0]["z"], w_a - w_b, atol=1e-6)  # same lengths
     # another kind, layer and head from the panel: the same two translations, no decoding
-    other = app.page.on_compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
+    other = app.explorer.compare.compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
     np.testing.assert_allclose(json.loads(other["pair"])["data"][1]["z"], session.attentions[1].encoder[0].mean(0),
                                atol=1e-6)
 
@@ -658,9 +667,9 @@ def test_difference_of_a_sentence_with_itself_is_zero(app):
 def test_greedy_vs_beam_side_by_side(app):
     tr = app.explorer.models.default_translator
     value, session = app.explorer.compare.on_greedy_vs_beam("h e l l o", 1, app.explorer.models.default_model, 0.6, '{"kind": "decoder"}')
-    assert value["labels"] == ["greedy", f"beam {share.DEFAULT_BEAM}"] and value["kind"] == "decoder"
+    assert value["labels"] == ["greedy", f"beam {view_state.DEFAULT_BEAM}"] and value["kind"] == "decoder"
     assert session.translations == (tr.translate("h e l l o", method="greedy").text,
-                                    tr.translate("h e l l o", beam_size=share.DEFAULT_BEAM).text)
+                                    tr.translate("h e l l o", beam_size=view_state.DEFAULT_BEAM).text)
     with pytest.raises(gr.Error, match="no sentence to translate yet"):
         app.explorer.compare.on_compare("h e l l o", "   ", "beam", 3, app.explorer.models.default_model, 0.6, "")
 
@@ -691,13 +700,13 @@ def test_restore_from_a_link_validates_and_notes(app):
 
 def test_examples_follow_what_the_model_was_trained_on(app, tmp_path):
     captions_only = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
-    assert registry.examples_for(None, captions_only) == registry.EXAMPLES_CAPTIONS
+    assert model_registry.examples_for(None, captions_only) == model_registry.EXAMPLES_CAPTIONS
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     (mixed / "training.json").write_text(json.dumps(
         {"train_config": {"task": "translation", "corpora": ["tatoeba-en-de", "multi30k:2"]}}))
-    assert registry.examples_for(None, mixed) == registry.EXAMPLES_EN
-    assert registry.examples_for(None, tmp_path / "missing") == registry.EXAMPLES_EN
+    assert model_registry.examples_for(None, mixed) == model_registry.EXAMPLES_EN
+    assert model_registry.examples_for(None, tmp_path / "missing") == model_registry.EXAMPLES_EN
 
 
 # ----------------------------------------------------------------------------- heads switched off, norms, roles
@@ -779,10 +788,11 @@ def test_norms_come_only_when_asked_and_rows_are_shares(app):
 
 
 def test_head_analysis_reaches_the_payload_and_the_heads_tab(app, tmp_path):
-    from transformer.explorer import head_analysis
+    from transformer.explorer.core import checkpoint_heads
+    from transformer.explorer.panels.heads.figures import head_figures
 
-    assert head_analysis.head_info(tmp_path) is None
-    fig, table = head_analysis.head_figures("x", tmp_path)
+    assert checkpoint_heads.head_info(tmp_path) is None
+    fig, table = head_figures("x", tmp_path)
     assert "head_analysis" in json.dumps(fig.to_plotly_json()) and table.empty
     grid = [[0.5, 1.0], [1.0, 0.0]]
     kinds = {k: {"shares": {"sink": grid, "rare": grid}, "tags": [[["sink"], []], [["sink", "rare"], []]],
@@ -794,9 +804,9 @@ def test_head_analysis_reaches_the_payload_and_the_heads_tab(app, tmp_path):
         "importance": {k: grid for k in ("encoder", "decoder", "cross")},
         "pruning": {k: {"n_heads": 4, "importance": curve, "reverse": curve, "random": curve | {"seeds": [[1]]},
                         "removable": {"importance": 2}} for k in ("encoder", "decoder", "cross")}}))
-    info = head_analysis.head_info(tmp_path)
+    info = checkpoint_heads.head_info(tmp_path)
     assert info["kinds"]["cross"]["tags"][1][0] == ["sink", "rare"] and info["codes"]["sink"] == "K"
-    fig, table = head_analysis.head_figures("x", tmp_path)
+    fig, table = head_figures("x", tmp_path)
     heatmaps = [t for t in fig.data if t.type == "heatmap"]
     assert len(heatmaps) == 3 and heatmaps[0].text[1][0] == "KR" and "sink &lt;b&gt;" in heatmaps[0].customdata[0][0]
     assert len([t for t in fig.data if t.type == "scatter"]) == 9
@@ -807,8 +817,8 @@ def test_head_analysis_reaches_the_payload_and_the_heads_tab(app, tmp_path):
 
 
 def test_the_nbest_list_shows_each_translation_once_and_rows_map_to_candidates():
-    from transformer.explorer.results import run_translation
-    from transformer.explorer.result_view import candidate_choices, nbest_row_candidate, nbest_table
+    from transformer.explorer.core.results import run_translation
+    from transformer.explorer.core.result_view import candidate_choices, nbest_row_candidate, nbest_table
 
     tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
     result = run_translation(tr, "en-de", "I know that the teacher speaks German.", "beam", 8, 1.4)[0]
@@ -823,7 +833,7 @@ def test_the_nbest_list_shows_each_translation_once_and_rows_map_to_candidates()
 
 
 def test_the_model_list_marks_toy_tasks_and_keeps_their_names_as_values():
-    models = registry.ModelRegistry(Path(__file__).resolve().parents[1] / "checkpoints")
+    models = model_registry.ModelRegistry(Path(__file__).resolve().parents[1] / "checkpoints")
     choices = dict((value, shown) for shown, value in models.choices())
     assert choices["en-de"] == "en-de" and choices["multi30k-en-de"] == "multi30k-en-de"
     assert choices["toy-reverse"] == "toy-reverse (a toy task, not a translator: it reverses letters)"
@@ -898,7 +908,7 @@ def test_what_ends_a_page_load_or_follows_a_translation_leaves_the_users_newer_w
     tree_view = app.page.tree.view
     for fn in fns:
         if tree_view in fn.outputs and fn.name != "on_tree_view":
-            assert fn.name in NEW_RESULT_EVENTS + ("on_tree_pick",), fn.name
+            assert fn.name in NEW_RESULT_EVENTS + ("tree_pick",), fn.name
     # heads switched off with one's own translation on screen: its scores come in the rerun's own answer
     rerun = next(fn for fn in fns if fn.name == "on_rerun")
     assert app.page.yours.view in rerun.outputs and not [fn for fn in fns if fn.name == "yours_of"]

@@ -87,7 +87,11 @@ IMPORT_APP = """
 import atexit, os, sys, threading
 import gradio, torch  # the libraries' own import-time work is theirs, not the app's
 from transformer import heap
-from transformer.explorer import callbacks, inside, launch, side_panels, tab_panels
+from transformer.explorer import services
+from transformer.explorer.panels import registry
+from transformer.explorer.panels.inside import service
+from transformer.explorer.panels.sidebar import panel
+from transformer.explorer.web import launch, sessions, wiring
 callbacks_before, threads_before, torch_threads = atexit._ncallbacks(), threading.active_count(), torch.get_num_threads()
 import app
 children = [open(path).read().split() for path in

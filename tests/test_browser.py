@@ -322,9 +322,9 @@ def test_browser_views_match_python():
     from test_payload import make_attention
 
     import reference_views as views
-    from transformer.explorer import share
+    from transformer.explorer.core import view_state
     from reference_views import decode_array, decode_attention
-    from transformer.explorer.payload import attention_payload
+    from transformer.explorer.maps.payload import attention_payload
 
     src = ["\u2581A", "\u2581ri", "des", EVIL, "<unk>", ".", "<eos>"]
     out = ["\u2581Ein", "\u2581Rad", "fahr", "er", "<b>", ".", "<eos>"]
@@ -350,10 +350,10 @@ def test_browser_views_match_python():
                      hidden: document.querySelector('#hidden-mass').textContent}}); }}, 0), 0)); }})"""
         checked = 0
         for kind in views.KINDS:
-            for rows in (share.ROWS_INPUT, share.ROWS_PREDICTED):
+            for rows in (view_state.ROWS_INPUT, view_state.ROWS_PREDICTED):
                 for hide in (False, True):
                     for merge in (False, True):
-                        for layer, head in ((0, share.MEAN_HEADS), (1, 2), (2, 0)):
+                        for layer, head in ((0, view_state.MEAN_HEADS), (1, 2), (2, 0)):
                             opts = views.ViewOptions(layer, head, rows, hide, merge)
                             got = page.evaluate(read, {"tab": kind, "layer": layer, "head": head, "rows": rows,
                                                        "hide": hide, "merge": merge})
@@ -376,8 +376,8 @@ def test_browser_views_match_python():
                             checked += 1
         # the step view: the chosen step's cross-attention row, with the same toggles
         for step in (1, 4, 7):
-            for hide, merge, head in ((False, False, share.MEAN_HEADS), (True, True, 1)):
-                opts = views.ViewOptions(1, head, share.ROWS_INPUT, hide, merge)
+            for hide, merge, head in ((False, False, view_state.MEAN_HEADS), (True, True, 1)):
+                opts = views.ViewOptions(1, head, view_state.ROWS_INPUT, hide, merge)
                 got = page.evaluate(
                     f"(s) => {{ {handle}.update(s); const v = document.querySelector('#step-plot .plot').__view;"
                     " return {row: v.z[0], keys: v.k.label,"
@@ -824,8 +824,8 @@ def test_browser_views_equal_the_float32_maps_at_short_and_long_lengths():
     from test_payload import LONG_EN
 
     import reference_views as views
-    from transformer.explorer import share
-    from transformer.explorer.payload import attention_payload
+    from transformer.explorer.core import view_state
+    from transformer.explorer.maps.payload import attention_payload
     from transformer.translator import load_pretrained
 
     tr = load_pretrained(EN_DE)
@@ -845,8 +845,8 @@ def test_browser_views_equal_the_float32_maps_at_short_and_long_lengths():
                 assert len(att.src_tokens) >= tr.max_source_tokens // 2, len(att.src_tokens)
             page.evaluate("(p) => document.querySelector('#explorer .explorer').__explorer.setPayload(p)", payload)
             worst: dict[str, float] = {}
-            for kind in share.KINDS:
-                w, *_ = views.kind_maps(att, kind, share.ROWS_INPUT)
+            for kind in view_state.KINDS:
+                w, *_ = views.kind_maps(att, kind, view_state.ROWS_INPUT)
                 n_layers, n_heads = w.shape[:2]
                 # every layer of the short sentence; the first and last of the long one (each read is megabytes)
                 layers = list(range(n_layers)) if dtype == "uint16" else [0, n_layers - 1]
@@ -855,12 +855,12 @@ def test_browser_views_equal_the_float32_maps_at_short_and_long_lengths():
                 # them, and test_payload checks every combination's decoded maps at this length in Python)
                 combinations = [(h, m) for h in (False, True) for m in (False, True)] if dtype == "uint16" else \
                     [(False, False), (True, True)]
-                for rows in ((share.ROWS_INPUT,) if kind == "encoder" else (share.ROWS_INPUT, share.ROWS_PREDICTED)):
+                for rows in ((view_state.ROWS_INPUT,) if kind == "encoder" else (view_state.ROWS_INPUT, view_state.ROWS_PREDICTED)):
                     w, q, k = views.kind_maps(att, kind, rows)
                     w = w.astype(np.float32)
                     for hide, merge in combinations:
                         view = {"tab": kind, "rows": rows, "hide": hide, "merge": merge,
-                                "layer": n_layers - 1, "head": share.MEAN_HEADS}
+                                "layer": n_layers - 1, "head": view_state.MEAN_HEADS}
                         focus, maps = float32_views(page, view, layers, n_heads)
                         ref_focus, *_ = views.transform(w[n_layers - 1].mean(0), q, k, hide, merge)
                         ref_maps, *_ = views.transform(w[layers], q, k, hide, merge)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import ROOT, app_env, shared_app  # noqa: E402
 from test_browser import CHROMIUM, SHOTS, chromium, docs_picture, open_page, sync_api, views_drawn  # noqa: E402,F401
 from toy_snapshots import SNAPSHOT_STEPS, toy_run_with_snapshots  # noqa: E402
-from transformer.explorer.browser import PLOTLY_JS  # noqa: E402
+from transformer.explorer.web.page import PLOTLY_JS  # noqa: E402
 
 SOURCE, YOURS = "a b c d e", "e d c a b"
 PANEL = "document.querySelector('#inside-panel')"
@@ -255,7 +255,7 @@ def test_browser_watch_it_learn(server, toy_run):
         assert page.evaluate(f"{LEARN}.__learn.requests") == asked
         assert translations[last] == "e d c b a" and translations[1] != translations[last]
         # the map follows the kind, layer and head chosen; the step's maps are the snapshot model's own
-        from transformer.explorer.learning import LearningSnapshots
+        from transformer.explorer.panels.inside.snapshots import LearningSnapshots
         from transformer.translator import load_pretrained
 
         snap = LearningSnapshots().translator("toy", load_pretrained(toy_run), toy_run, last)

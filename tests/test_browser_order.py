@@ -2,7 +2,7 @@
 
 The serving path reorders work on purpose: an expensive search waits behind, or pauses for, cheaper requests. So a
 heads-off rerun of a long sentence at beam 10 can finish after a short translation asked for later. Its answer
-must then be dropped (the server numbers each session's requests: `launch.SessionGenerations`) and the page must
+must then be dropped (the server numbers each session's requests: `sessions.SessionGenerations`) and the page must
 keep the short sentence: its maps, its translation box, its source box and its address. Skips, saying why, when
 chromium, the playwright package or checkpoints/en-de is missing.
 """

@@ -66,8 +66,8 @@ def test_relative_links_and_images_exist(page):
 @pytest.fixture(scope="module")
 def explorer(tmp_path_factory):
     """The app's server side over the shipped checkpoints, as `python app.py` builds it."""
-    from transformer.explorer.callbacks import Explorer
-    from transformer.explorer.registry import ModelRegistry
+    from transformer.explorer.services import Explorer
+    from transformer.explorer.core.model_registry import ModelRegistry
 
     xp = Explorer(ModelRegistry(ROOT / "checkpoints"), tmp_path_factory.mktemp("exports"), strict=True)
     yield xp
@@ -82,14 +82,14 @@ def test_app_links_restore_their_view_with_nothing_ignored(page, explorer):
     for url in app_links(page):
         parts = urlsplit(url)
         assert parts.path == "/", url
-        restored = explorer.links.restore(explorer.models.default_model, parse_qs(parts.query, keep_blank_values=True,
+        restored = explorer.restore.restore(explorer.models.default_model, parse_qs(parts.query, keep_blank_values=True,
                                                                      strict_parsing=True))
         assert restored.note == "", f"{url}: {restored.note}"
         assert restored.view.text.strip(), f"{url}: a link should open on a translated sentence"
 
 
 def test_link_check_notes_a_bad_link(explorer):
-    restored = explorer.links.restore("en-de", parse_qs("text=Hi.&tab=heads&layer=7&off=c5.1&step=0"))
+    restored = explorer.restore.restore("en-de", parse_qs("text=Hi.&tab=heads&layer=7&off=c5.1&step=0"))
     # en-de has 6 encoder layers at most (layer 7), 4 cross-attention layers (c5.1), and steps count from 1
     assert restored.note.count(";") == 2 and "layer" in restored.note and "off" in restored.note, restored.note
 

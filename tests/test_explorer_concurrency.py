@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from transformer.serving.batching import Batcher
-from transformer.explorer.callbacks import Explorer
-from transformer.explorer.registry import ModelRegistry
+from transformer.explorer.services import Explorer
+from transformer.explorer.core.model_registry import ModelRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 TOYS = ("toy-copy", "toy-reverse")
@@ -54,7 +54,7 @@ def test_a_link_to_a_model_not_loaded_yet_loads_the_page_while_the_model_is_busy
     explorer, release = busy_explorer
     restored: list = []
     load = threading.Thread(target=lambda: restored.append(
-        explorer.links.restore(TOYS[1], {"model": [TOYS[1]], "text": ["h e l l o"], "off": ["c1.6"]})))
+        explorer.restore.restore(TOYS[1], {"model": [TOYS[1]], "text": ["h e l l o"], "off": ["c1.6"]})))
     load.start()
     load.join(WAIT_S)
     still_waiting = load.is_alive()
@@ -76,8 +76,8 @@ def test_a_result_read_by_a_waiting_event_is_not_released_under_it(busy_explorer
     """A clicked cell waits for the model (held busy) after its result was checked; meanwhile other sessions'
     translations fill the store past its budget. The cell is then answered with its numbers, not an error: the
     result it reads is pinned while it is in use, and released only once it is not."""
-    from transformer.explorer.inside import Inside
-    from transformer.explorer.results import ResultStore, held_bytes, run_translation
+    from transformer.explorer.panels.inside.service import Inside
+    from transformer.explorer.core.results import ResultStore, held_bytes, run_translation
 
     explorer, release = busy_explorer
     tr = explorer.models.default_translator
@@ -108,7 +108,7 @@ def test_a_result_read_by_a_waiting_event_is_not_released_under_it(busy_explorer
 def test_snapshot_models_count_against_the_results_budget_and_come_back_when_asked(tmp_path):
     """The learning tab's float32 snapshot models are counted in the results store; with room for one, the next
     snapshot releases the first, and a new sentence at the first step loads it again."""
-    from transformer.explorer.inside import Inside
+    from transformer.explorer.panels.inside.service import Inside
 
     checkpoints = tmp_path / "checkpoints"
     checkpoints.mkdir()
@@ -144,7 +144,7 @@ def test_heads_switched_off_are_added_to_a_kept_result_only_under_the_stores_loc
     """A rerun's new ablation, computed while another thread holds the store's lock (as `keep` does when it
     trims a result's ablations), waits for that lock before it is added: the result's ablations never change
     under the holder's walk."""
-    from transformer.explorer import results
+    from transformer.explorer.core import results
 
     explorer, release = busy_explorer
     base, _ = results.run_translation(explorer.models.default_translator, explorer.models.default_model, "h e l l o", "greedy",

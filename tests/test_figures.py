@@ -12,10 +12,10 @@ import pytest
 
 import reference_views
 from strings import all_strings
-from transformer.explorer import figures
-from transformer.explorer.token_labels import display_token, escape_label
-from transformer.explorer.training_tab import training_curves
-from transformer.explorer.transforms import rollout
+from transformer.explorer.maps import figures
+from transformer.explorer.maps.token_labels import display_token, escape_label
+from transformer.explorer.panels.training.curves import training_curves
+from transformer.explorer.maps.transforms import rollout
 
 
 pytestmark = pytest.mark.usefixtures("validate_figures")

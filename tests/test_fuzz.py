@@ -4,7 +4,6 @@ bare "Error"). Property-based (hypothesis) over the handlers in-process; one tes
 from __future__ import annotations
 
 import json
-import math
 import sys
 import urllib.request
 from pathlib import Path
@@ -78,7 +77,7 @@ class Event:
 @FUZZ
 @given(data=VALUES, view=st.one_of(VALUES, st.just("[" * 50_000 + "]" * 50_000), st.just("{" * 3000)))
 def test_events_views_and_links_answer_in_words(app, data, view):
-    from transformer.explorer.checks import event_data, view_data
+    from transformer.explorer.core.checks import event_data, view_data
 
     assert isinstance(view_data(view), dict) and isinstance(event_data(Event(data)), dict)
     result = app.page.on_translate("a b c", "greedy", 1, app.explorer.models.default_model, 0.6)[app.page.states.result]
@@ -88,7 +87,7 @@ def test_events_views_and_links_answer_in_words(app, data, view):
     answers_or_says_why(lambda: app.explorer.reruns.rerun(result, Event(data)))
     answers_or_says_why(lambda: app.explorer.tree.tree_pick(result, Event(data)))
     params = data if isinstance(data, dict) else {"text": data, "beam": data, "layer": data}
-    answers_or_says_why(lambda: app.explorer.links.restore(app.explorer.models.default_model, {str(k): v for k, v in params.items()}))
+    answers_or_says_why(lambda: app.explorer.restore.restore(app.explorer.models.default_model, {str(k): v for k, v in params.items()}))
     answers_or_says_why(lambda: app.page.on_restore_translate("a b", "beam", 2, app.explorer.models.default_model, 0.6, view))
 
 

@@ -13,16 +13,21 @@ import numpy as np
 import pytest
 import torch
 
-from transformer.explorer import registry, result_view, results
-from transformer.explorer.callbacks import Explorer
-from transformer.explorer.inside import Inside
-from transformer.explorer.your_translation import check_yours
-from transformer.explorer.learning import LearningSnapshots, metric_of, snapshot_file, snapshot_records
-from transformer.explorer.share import ViewState
+from transformer.explorer.core import model_registry
+from transformer.explorer.core import result_view
+from transformer.explorer.core import results
+from transformer.explorer.services import Explorer
+from transformer.explorer.panels.inside.service import Inside
+from transformer.explorer.panels.inside.your_translation import check_yours
+from transformer.explorer.panels.inside.snapshots import LearningSnapshots, metric_of, snapshot_file, snapshot_records
+from transformer.explorer.panels.registry import tab_ids
+from transformer.explorer.core.view_state import ViewState
 from transformer.hub import load_int8_weights
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from toy_snapshots import SNAPSHOT_STEPS, toy_run_with_snapshots  # noqa: E402
+
+TABS = tab_ids()  # the app's tabs, as its registry declares them
 
 ROOT = Path(__file__).resolve().parents[1]
 EN_DE = ROOT / "checkpoints" / "en-de"
@@ -40,7 +45,7 @@ class Event:
 def explorer(tmp_path_factory):
     if not (EN_DE / "model.safetensors").is_file():
         pytest.skip("checkpoints/en-de is not here")
-    models = registry.ModelRegistry(ROOT / "checkpoints", str(EN_DE), "fp32")  # fp32: the search's own numbers
+    models = model_registry.ModelRegistry(ROOT / "checkpoints", str(EN_DE), "fp32")  # fp32: the search's own numbers
     xp = Explorer(models, tmp_path_factory.mktemp("exports"), strict=True)
     yield xp
     xp.models.batcher.close()
@@ -176,12 +181,12 @@ def test_check_yours_passes_plain_text_through():
 
 
 def test_the_link_carries_your_translation_validated_like_the_text():
-    view, notes = ViewState.from_query({"yours": "Ein Hund läuft.", "tab": "learn"}, ["en-de"])
+    view, notes = ViewState.from_query({"yours": "Ein Hund läuft.", "tab": "learn"}, ["en-de"], tabs=TABS)
     assert view.yours == "Ein Hund läuft." and view.tab == "learn" and not notes
-    assert ViewState.from_query(view.to_query(), ["en-de"])[0].yours == "Ein Hund läuft."
-    view, notes = ViewState.from_query({"yours": "<img src=x onerror=alert(1)>"}, ["en-de"])
+    assert ViewState.from_query(view.to_query(), ["en-de"], tabs=TABS)[0].yours == "Ein Hund läuft."
+    view, notes = ViewState.from_query({"yours": "<img src=x onerror=alert(1)>"}, ["en-de"], tabs=TABS)
     assert view.yours == "" and "yours" in notes[0] and "HTML" in notes[0]
-    view, notes = ViewState.from_query({"yours": "a" * 2001}, ["en-de"])
+    view, notes = ViewState.from_query({"yours": "a" * 2001}, ["en-de"], tabs=TABS)
     assert view.yours == "" and "at most 2000" in notes[0]
 
 
@@ -196,7 +201,7 @@ def toy_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def toy_explorer(toy_run, tmp_path_factory):
-    models = registry.ModelRegistry(ROOT / "checkpoints", str(toy_run), "fp32")
+    models = model_registry.ModelRegistry(ROOT / "checkpoints", str(toy_run), "fp32")
     xp = Explorer(models, tmp_path_factory.mktemp("exports"), strict=True)
     yield xp
     xp.models.batcher.close()
@@ -210,7 +215,7 @@ def test_the_slider_loads_each_snapshot_once_and_caches_it(toy_run, toy_explorer
     assert index["steps"] == list(SNAPSHOT_STEPS) and index["metric"] == "val_seq_acc"
     reads = []
     real = load_int8_weights
-    monkeypatch.setattr("transformer.explorer.learning.load_int8_weights", lambda p: reads.append(p) or real(p))
+    monkeypatch.setattr("transformer.explorer.panels.inside.snapshots.load_int8_weights", lambda p: reads.append(p) or real(p))
     first = inside.learn(label, "a b c d", Event({"step": 240}))
     again = inside.learn(label, "a b c d", Event({"step": 240}))
     other = inside.learn(label, "", Event({"step": 240, "text": "h g f e"}))
@@ -269,11 +274,11 @@ def test_snapshot_records_and_their_score(tmp_path):
 
 def test_the_tree_of_a_scored_translation_is_the_models_own_search(explorer, inside, result):
     forced, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
-    tree, kept = explorer.tree.on_tree_open(forced, "{}")
-    assert kept is forced and forced.search is not None and tree is not None
+    tree = explorer.tree.on_tree_view(forced, "tree", "{}")
+    assert forced.search is not None and tree is not None
     assert forced.search.translation.text == result.translation.text
     alone, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, None)
-    assert explorer.tree.on_tree_open(alone, "{}") == (None, alone)  # no search of the model's to show
+    assert explorer.tree.on_tree_view(alone, "tree", "{}") is None  # no search of the model's to show
 
 
 def test_your_translations_scores_follow_heads_switched_off(explorer, inside, result):

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_views as views  # noqa: E402
 from test_payload import EVIL, make_attention  # noqa: E402
 
-from transformer.explorer import share  # noqa: E402
+from transformer.explorer.core import view_state  # noqa: E402
 
 JS_TESTS = Path(__file__).resolve().parent / "js"
 NODE = shutil.which("node")
@@ -57,8 +57,8 @@ TOKEN_CASES = [
 def python_transform_cases() -> list[dict]:
     """Random rows over `TOKEN_CASES` with what transforms.hide_special and transforms.merge_subwords make of them (the functions
     the Python views use), and each axis as the payload sends it (`payload.token_info`)."""
-    from transformer.explorer import transforms
-    from transformer.explorer.payload import token_info
+    from transformer.explorer.maps import transforms
+    from transformer.explorer.maps.payload import token_info
 
     rng = np.random.default_rng(5)
     cases = []
@@ -102,7 +102,7 @@ def python_alignment_cases() -> list[dict]:
     """Random cross maps over `ALIGNMENT_CASES` with the links alignment.py scores AER by (word_maps, then links_from)
     for both read-outs, over the payload's word groups, and each axis as the payload sends it. One row looks only
     at <eos> (no link), and one word weighs two source words the same (the first is linked)."""
-    from transformer.explorer.payload import token_info
+    from transformer.explorer.maps.payload import token_info
     from transformer.training import alignment
 
     incidence = word_incidence
@@ -139,7 +139,7 @@ def python_payload_cases() -> list[dict]:
     """Payloads as payload.attention_payload builds them (uint16, uint8 past the size limit, with the norms) and
     an entry of float32 deflated by zlib, each with what reference_views.decode_array makes of every array in it."""
     from reference_views import decode_array
-    from transformer.explorer.payload import attention_payload
+    from transformer.explorer.maps.payload import attention_payload
 
     att, norms = make_attention(3, 2, 4, SRC, OUT), make_attention(3, 2, 4, SRC, OUT)
     cases = []
@@ -161,7 +161,7 @@ def python_payload_cases() -> list[dict]:
 # the view options test_browser_views_match_python sets in Chromium: every kind, row labelling and toggle, and a
 # few layers and heads (layer 3 does not exist in the decoder: it falls back to the last)
 VIEW_CHOICES = [(kind, rows, hide, merge, layer, head) for kind in views.KINDS
-                for rows in (share.ROWS_INPUT, views.ROWS_PREDICTED) for hide in (False, True)
+                for rows in (view_state.ROWS_INPUT, views.ROWS_PREDICTED) for hide in (False, True)
                 for merge in (False, True) for layer, head in ((0, views.MEAN_HEADS), (1, 2), (2, 0))]
 
 
@@ -171,7 +171,7 @@ def python_view_cases() -> dict:
     of `VIEW_CHOICES` the focus view (its map, labels and title, or its message), the hidden-mass note, every
     layer and head transformed, the rollout; the steps; the focus view of the norms."""
     from reference_views import decode_array, decode_attention
-    from transformer.explorer.payload import attention_payload
+    from transformer.explorer.maps.payload import attention_payload
 
     att = make_attention(3, 2, 4, SRC, OUT)
     # norms unlike the weights: ‖α f(x)‖ weighs each key by the size of what it passes on
@@ -199,7 +199,7 @@ def python_view_cases() -> dict:
     step_cases = []
     for step in range(1, len(OUT) + 1):
         for hide, merge, head in ((False, False, views.MEAN_HEADS), (True, True, 1), (True, False, 3)):
-            fig, text = views.step_view(seen, step, views.ViewOptions(1, head, share.ROWS_INPUT, hide, merge))
+            fig, text = views.step_view(seen, step, views.ViewOptions(1, head, view_state.ROWS_INPUT, hide, merge))
             bars, row = fig.data
             step_cases.append({
                 "state": {"tab": "steps", "step": step, "layer": 1, "head": head, "hide": hide, "merge": merge},
@@ -223,23 +223,27 @@ def python_colour_cases() -> dict:
     """The payload's colour scale sampled at the model view's 256 levels by plotly's own `sample_colorscale`."""
     from plotly.colors import sample_colorscale
 
-    from transformer.explorer.payload import ATTENTION_COLORS
+    from transformer.explorer.maps.payload import ATTENTION_COLORS
 
     return {"colorscale": ATTENTION_COLORS,
             "samples": sample_colorscale(ATTENTION_COLORS, [i / 255 for i in range(256)])}
 
 
 def python_start_cases() -> list[dict]:
-    """What the page's scripts import (browser.start_module's `js_on_load` of each component, browser.js_function's event
-    functions): each module of static/ by its address on the app's file route, and the function taken from it."""
+    """What the page's scripts import (page.start_module's `js_on_load` of each panel's component, page.js_function's
+    event functions): each module by its address on the app's file route, and the function taken from it."""
     import re
 
-    from transformer.explorer import browser
+    from transformer.explorer.panels.attention import panel as attention
+    from transformer.explorer.panels.compare import panel as compare
+    from transformer.explorer.panels.inside import panel as inside
+    from transformer.explorer.panels.tree import panel as tree
+    from transformer.explorer.web import page
 
-    starts = [browser.js_on_load(), browser.panels_js("tree"), browser.panels_js("compare"), browser.inside_js(),
-              browser.yours_js(), browser.learn_js()]
+    starts = [attention.js_on_load(), tree.js_on_load(), compare.js_on_load(), inside.inside_js(), inside.yours_js(),
+              inside.learn_js()]
     found = [re.search(r'file=([^"]+)".*\.then\(\(m\) => m\.(\w+)\(', js, re.DOTALL).groups() for js in starts]
-    for js in (browser.JS_VIEW, browser.JS_RESTORE, browser.JS_COPY_LINK, browser.js_enter_tab("tree")):
+    for js in (page.JS_VIEW, page.JS_RESTORE, page.JS_COPY_LINK, page.js_enter_tab("tree")):
         name, url = re.search(r'const \{(\w+)\} = await import\(new URL\("gradio_api/file=([^"]+)"', js).groups()
         found.append((url, name))
     return [{"module": Path(url).name, "dir": str(Path(url).parent), "name": name} for url, name in found]

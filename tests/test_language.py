@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.explorer.language import counts, other_language
+from transformer.explorer.core.language import counts, other_language
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_lesson_quotes import en_de_int8  # noqa: E402,F401  (the app on the shipped checkpoints, int8)

@@ -284,7 +284,7 @@ def test_an_empty_enter_says_what_to_do_in_presentation_mode(en_de_int8):
     from test_browser import chromium
     from test_stage_lesson import box, on_screen
 
-    from transformer.explorer.results import EMPTY_TEXT
+    from transformer.explorer.core.results import EMPTY_TEXT
 
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 720})

@@ -24,7 +24,11 @@ from app_server import QueueSession, app_env, endpoints, free_port, import_app, 
 gr = pytest.importorskip("gradio")
 from gradio import utils as gradio_utils  # noqa: E402
 
-from transformer.explorer import checks, launch, limits, reruns, results, search_tabs  # noqa: E402
+from transformer.explorer.web import launch, sessions
+from transformer.explorer.core import limits
+from transformer.explorer.panels.attention import reruns
+from transformer.explorer.core import results
+from transformer.explorer.panels.tree import service as tree_service
 
 ENV, _ = app_env()
 LONG = " ".join("abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(60))  # a long toy input: 60 letters
@@ -83,7 +87,7 @@ def test_acting_on_a_released_result_says_so_in_words(app, small_store, act):
         page.on_translate(LONG, "beam", 5, app.explorer.models.default_model, 0.6)
     assert old.released
     calls = {"candidate": lambda: page.on_candidate(old, 0), "rerun": lambda: xp.reruns.rerun(old, Event({"off": []})),
-             "export": lambda: page.on_export(old), "tree": lambda: xp.tree.on_tree_open(old, "{}"),
+             "export": lambda: page.on_export(old), "tree": lambda: xp.tree.on_tree_view(old, "tree", "{}"),
              "cell": lambda: app.inside.cell(old, Event({"kind": "cross", "layer": 0, "head": 0, "query": 0,
                                                          "key": 0}))}
     if act == "score":  # scoring one's own translation of the same text: scored alone, never from released arrays
@@ -103,7 +107,7 @@ def test_the_text_api_keeps_nothing(app, small_store):
 
 
 def test_a_sessions_slots_are_its_own():
-    slots = checks.SessionSlots(limit=2)
+    slots = sessions.SessionSlots(limit=2)
     with slots.hold("a"), slots.hold("a"):
         with pytest.raises(gr.Error, match="already have 2 requests running"):
             with slots.hold("a"):
@@ -220,15 +224,15 @@ def test_a_short_translation_goes_before_long_model_work_that_waited_first(app, 
         return run
 
     monkeypatch.setattr(reruns, "ablate", spied("heads off", reruns.ablate))
-    monkeypatch.setattr(search_tabs, "record_search", spied("tree", search_tabs.record_search))
+    monkeypatch.setattr(tree_service, "record_search", spied("tree", tree_service.record_search))
     pool = ThreadPoolExecutor(2)
     heads_off = pool.submit(xp.reruns.rerun, long_results[0], Event({"off": [["cross", 0, 0]], "measure": "norm"}))
-    tree = pool.submit(xp.tree.on_tree_open, long_results[1], "{}")
+    tree = pool.submit(xp.tree.on_tree_view, long_results[1], "tree", "{}")
     wait_until(lambda: xp.models.batcher.waiting == 2)
     short = xp.models.batcher.submit(xp.models.translator(app.explorer.models.default_model), "h e l l o", "greedy", 1)  # came last
     short.add_done_callback(lambda _: ran.append("short"))
     model_busy.set()
-    assert short.result(WAIT_S).text and heads_off.result(WAIT_S).off and tree.result(WAIT_S)[0]
+    assert short.result(WAIT_S).text and heads_off.result(WAIT_S).off and tree.result(WAIT_S)
     assert ran[0] == "short" and sorted(ran[1:]) == ["heads off", "tree"]
     pool.shutdown()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from transformer.casing import TRUECASE_FILE
-from transformer.explorer import registry
+from transformer.explorer.core import model_registry
 from transformer.hub import checkpoint_languages
 from transformer.training import alignment, evaluate, head_analysis
 from transformer.training.config import PRESETS
@@ -31,15 +31,15 @@ def test_a_german_reading_model_gets_german_examples_and_says_so(tmp_path):
                    corpora=list(PRESETS["de-en"]["corpora"]))
     en_de = recipe(tmp_path, "en-de", **{k: v for k, v in PRESETS["en-de"].items() if k != "corpora"},
                    corpora=list(PRESETS["en-de"]["corpora"]))
-    assert registry.examples_for(None, de_en) == registry.EXAMPLES_DE
-    assert registry.examples_for(None, en_de) == registry.EXAMPLES_EN
-    assert registry.source_language(de_en) == "German" and registry.source_language(en_de) == "English"
-    assert registry.source_language(tmp_path / "missing") == "English"  # older checkpoints: English→German
+    assert model_registry.examples_for(None, de_en) == model_registry.EXAMPLES_DE
+    assert model_registry.examples_for(None, en_de) == model_registry.EXAMPLES_EN
+    assert model_registry.source_language(de_en) == "German" and model_registry.source_language(en_de) == "English"
+    assert model_registry.source_language(tmp_path / "missing") == "English"  # older checkpoints: English→German
 
 
 def test_the_german_examples_are_our_own_and_not_english():
-    assert len(set(registry.EXAMPLES_DE)) == len(registry.EXAMPLES_DE) >= 5
-    assert not set(registry.EXAMPLES_DE) & set(registry.EXAMPLES_EN)
+    assert len(set(model_registry.EXAMPLES_DE)) == len(model_registry.EXAMPLES_DE) >= 5
+    assert not set(model_registry.EXAMPLES_DE) & set(model_registry.EXAMPLES_EN)
 
 
 def test_a_checkpoints_languages_come_from_its_recipe(tmp_path):

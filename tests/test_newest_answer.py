@@ -1,5 +1,5 @@
-"""A session's answers count only while they answer its newest request (`launch.SessionGenerations`,
-`launch.newest_answer`), and the heads-off answer carries its texts with its maps. The browser side of the same
+"""A session's answers count only while they answer its newest request (`sessions.SessionGenerations`,
+`sessions.newest_answer`), and the heads-off answer carries its texts with its maps. The browser side of the same
 rule is tests/test_browser_order.py."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import app_env, import_app  # noqa: E402
 
-from transformer.explorer.launch import (EDIT, GENERATION, NEW, SESSION, SessionGenerations, newest_answer,
+from transformer.explorer.web.sessions import (EDIT, GENERATION, NEW, SESSION, SessionGenerations, newest_answer,
                                          rerun_ticket, stamped)
 
 

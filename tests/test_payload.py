@@ -10,9 +10,13 @@ import numpy as np
 import pytest
 
 from strings import all_strings
-from transformer.explorer import browser, token_labels, transforms
+from transformer.explorer.web import page
+from transformer.explorer.panels.attention import panel as attention_panel
+from transformer.explorer.panels.registry import scripts
+from transformer.explorer.maps import token_labels
+from transformer.explorer.maps import transforms
 from reference_views import decode_array, decode_attention
-from transformer.explorer.payload import QUANT_SCALE, SMALL_QUANT_SCALE, attention_payload, encode_rows, token_info
+from transformer.explorer.maps.payload import QUANT_SCALE, SMALL_QUANT_SCALE, attention_payload, encode_rows, token_info
 from transformer.translator import Attention, StepRecord
 
 EVIL = "<img src=x onerror=alert(1)>"
@@ -140,15 +144,17 @@ def test_integers_and_masses_survive_the_codec_and_a_tiny_mass_stays_above_zero(
 def test_payload_revisions_differ_and_skeleton_has_every_view():
     att = make_attention()
     assert attention_payload(att)["rev"] != attention_payload(att)["rev"]
-    template = browser.html_template()
+    template = attention_panel.html_template()
     for view_id in ("focus-encoder", "model-cross", "grid-decoder", "rollout", "step-plot", "hidden-mass",
                     "layer", "head", "rows", "hide", "merge", "step"):
         assert f'id="{view_id}"' in template
     assert "${" not in template and "{{" not in template  # gr.HTML would fill these from the payload
-    assert browser.PLOTLY_JS.is_file() and f"gradio_api/file={browser.PLOTLY_JS.as_posix()}" in browser.head_html()
-    assert browser.module_url("explorer.js") in browser.js_on_load() and "m.initExplorer(" in browser.js_on_load()
-    for module in browser.STATIC_DIR.glob("*.js"):  # fetched beside plotly.js
-        assert f'<link rel="modulepreload" href="{browser.module_url(module.name)}">' in browser.head_html()
+    assert page.PLOTLY_JS.is_file() and f"gradio_api/file={page.PLOTLY_JS.as_posix()}" in page.head_html()
+    start = attention_panel.js_on_load()
+    assert page.module_url(attention_panel.SCRIPT) in start and "m.initExplorer(" in start
+    head = page.head_html(scripts())
+    for module in [*page.STATIC_DIR.glob("*.js"), *scripts()]:  # fetched beside plotly.js: shared and each panel's
+        assert f'<link rel="modulepreload" href="{page.module_url(module)}">' in head
 
 
 def test_the_vendored_plotly_bundle_is_the_version_the_plotly_package_ships():
@@ -164,12 +170,12 @@ def test_the_vendored_plotly_bundle_is_the_version_the_plotly_package_ships():
         assert found, head
         return found[1]
 
-    assert version(browser.PLOTLY_JS, re.escape("(cartesian - minified) ")) == version(package_js, "")
+    assert version(page.PLOTLY_JS, re.escape("(cartesian - minified) ")) == version(package_js, "")
 
 
 def test_decoder_rows_open_labelled_by_the_token_they_predict():
-    from transformer.explorer import share
-    assert share.ViewState().client()["rows"] == share.ROWS_PREDICTED
+    from transformer.explorer.core import view_state
+    assert view_state.ViewState().client()["rows"] == view_state.ROWS_PREDICTED
 
 
 def test_entropy_colours_are_plotlys_viridis_at_the_scaled_score():
@@ -187,7 +193,7 @@ def test_entropy_colours_are_plotlys_viridis_at_the_scaled_score():
 
 
 def test_merged_words_keep_each_placeholder_a_word_labelled_with_its_entity():
-    from transformer.explorer.payload import token_info
+    from transformer.explorer.maps.payload import token_info
 
     src = ["▁My", "▁friend", "⟨1⟩", "▁moved", "▁to", "⟨2⟩", "▁in", "⟨3⟩", ".", "<eos>"]
     info = token_info(src, ("Oluwaseun", "Plovdiv", "1983"))
@@ -230,10 +236,10 @@ def views_error(att: Attention, payload: dict) -> dict[str, float]:
     between the views of the payload (`attention_payload(att)`) as the page decodes it and the same views of the
     float32 maps. The encoder's rows are its source tokens whichever labelling is chosen: one pass covers both."""
     import reference_views as views
-    from transformer.explorer import share
+    from transformer.explorer.core import view_state
     shown, worst = decode_attention(json.loads(json.dumps(payload))), {}
     for kind in views.KINDS:
-        for rows_ in (share.ROWS_PREDICTED,) if kind == "encoder" else (share.ROWS_INPUT, share.ROWS_PREDICTED):
+        for rows_ in (view_state.ROWS_PREDICTED,) if kind == "encoder" else (view_state.ROWS_INPUT, view_state.ROWS_PREDICTED):
             (w, q, k), (v, _, _) = views.kind_maps(att, kind, rows_), views.kind_maps(shown, kind, rows_)
             for hide in (False, True):
                 for merge in (False, True):
@@ -342,7 +348,7 @@ def test_colour_scales_read_by_lightness_alone():
         lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
         return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
-    from transformer.explorer.payload import ATTENTION_COLORS
+    from transformer.explorer.maps.payload import ATTENTION_COLORS
     blues = [luminance(c) for _, c in ATTENTION_COLORS]
     assert all(a > b for a, b in zip(blues, blues[1:])), blues
     viridis = [luminance(c) for c in sample_colorscale("Viridis", np.linspace(0, 1, 16).tolist(), colortype="rgb")]

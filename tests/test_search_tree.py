@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from test_figures import EVIL, assert_no_raw_tag
-from transformer.explorer import search_tree
-from transformer.explorer.token_labels import read_tokens
+from transformer.explorer.panels.tree import search_tree
+from transformer.explorer.maps.token_labels import read_tokens
 from transformer.search_trace import FINISHED, PRUNED, ROOT
 
 # Our own sentences, never Multi30k text.

@@ -1,13 +1,16 @@
-"""The shareable URL's parser (transformer/explorer/share.py): every field validated, bad values fall back with a note."""
+"""The shareable URL's parser (transformer/explorer/core/view_state.py): every field validated, bad values fall back with a note."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from transformer.explorer.limits import MAX_INPUT_CHARS
-from transformer.explorer.share import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MEAN_HEADS, ROWS_PREDICTED, \
+from transformer.explorer.core.limits import MAX_INPUT_CHARS
+from transformer.explorer.panels.registry import tab_ids
+from transformer.explorer.core.view_state import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, MEAN_HEADS, ROWS_PREDICTED, \
     ViewState
+
+TABS = tab_ids()  # the app's tabs, as its registry declares them
 
 MODELS = ["en-de", "multi30k-en-de", "toy-reverse"]
 
@@ -17,7 +20,7 @@ def limits(model: str) -> tuple[int, int]:
 
 
 def parse(**params):
-    return ViewState.from_query(params, MODELS, limits, default_model="en-de")
+    return ViewState.from_query(params, MODELS, limits, default_model="en-de", tabs=TABS)
 
 
 def test_a_full_link_is_restored_field_by_field():
@@ -80,7 +83,7 @@ def test_bad_values_fall_back_to_the_default_with_a_note(params, field, default,
 def test_layer_and_head_follow_the_chosen_models_size():
     view, notes = parse(model="toy-reverse", layer="3", head="4")
     assert view.layer is None and view.head == 3 and len(notes) == 1 and "from 1 to 2" in notes[0]
-    view, notes = ViewState.from_query({"layer": "40", "head": "mean"}, MODELS, None, "en-de")  # sizes unknown
+    view, notes = ViewState.from_query({"layer": "40", "head": "mean"}, MODELS, None, "en-de", tabs=TABS)  # sizes unknown
     assert (view.layer, view.head, notes) == (39, MEAN_HEADS, [])
 
 
@@ -100,22 +103,22 @@ def test_notes_quote_values_as_short_text():
 def test_plain_text_with_symbols_is_kept_and_lists_take_the_last_value():
     view, notes = parse(text="2 < 3 and 5 > 4, \"quoted\" & 'apostrophes'")
     assert notes == [] and view.text.startswith("2 < 3")
-    view, notes = ViewState.from_query({"beam": ["2", "7"]}, MODELS, limits)
+    view, notes = ViewState.from_query({"beam": ["2", "7"]}, MODELS, limits, tabs=TABS)
     assert view.beam == 7 and notes == []
 
 
 def test_heads_switched_off_and_the_measure_round_trip_and_are_checked_per_kind():
     def sizes(model):
         return (6, 8, {"encoder": 6, "decoder": 4, "cross": 4})
-    view, notes = ViewState.from_query({"off": "c4.8,e1.3,e1.3,d2.1", "measure": "norm"}, MODELS, sizes, "en-de")
+    view, notes = ViewState.from_query({"off": "c4.8,e1.3,e1.3,d2.1", "measure": "norm"}, MODELS, sizes, "en-de", tabs=TABS)
     assert notes == [] and view.off == (("encoder", 0, 2), ("decoder", 1, 0), ("cross", 3, 7)) and view.measure == "norm"
     assert view.to_query()["off"] == "e1.3,d2.1,c4.8" and view.client()["off"] == [["encoder", 0, 2], ["decoder", 1, 0],
                                                                                    ["cross", 3, 7]]
-    back, notes = ViewState.from_query(view.to_query(), MODELS, sizes, "en-de")
+    back, notes = ViewState.from_query(view.to_query(), MODELS, sizes, "en-de", tabs=TABS)
     assert notes == [] and back == view
     for bad, why in (("c5.1", "cross has 4 layers"), ("e1.9", "of 8 heads"), ("x1.1", "written like e1.3"),
                      ("e1.1,<b>", "written like e1.3"), ("e0.1", "6 layers")):
-        view, notes = ViewState.from_query({"off": bad}, MODELS, sizes, "en-de")
+        view, notes = ViewState.from_query({"off": bad}, MODELS, sizes, "en-de", tabs=TABS)
         assert view.off == () and len(notes) == 1 and notes[0].startswith("off") and why in notes[0], notes
     view, notes = parse(measure="gradient")
     assert view.measure == "weight" and "weight, norm" in notes[0]
@@ -128,7 +131,7 @@ def test_a_links_layer_is_bounded_by_the_kind_on_screen():
     sizes = (6, 8, {"encoder": 6, "decoder": 4, "cross": 4})
     def read(kind: str, layer: str):
         return ViewState.from_query({"text": "Hi.", "model": "m", "kind": kind, "layer": layer}, ["m"],
-                                    model_sizes=lambda m: sizes)
+                                    model_sizes=lambda m: sizes, tabs=TABS)
     view, notes = read("cross", "6")
     assert view.layer is None and len(notes) == 1 and "cross attention has 4 layers" in notes[0]
     view, notes = read("encoder", "6")
@@ -155,7 +158,7 @@ def test_a_cell_of_one_heads_map_round_trips_and_is_refused_where_no_click_could
 
 @pytest.mark.parametrize("text", ["gift\u202etfig", "pay\u200bpal", "a\u2066b\u2069", "\ufeffHello", "so\u00adft"])
 def test_link_text_with_invisible_characters_is_refused_and_shown_visibly(text):
-    view, notes = ViewState.from_query({"text": text})
+    view, notes = ViewState.from_query({"text": text}, tabs=TABS)
     assert view.text == "" and len(notes) == 1 and "invisible characters" in notes[0]
     assert not re.search("[\u00ad\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]", notes[0])  # the note shows �
 
@@ -168,14 +171,14 @@ BIDI_AND_ZERO_WIDTH = [chr(c) for c in [*range(0x202A, 0x202F), *range(0x2066, 0
 @pytest.mark.parametrize("key", ["text", "compare", "yours"])
 @pytest.mark.parametrize("char", BIDI_AND_ZERO_WIDTH, ids=lambda c: f"U+{ord(c):04X}")
 def test_every_bidi_and_zero_width_character_in_any_link_text_is_refused(key, char):
-    view, notes = ViewState.from_query({key: f"pay{char}pal"})
+    view, notes = ViewState.from_query({key: f"pay{char}pal"}, tabs=TABS)
     assert getattr(view, key) == "" and len(notes) == 1 and "invisible characters" in notes[0]
     assert char not in notes[0] and "\ufffd" in notes[0]  # shown as a visible mark, never as itself
 
 
 def test_ordinary_unicode_in_link_text_is_kept():
     for text in ("Zoë lives in Tórshavn.", "My colleague 王芳 wrote.", "I wrote سلمى on the card."):
-        view, notes = ViewState.from_query({"text": text})
+        view, notes = ViewState.from_query({"text": text}, tabs=TABS)
         assert view.text == text and notes == []
 
 

@@ -465,7 +465,7 @@ def test_the_ranked_list_and_the_candidate_selector_are_numbered_by_rank():
     read 1, 4, 5), and so is the candidate selector; its values stay the candidates' own."""
     from types import SimpleNamespace
 
-    from transformer.explorer.result_view import candidate_choices, nbest_table
+    from transformer.explorer.core.result_view import candidate_choices, nbest_table
 
     def candidate(text, log_prob):
         return SimpleNamespace(text=text, log_prob=log_prob, score=log_prob / 2)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from gradio import networking
 
-from transformer.explorer import launch
+from transformer.explorer.web import launch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from test_figures import EVIL, random_attention
-from transformer.explorer.token_labels import escape_label, word_groups
-from transformer.explorer.transforms import head_entropy, hide_special, merge_subwords, rollout
+from transformer.explorer.maps.token_labels import escape_label, word_groups
+from transformer.explorer.maps.transforms import head_entropy, hide_special, merge_subwords, rollout
 
 
 # ----------------------------------------------------------------------------- labels

@@ -24,9 +24,9 @@ from transformer.serving.batching import Batcher
 from transformer.serving.kernels import ServingPath, choose_serving_path, fastest_int8_kernels
 from transformer.serving.search_process import SearchProcess, SearchProcessLost
 
-from .callbacks import Explorer
-from .exports import EXPORT_DIR_PREFIX, remove_stale_export_dirs
-from .registry import ENV_CHECKPOINT, ModelRegistry
+from transformer.explorer.services import Explorer
+from transformer.explorer.core.exports import EXPORT_DIR_PREFIX, remove_stale_export_dirs
+from transformer.explorer.core.model_registry import ENV_CHECKPOINT, ModelRegistry
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,22 @@
+"""What a panel's builder is given when the page is built: the view the page opens on, the default model's facts
+and every panel's scripts (preloaded with the page)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from transformer.explorer.core.view_state import ViewState
+
+
+@dataclass(frozen=True)
+class PanelStart:
+    """`view`: the page's first view; `label`, `directory`: the default model and its checkpoint folder (None
+    without one); `learn_index`: its training snapshots' index (None when it ships none); `scripts`: the ES modules
+    of every registered panel."""
+
+    view: ViewState
+    label: str | None
+    directory: Path | None
+    learn_index: dict[str, Any] | None
+    scripts: tuple[Path, ...]

@@ -1,0 +1,53 @@
+"""How the app's events are wired, shared by `app.py` and every panel that wires its own events (a registered
+panel's `wire`): gradio's options per kind of event (private to the page, quiet, the concurrency group it
+queues in), a service's method wired straight to an event that carries data (`with_event`), and the handler that
+records the tab a user enters."""
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+PRIVATE = dict(api_visibility="private")
+QUIET = dict(api_visibility="private", show_progress="minimal")
+RESTORE = dict(concurrency_limit=8, concurrency_id="restore")  # page loads run no model: never behind model work
+
+
+def model_group(explorer: Any) -> dict[str, Any]:
+    """Model events other than Translate: as many at once as the `explorer`'s batcher takes (it orders them)."""
+    return dict(concurrency_limit=explorer.models.batcher.max_batch, concurrency_id="model")
+
+
+def translate_group(explorer: Any) -> dict[str, Any]:
+    """The Translate presses: their own group, as many at once as the batcher takes."""
+    return dict(concurrency_limit=explorer.models.batcher.max_batch, concurrency_id="translate")
+
+
+def tab_entered(tab_id: str) -> Callable[[str], tuple[str, str]]:
+    """A handler that writes `tab_id` and the view on entering it into the session's state (the URL follows the tab
+    on screen; a Translate on the tree tab draws its tree in that view)."""
+
+    def entered_tab(view_json: str) -> tuple[str, str]:
+        return tab_id, view_json
+
+    return entered_tab
+
+
+def with_event(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn(*inputs, evt)`, a service's method, as the handler of an event that carries data: gradio passes the event
+    into the last parameter, found by its gr.EventData annotation (the services import no gradio: theirs is Any,
+    and they read it with `core.checks.event_data`)."""
+    signature = inspect.signature(fn)
+    *inputs, event = signature.parameters.values()
+
+    @functools.wraps(fn)
+    def handler(*args: Any) -> Any:
+        return fn(*args)
+
+    handler.__signature__ = signature.replace(parameters=[*inputs, event.replace(annotation=gr.EventData)])
+    handler.__annotations__ = {**gr.utils.get_type_hints(fn), event.name: gr.EventData}
+    del handler.__wrapped__  # gradio reads the signature above, not fn's
+    return handler
