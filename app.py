@@ -110,7 +110,7 @@ class Page:
     def on_api_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """API `/translate`: (translation, notice, n-best); no attention computed, nothing kept in the session."""
         result, notice = self.explorer.translation.translate(
-            text, method, beam_size, model, length_penalty, return_attention=False
+            text, method, beam_size, model, length_penalty, output_attentions=False
         )
         return self.texts(result, notice)
 
