@@ -31,7 +31,6 @@ import gradio as gr  # noqa: E402
 from transformer.explorer import browser, launch, limits, texts  # noqa: E402
 from transformer.explorer.callbacks import Explorer  # noqa: E402
 from transformer.explorer.checks import event_data, user_error, view_data  # noqa: E402
-from transformer.explorer.compare import CompareSession  # noqa: E402
 from transformer.explorer.inside import Inside  # noqa: E402
 from transformer.explorer.models import ModelInfo  # noqa: E402
 from transformer.explorer.registry import EXAMPLES_EN  # noqa: E402
@@ -216,8 +215,10 @@ class Page:
         return {self.states.result: result} | self.show_result(result)
 
     def on_rerun(self, result: Result | None, evt: gr.EventData) -> dict:
-        rerun = self.explorer.reruns.rerun(result, evt)
-        return self.show_rerun(rerun, launch.rerun_ticket(event_data(evt)))
+        """The attention tab's `rerun` event (heads off, norms): read once, then rerun from its plain values."""
+        data = event_data(evt)
+        rerun = self.explorer.reruns.rerun(result, data.get("off", []), data.get("measure"))
+        return self.show_rerun(rerun, launch.rerun_ticket(data))
 
     def show_rerun(self, result: Result | None, answers: int | None = None) -> dict:
         """Heads switched off or on, or norms (attention tab): maps, translation, n-best list and notes together."""
@@ -322,12 +323,6 @@ class Page:
             )
         return str(path)
 
-    def on_tree_pick(self, result: Result | None, evt: gr.EventData):
-        return self.explorer.tree.tree_pick(result, evt)
-
-    def on_compare_pick(self, session: CompareSession | None, evt: gr.EventData):
-        return self.explorer.compare.compare_pick(session, evt)
-
 
 # ----------------------------------------------------------------------------- three ways into the model
 
@@ -353,14 +348,6 @@ class InsidePanels:
         """Your translation scored: the box's token view, and every map shows the attention for it."""
         forced, value = self.inside.score(text, yours, model, lp, result)
         return {self.page.states.result: forced, self.yours.view: value} | self.page.show_result(forced)
-
-    def on_cell(self, result: Result | None, evt: gr.EventData) -> dict:
-        """A cell of one head's map clicked: how its weight is computed (one float32 pass)."""
-        return self.inside.cell(result, evt)
-
-    def on_learn(self, label: str | None, text: str, evt: gr.EventData) -> dict:
-        """The learning slider at a step: the sentence as the model translated it then."""
-        return self.inside.learn(label, text, evt)
 
     def on_model(self, label: str | None) -> dict:
         """Another model: the learning tab shows when it ships training snapshots."""
@@ -651,7 +638,7 @@ def wire_tabs(app_page: Page) -> None:
         )
     tree_inputs = [states.result, states.tab, states.view]
     entered["tree"].then(per_session(explorer.tree.on_tree_view), tree_inputs, [app_page.tree.view], **quiet_model)
-    app_page.tree.view.pick(per_session(app_page.on_tree_pick), [states.result], [app_page.tree.view], **quiet_model)
+    app_page.tree.view.pick(per_session(explorer.tree.tree_pick), [states.result], [app_page.tree.view], **quiet_model)
     entered["compare"].then(compare_prefill, [controls.src, compare.src], [compare.src], queue=False, **PRIVATE)
     compared = compare.run.click(None, None, [states.view], js=browser.JS_VIEW, **PRIVATE)
     compared.then(
@@ -667,7 +654,7 @@ def wire_tabs(app_page: Page) -> None:
         [compare.view, states.compare],
         **quiet_model,
     )
-    compare.view.pick(app_page.on_compare_pick, [states.compare], [compare.view], **QUIET)
+    compare.view.pick(explorer.compare.compare_pick, [states.compare], [compare.view], **QUIET)
 
 
 def wire_inside(panels: InsidePanels, link_restored: Any) -> None:
@@ -703,10 +690,10 @@ def wire_inside(panels: InsidePanels, link_restored: Any) -> None:
     )
     yours.own.click(own_translation_as_start, [results.translation], [yours.box], queue=False, **PRIVATE)
     panels.cell_panel.cell(
-        per_session(panels.on_cell), [states.result], [panels.cell_panel], trigger_mode="always_last", **quiet_model
+        per_session(panels.inside.cell), [states.result], [panels.cell_panel], trigger_mode="always_last", **quiet_model
     )
     panels.learn.view.learn(
-        per_session(panels.on_learn), [states.model, controls.src], [panels.learn.view], **quiet_model
+        per_session(panels.inside.learn), [states.model, controls.src], [panels.learn.view], **quiet_model
     )
     learn_entered = panels.learn.tab.select(None, None, [states.view], js=browser.js_enter_tab("learn"), **PRIVATE)
     learn_entered.then(tab_entered("learn"), [states.view], [states.tab, states.tab_view], queue=False, **PRIVATE)

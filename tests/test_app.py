@@ -585,7 +585,7 @@ def test_main_path_records_no_search(app, monkeypatch):
     result = app.page.on_translate("h e l l o", "beam", 3, app.explorer.models.default_model, 0.6)[app.page.states.result]
     assert [k.get("record_search", False) for k in calls] == [False]
     assert result.translation.search is None and result.search is None
-    assert app.explorer.tree.on_tree_refresh(result, "attention", "")[0] is None  # the tree tab is closed: nothing recorded
+    assert app.explorer.tree.on_tree_view(result, "attention", "") is None  # the tree tab is closed: nothing recorded
     assert len(calls) == 1 and result.search is None
 
 
@@ -597,7 +597,7 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     calls = []
     original = tr.translate
     monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
-    value, result = app.explorer.tree.on_tree_open(result, '{"kind": "cross", "layer": 0, "head": 1}')
+    value = app.explorer.tree.on_tree_view(result, "tree", '{"kind": "cross", "layer": 0, "head": 1}')
     assert [(k["method"], k["record_search"], k["output_attentions"]) for k in calls] == [
         ("beam", True, False), ("greedy", True, False)]
     trace = result.search.trace
@@ -610,23 +610,23 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     np.testing.assert_allclose(json.loads(value["node"])["data"][0]["y"], reference.cross[0, 1, -1], atol=1e-6)
     assert json.loads(value["tree"])["data"] and value["tree_rev"] == result.search.rev
     # opening the tab again costs no decoding; a node, layer and head are one teacher-forced pass (cached)
-    app.explorer.tree.on_tree_open(result, "")
+    app.explorer.tree.on_tree_view(result, "tree", "")
     node = trace.nbest[-1]
-    picked = app.page.on_tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
+    picked = app.explorer.tree.tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
                                                          "tree_rev": result.search.rev}))
     assert len(calls) == 2 and picked["tree"] is None  # the page has the tree already
     mean = tr.attention_for_prefix(result.translation, trace.prefix_ids(node)).cross[1].mean(axis=0)[-1]
     np.testing.assert_allclose(picked["row"], mean, atol=1e-6)
     assert picked["prefix"] == read_tokens(trace.prefix_tokens(node))  # the node's prefix, read as words
     # hostile event data falls back to defaults
-    odd = app.page.on_tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
+    odd = app.explorer.tree.tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
     assert odd["selected"] == trace.nbest[0] and odd["layer"] == odd["n_layers"] - 1 and odd["head"] == -1
     assert odd["tree"] is not None
 
 
 def test_tree_of_a_greedy_translation_has_no_second_search(app):
     result = app.page.on_translate("a b c", "greedy", 1, app.explorer.models.default_model, 0.6)[app.page.states.result]
-    value, result = app.explorer.tree.on_tree_open(result, "")
+    app.explorer.tree.on_tree_view(result, "tree", "")
     assert result.search.greedy is None and result.search.trace.method == "greedy"
     assert [n.token_id for n in result.search.trace.best_path()] == result.translation.candidates[0].ids
 
@@ -647,7 +647,7 @@ def test_compare_figures_hold_both_results_arrays(app):
     w_b, *_ = select_map(session.attentions[1], "cross", 1, 2)
     np.testing.assert_allclose(json.loads(value["difference"])["data"][0]["z"], w_a - w_b, atol=1e-6)  # same lengths
     # another kind, layer and head from the panel: the same two translations, no decoding
-    other = app.page.on_compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
+    other = app.explorer.compare.compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
     np.testing.assert_allclose(json.loads(other["pair"])["data"][1]["z"], session.attentions[1].encoder[0].mean(0),
                                atol=1e-6)
 
@@ -733,7 +733,7 @@ def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmas
     att = decode_attention(payload)
     assert not att.cross.any() and not att.encoder[0, 1].any() and att.encoder[0, 0].any()
     # the same heads again: cached, no model pass; none: the unmasked result itself
-    assert app.explorer.reruns.rerun(result, Event(off=every_cross + [["encoder", 0, 1]])) is ablated
+    assert app.explorer.reruns.rerun(result, every_cross + [["encoder", 0, 1]]) is ablated
     back = app.page.on_rerun(ablated, Event(off=[], measure="weight"))
     assert back[app.page.states.result] is result and back[app.page.attention.view]["ablation"] is None
     assert app.explorer.reruns.rerun_texts(result)[2] == "" and app.explorer.reruns.rerun_texts(None)[0] == ""
@@ -764,7 +764,7 @@ def test_heads_off_and_norm_passes_run_on_the_batchers_thread(app, monkeypatch):
 def test_bad_heads_to_switch_off_are_a_clear_error(app, off):
     result = app.page.on_translate("a b c", "greedy", 1, app.explorer.models.default_model, 0.6)[app.page.states.result]
     with pytest.raises(gr.Error):
-        app.explorer.reruns.rerun(result, Event(off=off))
+        app.explorer.reruns.rerun(result, off)
 
 
 def test_norms_come_only_when_asked_and_rows_are_shares(app):
@@ -903,7 +903,7 @@ def test_what_ends_a_page_load_or_follows_a_translation_leaves_the_users_newer_w
     tree_view = app.page.tree.view
     for fn in fns:
         if tree_view in fn.outputs and fn.name != "on_tree_view":
-            assert fn.name in NEW_RESULT_EVENTS + ("on_tree_pick",), fn.name
+            assert fn.name in NEW_RESULT_EVENTS + ("tree_pick",), fn.name
     # heads switched off with one's own translation on screen: its scores come in the rerun's own answer
     rerun = next(fn for fn in fns if fn.name == "on_rerun")
     assert app.page.yours.view in rerun.outputs and not [fn for fn in fns if fn.name == "yours_of"]

@@ -269,11 +269,11 @@ def test_snapshot_records_and_their_score(tmp_path):
 
 def test_the_tree_of_a_scored_translation_is_the_models_own_search(explorer, inside, result):
     forced, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, result)
-    tree, kept = explorer.tree.on_tree_open(forced, "{}")
-    assert kept is forced and forced.search is not None and tree is not None
+    tree = explorer.tree.on_tree_view(forced, "tree", "{}")
+    assert forced.search is not None and tree is not None
     assert forced.search.translation.text == result.translation.text
     alone, _ = inside.score(SENTENCE, "Mein Cousin malt die Küche.", result.model, 1.0, None)
-    assert explorer.tree.on_tree_open(alone, "{}") == (None, alone)  # no search of the model's to show
+    assert explorer.tree.on_tree_view(alone, "tree", "{}") is None  # no search of the model's to show
 
 
 def test_your_translations_scores_follow_heads_switched_off(explorer, inside, result):

@@ -1,11 +1,11 @@
 """The beam-search tree and compare tabs' events. Each returns a panel's value (`search_tree.tree_value`,
-`compare.compare_value`), with the result or compare session kept for the tab's gr.State when it records a search
-or translates; a pick returns the panel's value alone."""
+`compare.compare_value`); a compare that translates returns its session too, for the tab's gr.State (a search the
+tree records is kept on the result itself)."""
 from __future__ import annotations
 
 from typing import Any
 
-from .checks import event_data, user_error, view_data
+from .checks import event_data, user_errors, view_data
 from .compare import CompareSession, compare_value
 from .models import ModelService
 from .results import Result, work_on
@@ -22,10 +22,14 @@ class TreeService:
     def __init__(self, models: ModelService):
         self.models = models
 
-    def on_tree_open(self, result: Result | None, view_json: str) -> tuple[dict[str, Any] | None, Result | None]:
-        """The tree tab shows `result`: record its search the first time (cached on the result), then draw it."""
-        if result is None:
-            return None, result
+    def on_tree_view(self, result: Result | None, tab: str, view_json: str) -> dict[str, Any] | None:
+        """The tree panel's value after a translation or when its tab opens: while the tree tab (`tab`) is open,
+        `result`'s search, recorded the first time (cached on the result) and drawn; otherwise None (the stale tree
+        goes). Only the panel's value: the search is recorded on the result itself, so the session's result is not
+        written back. Such a write, from an event that read the result before another event replaced it (one's own
+        translation scored meanwhile, on a busy machine), would put the older result back."""
+        if result is None or tab != "tree":
+            return None
         models = self.models
         tr = models.translator(result.model)
         with models.results.using(result):
@@ -33,28 +37,16 @@ class TreeService:
                 t = result.translation
                 if t.method == "forced":  # a translation of one's own on screen: the tree of the model's own search
                     if result.own is None:
-                        return None, result
+                        return None
                     t = result.own.translation
-                try:
+                with user_errors("Cannot draw the search"):
                     result.search = models.batcher.call(record_search, tr, result.source, t.method, t.beam_size,
                                                         result.length_penalty, t.head_mask,
                                                         work=work_on(result, t.beam_size))
-                except ValueError as err:
-                    raise user_error(str(err), "Cannot draw the search") from None
             value = models.batcher.call(tree_value, tr, result.search, None, view_data(view_json),
                                         work=work_on(result))
-        return value, models.keep(result)
-
-    def on_tree_refresh(self, result: Result | None, tab: str, view_json: str):
-        """After a translation: the tree follows it while its tab is open; otherwise the stale tree goes."""
-        return self.on_tree_open(result, view_json) if tab == "tree" else (None, result)
-
-    def on_tree_view(self, result: Result | None, tab: str, view_json: str) -> dict[str, Any] | None:
-        """The tree panel's value after a translation or when its tab opens (`on_tree_refresh`), and nothing else:
-        the search is recorded on the result itself, so the session's result is not written back. Such a write,
-        from an event that read the result before another event replaced it (one's own translation scored
-        meanwhile, on a busy machine), would put the older result back."""
-        return self.on_tree_refresh(result, tab, view_json)[0]
+        models.keep(result)  # the recorded search counts in the store's budget
+        return value
 
     def tree_pick(self, result: Result | None, evt: Any) -> dict[str, Any] | None:
         """A node (or layer / head) chosen in the tree panel (`evt`: its pick event): that node's prefix and

@@ -123,8 +123,8 @@ class SearchProcess:
 
     def search(self, translator: Translator, sources: list[Source], options: DecodingOptions,
                output_attentions: bool = True, top_k: int = 5) -> list[Translation]:
-        """`translator.translate_sources(sources, options, output_attentions=..., top_k=...)`, run in the child: the same `Translation`s, bit for bit; `SearchProcessLost` when the
-        child cannot (the caller searches itself)."""
+        """`translator.translate_sources(sources, options, output_attentions=..., top_k=...)`, run in the child: the
+        same `Translation`s, bit for bit; `SearchProcessLost` when the child cannot (the caller searches itself)."""
         origin = translator.origin
         if origin in self._refused:
             raise SearchProcessLost(self._refused[origin])
