@@ -112,7 +112,7 @@ class Page:
     def on_api_translate(self, text: str, method: str, beam_size: float, model: str | None, length_penalty: float):
         """API `/translate`: (translation, notice, n-best); no attention computed, nothing kept in the session."""
         result, notice = self.explorer.translation.translate(
-            text, method, beam_size, model, length_penalty, return_attention=False
+            text, method, beam_size, model, length_penalty, output_attentions=False
         )
         return self.texts(result, notice)
 
@@ -223,8 +223,10 @@ class Page:
         return {self.states.result: result} | self.show_result(result)
 
     def on_rerun(self, result: Result | None, evt: gr.EventData) -> dict:
-        rerun = self.explorer.reruns.rerun(result, evt)
-        return self.show_rerun(rerun, sessions.rerun_ticket(event_data(evt)))
+        """The attention tab's `rerun` event (heads off, norms): read once, then rerun from its plain values."""
+        data = event_data(evt)
+        rerun = self.explorer.reruns.rerun(result, data.get("off", []), data.get("measure"))
+        return self.show_rerun(rerun, sessions.rerun_ticket(data))
 
     def show_rerun(self, result: Result | None, answers: int | None = None) -> dict:
         """Heads switched off or on, or norms (attention tab): maps, translation, n-best list and notes together."""

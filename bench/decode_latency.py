@@ -1,4 +1,4 @@
-"""Decoding latency of `translate(..., return_attention=True)` against two references.
+"""Decoding latency of `translate(..., output_attentions=True)` against two references.
 
 (a) the seed implementations' decoding: the whole prefix recomputed every
     step, hypotheses advanced one at a time in a Python loop (no cache);
@@ -18,7 +18,7 @@ machine hits every row alike and the speedups stay comparable. Prints one JSON o
     python bench/decode_latency.py --threads 2 --repeats 30
     python bench/decode_latency.py --checkpoint checkpoints/en-de --compare checkpoints/multi30k-en-de
 
-`--compare DIR` also times another checkpoint's `translate(..., return_attention=True)` in the
+`--compare DIR` also times another checkpoint's `translate(..., output_attentions=True)` in the
 same rounds and reports `ratio_vs_compare`: our p50 over its p50 (each model translates the same
 sentence into its own output, whose length is reported beside it); and, loaded in int8 as the app
 serves both, `int8_ratio_vs_compare`: our `int8_with_attention` over its `compare_int8_with_attention`.
@@ -208,10 +208,10 @@ def narrow_search(model: Transformer, beam: int, steps: int, src_len: int) -> tu
     src[0, -1] = narrow.config.eos_id
     if beam == 1:
         def search() -> list[Hypothesis]:
-            return greedy_decode(narrow, src, max_len=steps)
+            return greedy_decode(narrow, src, max_len=steps).hypotheses
     else:
         def search() -> list[Hypothesis]:
-            return beam_search(narrow, src, beam, 0.6, max_len=steps)[0]
+            return beam_search(narrow, src, beam, 0.6, max_len=steps).hypotheses[0]
     with torch.inference_mode():
         return search, len(search()[0].tokens)
 
@@ -340,15 +340,15 @@ def main() -> None:
     results["int8_unavailable"] = {name: why for name, why in int8.items() if isinstance(why, str)}
     int8 = {name: t for name, t in int8.items() if isinstance(t, Translator)}
     for method, beam in (("greedy", 1), ("beam", 5)):
-        r = tr.translate(sentence, method=method, beam_size=beam, length_penalty=lp, return_attention=True)
+        r = tr.translate(sentence, method=method, beam_size=beam, length_penalty=lp, output_attentions=True)
         src = torch.tensor([r.src_ids])
         max_len = default_max_len(model, src.size(1))
         steps = len(r.candidates[0].ids)
         narrow = narrow_search(model, beam, steps, src.size(1))
         fns = {
-            "ours_with_attention": lambda: tr.translate(sentence, method=method, beam_size=beam, length_penalty=lp, return_attention=True),
+            "ours_with_attention": lambda: tr.translate(sentence, method=method, beam_size=beam, length_penalty=lp, output_attentions=True),
             "ours_without_attention": lambda: tr.translate(sentence, method=method, beam_size=beam, length_penalty=lp,
-                                                           return_attention=False),
+                                                           output_attentions=False),
             "linear_floor": linear_floor(model, beam, steps, src.size(1)),
             "narrow_model": narrow[0],
             "seed_recompute_loop": (lambda: seed_greedy(model, src, max_len)) if beam == 1
@@ -356,7 +356,7 @@ def main() -> None:
         }
         if beam == 5:
             fns["ours_with_search_recording"] = lambda: tr.translate(
-                sentence, method=method, beam_size=beam, length_penalty=lp, return_attention=True, record_search=True)
+                sentence, method=method, beam_size=beam, length_penalty=lp, output_attentions=True, record_search=True)
         if other is not None:
             fns["compare_with_attention"] = lambda: other.translate(sentence, method=method, beam_size=beam, length_penalty=lp)
             fns["compare_int8_with_attention"] = lambda: other_int8.translate(sentence, method=method, beam_size=beam, length_penalty=lp)
@@ -369,7 +369,7 @@ def main() -> None:
             fns[f"{name}_with_attention"] = (lambda t=t: t.translate(sentence, method=method, beam_size=beam, length_penalty=lp))
             if name == "int8":
                 fns["int8_without_attention"] = lambda t=t: t.translate(sentence, method=method, beam_size=beam, length_penalty=lp,
-                                                                        return_attention=False)
+                                                                        output_attentions=False)
         marian = marian_generate(model.config, src.size(1), steps, beam)
         if callable(marian):
             fns["marian_generate"] = marian

@@ -47,7 +47,7 @@ def measure(checkpoint: Path) -> dict:
         payload = attention_payload(att, model=checkpoint.name, source=text, translation=t.text, heads=heads,
                                     entities=t.entities)
         with_norms = attention_payload(att, model=checkpoint.name, source=text, translation=t.text, heads=heads,
-                                       entities=t.entities, norms=tr.attention_for(t, 0, measure="norm"))
+                                       entities=t.entities, norms=tr.attention_for(t, 0, attention_measure="norm"))
         total = json_bytes(payload)
         weights = sum(json_bytes(payload["kinds"][k]["weights"]) for k in payload["kinds"])
         parts = {"weights": weights, "tokens": json_bytes(payload["tokens"]), "steps": json_bytes(payload["steps"]),

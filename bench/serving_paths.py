@@ -62,9 +62,9 @@ def one_class(checkpoint: str, threads: int, repeats: int) -> dict:
         call = dict(method=method, beam_size=beam, length_penalty=0.6)
         steps = len(served.translate(SENTENCE, **call).candidates[0].ids)
         src_len = len(served.source(SENTENCE).ids)
-        fns = {"served": lambda: served.translate(SENTENCE, return_attention=True, **call),
-               "fp32": lambda: fp32.translate(SENTENCE, return_attention=True, **call),
-               "int8_int_mm_only": lambda: int_mm.translate(SENTENCE, return_attention=True, **call)}
+        fns = {"served": lambda: served.translate(SENTENCE, output_attentions=True, **call),
+               "fp32": lambda: fp32.translate(SENTENCE, output_attentions=True, **call),
+               "int8_int_mm_only": lambda: int_mm.translate(SENTENCE, output_attentions=True, **call)}
         marian = marian_generate(served.model.config, src_len, steps, beam)
         if callable(marian):
             fns["marian"] = marian

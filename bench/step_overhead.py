@@ -101,9 +101,9 @@ def main() -> None:
         out = {
             "cpu_threads": args.threads, "precision": path.precision, "output_tokens": steps,
             "p50_ms": {
-                "translate_with_attention": p50_ms(lambda: tr.translate(SENTENCE, return_attention=True, **beam),
+                "translate_with_attention": p50_ms(lambda: tr.translate(SENTENCE, output_attentions=True, **beam),
                                                    args.repeats),
-                "translate_without_attention": p50_ms(lambda: tr.translate(SENTENCE, return_attention=False, **beam),
+                "translate_without_attention": p50_ms(lambda: tr.translate(SENTENCE, output_attentions=False, **beam),
                                                       args.repeats),
                 "encoder": p50_ms(lambda: encode_source(tr.search_model, src), args.repeats),
                 "search": p50_ms(search, args.repeats),

@@ -51,11 +51,11 @@ def measure(layout: str, checkpoint: str, threads: int, repeats: int) -> dict[st
     def run(tr=None) -> None:
         tr = tr or load_pretrained(checkpoint, quantize="int8")
         for sentence in SENTENCES:  # warm-up
-            tr.translate(sentence, method="beam", beam_size=5, return_attention=True)
+            tr.translate(sentence, method="beam", beam_size=5, output_attentions=True)
         for _ in range(repeats):
             for sentence in SENTENCES:
                 start = time.perf_counter()
-                tr.translate(sentence, method="beam", beam_size=5, return_attention=True)
+                tr.translate(sentence, method="beam", beam_size=5, output_attentions=True)
                 times.append(time.perf_counter() - start)
 
     if layout == "main_thread":

@@ -28,7 +28,6 @@ gr = pytest.importorskip("gradio")
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from transformer.explorer.core import checks  # noqa: E402
 from transformer.explorer.core import exports
 from transformer.explorer.web import launch
 from transformer.explorer.core import limits
@@ -39,7 +38,7 @@ from transformer.explorer.core import view_state
 from transformer.explorer.panels.training import curves
 from transformer.explorer.maps.token_labels import read_tokens  # noqa: E402
 from transformer.translator import (  # noqa: E402
-    Attention, Candidate, StepRecord, Translation, load_pretrained,
+    Attention, Candidate, DecodingOptions, StepRecord, Translation, load_pretrained,
 )
 
 EVIL = "<img src=x onerror=alert(1)>"
@@ -236,9 +235,12 @@ def test_registry_loads_once_and_caches(app):
 
 
 @pytest.mark.parametrize("beam", [0, 11, 17, -1, 2.5, True, "5", float("nan"), [5]])
-def test_check_options_rejects_bad_beam(app, beam):
+def test_a_request_with_a_bad_beam_is_refused_where_it_enters(app, beam):
+    """`run_translation`, where a request enters the explorer, checks its options once (`decoding_options`, within
+    the app's limits) and says what is wrong as a gr.Error."""
+    tr, model = app.explorer.models.default_translator, app.explorer.models.default_model
     with pytest.raises(gr.Error, match="beam_size must be a whole number from 1 to 10"):
-        checks.check_options("beam", beam)
+        results.run_translation(tr, model, "h e l l o", "beam", beam, 0.6)
 
 
 def test_the_work_of_one_request_is_capped_and_the_notice_says_so(app, monkeypatch):
@@ -259,19 +261,22 @@ def test_the_work_of_one_request_is_capped_and_the_notice_says_so(app, monkeypat
 
 def test_beam_and_length_penalty_left_out_are_the_models_own(app):
     """The API's docs call them optional: None is the checkpoint's default, not an error."""
-    assert checks.check_options("beam", None) is None and checks.check_length_penalty(None) is None
     result, _ = results.run_translation(app.explorer.models.default_translator, app.explorer.models.default_model, "a b c", "beam", None, None)
     generation = app.explorer.models.default_translator.generation
     assert (result.translation.beam_size, result.length_penalty) == (generation.num_beams, generation.length_penalty)
     for bad in (-0.5, float("inf"), "0.6", 1e9):
-        with pytest.raises(gr.Error, match="length_penalty must be a number from 0 to 10"):
-            checks.check_length_penalty(bad)
+        with pytest.raises(gr.Error, match="length_penalty must be a finite number from 0 to 10"):
+            results.run_translation(app.explorer.models.default_translator, "m", "a b c", "beam", 3, bad)
 
 
-def test_check_options_accepts_and_rejects_methods(app):
-    assert checks.check_options("beam", 5.0) == 5 and isinstance(checks.check_options("greedy", 1), int)
+def test_options_are_resolved_once_and_methods_checked(app):
+    tr = app.explorer.models.default_translator
+    assert tr.decoding_options("beam", 5.0) == DecodingOptions("beam", 5, tr.generation.length_penalty)
+    assert tr.decoding_options("greedy", 4, 1).beam_size == 1  # greedy searches one beam
+    with pytest.raises(ValueError, match="method"):
+        tr.decoding_options("sample", 3)
     with pytest.raises(gr.Error, match="method"):
-        checks.check_options("sample", 3)
+        results.run_translation(tr, "m", "a b c", "sample", 3)
 
 
 def test_run_translation_empty_and_truncated(app):
@@ -577,10 +582,9 @@ def test_main_path_records_no_search(app, monkeypatch):
     calls = []
     original = tr.translate_sources  # what decodes, alone or in a batch (transformer/serving/batching.py)
 
-    def spy(sources, method="beam", beam_size=5, length_penalty=0.6, max_len=None, return_attention=True, top_k=5,
-            record_search=False):
+    def spy(sources, options, max_len=None, output_attentions=True, top_k=5, record_search=False):
         calls.append(dict(record_search=record_search))
-        return original(sources, method, beam_size, length_penalty, max_len, return_attention, top_k, record_search)
+        return original(sources, options, max_len, output_attentions, top_k, record_search)
 
     monkeypatch.setattr(tr, "translate_sources", spy)
     searcher = app.explorer.models.batcher.searcher  # the search process searches without a trace: it has no such option
@@ -602,7 +606,7 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     original = tr.translate
     monkeypatch.setattr(tr, "translate", lambda *a, **k: calls.append(k) or original(*a, **k))
     value = app.explorer.tree.on_tree_view(result, "tree", '{"kind": "cross", "layer": 0, "head": 1}')
-    assert [(k["method"], k["record_search"], k["return_attention"]) for k in calls] == [
+    assert [(k["method"], k["record_search"], k["output_attentions"]) for k in calls] == [
         ("beam", True, False), ("greedy", True, False)]
     trace = result.search.trace
     final = [trace.prefix_ids(i) for i in trace.nbest]
@@ -737,7 +741,7 @@ def test_heads_switched_off_give_the_models_answer_without_them_beside_the_unmas
     att = decode_attention(payload)
     assert not att.cross.any() and not att.encoder[0, 1].any() and att.encoder[0, 0].any()
     # the same heads again: cached, no model pass; none: the unmasked result itself
-    assert app.explorer.reruns.rerun(result, Event(off=every_cross + [["encoder", 0, 1]])) is ablated
+    assert app.explorer.reruns.rerun(result, every_cross + [["encoder", 0, 1]]) is ablated
     back = app.page.on_rerun(ablated, Event(off=[], measure="weight"))
     assert back[app.page.states.result] is result and back[app.page.attention.view]["ablation"] is None
     assert app.explorer.reruns.rerun_texts(result)[2] == "" and app.explorer.reruns.rerun_texts(None)[0] == ""
@@ -768,7 +772,7 @@ def test_heads_off_and_norm_passes_run_on_the_batchers_thread(app, monkeypatch):
 def test_bad_heads_to_switch_off_are_a_clear_error(app, off):
     result = app.page.on_translate("a b c", "greedy", 1, app.explorer.models.default_model, 0.6)[app.page.states.result]
     with pytest.raises(gr.Error):
-        app.explorer.reruns.rerun(result, Event(off=off))
+        app.explorer.reruns.rerun(result, off)
 
 
 def test_norms_come_only_when_asked_and_rows_are_shares(app):
@@ -783,7 +787,7 @@ def test_norms_come_only_when_asked_and_rows_are_shares(app):
     sums = norms.cross.sum(-1)
     np.testing.assert_allclose(sums, 1.0, atol=1e-3)
     assert not norms.decoder[0, 0].any()  # the head switched off: no norm either
-    expected = app.explorer.models.default_translator.attention_for(ablated.translation, measure="norm").cross
+    expected = app.explorer.models.default_translator.attention_for(ablated.translation, attention_measure="norm").cross
     np.testing.assert_allclose(norms.cross, expected / expected.sum(-1, keepdims=True), atol=1e-4)
 
 
@@ -845,7 +849,7 @@ def test_the_text_api_keeps_nothing_in_the_session_and_computes_no_attention(app
     real = app.explorer.models.batcher.translate
 
     def spy(*args, **kwargs):
-        seen.append(kwargs.get("return_attention", True))
+        seen.append(kwargs.get("output_attentions", True))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(app.explorer.models.batcher, "translate", spy)

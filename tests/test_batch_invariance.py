@@ -112,7 +112,7 @@ def test_a_sentence_gets_the_same_bits_in_any_batch_and_order(served):
             pick = unseen + [i for i in pick if i not in unseen][: size - len(unseen)]
             rng.shuffle(pick)
         seen.update(pick)
-        for i, got in zip(pick, tr.translate_sources([sources[i] for i in pick], "beam", 5), strict=True):
+        for i, got in zip(pick, tr.translate_sources([sources[i] for i in pick], tr.decoding_options("beam", 5)), strict=True):
             assert_identical(got, alone[i])
     assert len(seen) == len(SENTENCES)
 
@@ -129,8 +129,14 @@ def test_greedy_is_batch_invariant_too(served):
     alone = [tr.translate(s, method="greedy", top_k=3) for s in SENTENCES[::3]]
     sources = [tr.source(s) for s in SENTENCES[::3]]
     order = random.Random(1).sample(range(len(sources)), len(sources))
-    for i, got in zip(order, tr.translate_sources([sources[i] for i in order], "greedy", top_k=3), strict=True):
+    for i, got in zip(order, tr.translate_sources([sources[i] for i in order], tr.decoding_options("greedy"),
+                                                          top_k=3), strict=True):
         assert_identical(got, alone[i])
+
+
+def asked(tr, text: str, method: str = "beam", beam_size=None, length_penalty=None) -> tuple:
+    """A request as the explorer hands it to the batcher: (the prepared source, the checked options)."""
+    return tr.source(text), tr.decoding_options(method, beam_size, length_penalty)
 
 
 def concurrent_answers(batcher: Batcher, tr, jobs: list[tuple[int, tuple]], clients: int = 8,
@@ -142,7 +148,7 @@ def concurrent_answers(batcher: Batcher, tr, jobs: list[tuple[int, tuple]], clie
 
     def client(mine: list) -> None:
         start.wait()
-        futures = [(i, batcher.submit(tr, SENTENCES[i], *opt)) for i, opt in mine]
+        futures = [(i, batcher.submit(tr, *asked(tr, SENTENCES[i], *opt))) for i, opt in mine]
         for i, future in futures:
             results[i] = future.result(timeout_s)
 

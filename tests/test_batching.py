@@ -11,6 +11,7 @@ import pytest
 
 from transformer.serving.batching import Batcher, BatcherBusy, _Translation, search_work
 from transformer.translator import load_pretrained
+from test_batch_invariance import asked
 
 FLAGSHIP = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
 # Our own sentences, never Multi30k text; with the options each "user" picked.
@@ -66,7 +67,7 @@ def test_concurrent_users_each_get_their_own_translation_as_alone(tr, batcher):
     alone = [tr.translate(text, method=m, beam_size=k, length_penalty=lp) for text, m, k, lp in REQUESTS]
     release, holder = hold(batcher)
     with ThreadPoolExecutor(len(REQUESTS)) as pool:  # six users press Translate while the model is busy
-        futures = [pool.submit(batcher.translate, tr, text, m, k, lp) for text, m, k, lp in REQUESTS]
+        futures = [pool.submit(batcher.translate, tr, *asked(tr, text, m, k, lp)) for text, m, k, lp in REQUESTS]
         deadline = time.monotonic() + 10
         while batcher.waiting < len(REQUESTS) and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -81,9 +82,9 @@ def test_concurrent_users_each_get_their_own_translation_as_alone(tr, batcher):
 
 def test_a_burst_from_many_threads_never_mixes_up_users(tr, batcher):
     texts = [text for text, *_ in REQUESTS]
-    expected = {t: tr.translate(t, beam_size=3, length_penalty=0.6, return_attention=False).text for t in texts}
+    expected = {t: tr.translate(t, beam_size=3, length_penalty=0.6, output_attentions=False).text for t in texts}
     with ThreadPoolExecutor(12) as pool:
-        jobs = [(texts[i % len(texts)], pool.submit(batcher.translate, tr, texts[i % len(texts)], "beam", 3, 0.6))
+        jobs = [(texts[i % len(texts)], pool.submit(batcher.translate, tr, *asked(tr, texts[i % len(texts)], "beam", 3, 0.6)))
                 for i in range(24)]
         for text, job in jobs:
             result = job.result(120)
@@ -95,13 +96,13 @@ def test_a_full_queue_answers_at_once_with_a_clear_message(tr):
     batcher = Batcher(max_waiting=2, window_s=0.0)
     try:
         release, holder = hold(batcher)
-        waiting = [batcher.submit(tr, text) for text, *_ in REQUESTS[:2]]
+        waiting = [batcher.submit(tr, *asked(tr, text)) for text, *_ in REQUESTS[:2]]
         start = time.monotonic()
         with pytest.raises(BatcherBusy, match="busy.*2 requests are already waiting.*try again"):
-            batcher.submit(tr, REQUESTS[2][0])
+            batcher.submit(tr, *asked(tr, REQUESTS[2][0]))
         assert time.monotonic() - start < 1.0  # not a hang
         with pytest.raises(BatcherBusy, match="already waiting"):  # a blocking call too: no wait for a full queue
-            batcher.translate(tr, REQUESTS[3][0], timeout_s=30)
+            batcher.translate(tr, *asked(tr, REQUESTS[3][0]), timeout_s=30)
         assert time.monotonic() - start < 1.0
         release.set()
         holder.join()
@@ -113,10 +114,10 @@ def test_a_full_queue_answers_at_once_with_a_clear_message(tr):
 def test_a_caller_that_gives_up_is_dropped_and_the_worker_goes_on(tr, batcher):
     release, holder = hold(batcher)
     with pytest.raises(BatcherBusy, match="no answer within 0.05 s"):
-        batcher.translate(tr, REQUESTS[0][0], timeout_s=0.05)
+        batcher.translate(tr, *asked(tr, REQUESTS[0][0]), timeout_s=0.05)
     release.set()
     holder.join()
-    assert batcher.translate(tr, REQUESTS[1][0], "greedy", 1).model_input == REQUESTS[1][0]
+    assert batcher.translate(tr, *asked(tr, REQUESTS[1][0], "greedy", 1)).model_input == REQUESTS[1][0]
     assert batcher.stats.translations == 1  # the abandoned request was never decoded
 
 
@@ -130,7 +131,7 @@ def test_a_failing_request_fails_alone(tr, batcher, monkeypatch):
 
     monkeypatch.setattr(tr, "translate_sources", fragile)
     release, holder = hold(batcher)
-    futures = [batcher.submit(tr, text) for text in ("Dogs bark at the postman.", "boom goes the drum.", "Cats sleep.")]
+    futures = [batcher.submit(tr, *asked(tr, text)) for text in ("Dogs bark at the postman.", "boom goes the drum.", "Cats sleep.")]
     release.set()
     holder.join()
     assert futures[0].result(60).model_input == "Dogs bark at the postman." and futures[2].result(60).model_input == "Cats sleep."
@@ -139,10 +140,12 @@ def test_a_failing_request_fails_alone(tr, batcher, monkeypatch):
 
 
 def test_bad_input_is_rejected_on_the_callers_thread(tr, batcher):
+    """The caller prepares the source and checks the options (`Translator.source`, `decoding_options`) before it
+    submits: the batcher takes them as they are."""
     with pytest.raises(ValueError, match="empty"):
-        batcher.submit(tr, "   ")
+        asked(tr, "   ")
     with pytest.raises(ValueError, match="beam_size"):
-        batcher.submit(tr, "Dogs bark at the postman.", "beam", 0)
+        asked(tr, "Dogs bark at the postman.", "beam", 0)
     assert batcher.call(threading.current_thread) is batcher._thread  # other model work runs on the worker
     with pytest.raises(ZeroDivisionError):
         batcher.call(lambda: 1 / 0)
@@ -168,9 +171,9 @@ def test_a_rounds_searches_share_options_and_source_bucket_and_are_bounded(tr):
 
 def test_in_a_burst_the_next_batch_waits_for_the_users_of_the_last_one(tr):
     def two_presses(batcher: Batcher) -> list[int]:
-        first = batcher.submit(tr, "Dogs bark at the postman.", "greedy", 1)
+        first = batcher.submit(tr, *asked(tr, "Dogs bark at the postman.", "greedy", 1))
         time.sleep(0.1)  # the second user comes back a little later
-        second = batcher.submit(tr, "Cats sleep.", "greedy", 1)
+        second = batcher.submit(tr, *asked(tr, "Cats sleep.", "greedy", 1))
         first.result(60), second.result(60)
         return batcher.stats.sizes
 
@@ -179,7 +182,7 @@ def test_in_a_burst_the_next_batch_waits_for_the_users_of_the_last_one(tr):
     try:
         assert two_presses(quiet) == [1, 1]
         release, holder = hold(burst)  # a batch of three: a burst is on
-        futures = [burst.submit(tr, text, "greedy", 1) for text, *_ in REQUESTS[:3]]
+        futures = [burst.submit(tr, *asked(tr, text, "greedy", 1)) for text, *_ in REQUESTS[:3]]
         release.set()
         holder.join()
         [f.result(60) for f in futures]
@@ -230,8 +233,8 @@ def test_a_cheap_request_goes_before_expensive_ones_that_came_first(tr):
     try:
         assert search_work(len(tr.source(SHORT).ids)) < min(works)
         release, holder = hold(batcher)
-        futures = {f"long{i}": batcher.submit(tr, t, "beam", 5) for i, t in enumerate(long_texts)}
-        futures["short"] = batcher.submit(tr, SHORT, "greedy", 1)  # the last to come
+        futures = {f"long{i}": batcher.submit(tr, *asked(tr, t, "beam", 5)) for i, t in enumerate(long_texts)}
+        futures["short"] = batcher.submit(tr, *asked(tr, SHORT, "greedy", 1))  # the last to come
         order = finished_in_order(futures)
         release.set()
         holder.join()
@@ -259,8 +262,8 @@ def test_a_cheap_request_runs_at_a_pause_point_of_an_expensive_search_and_change
         pool = ThreadPoolExecutor(1)
         searched = pool.submit(batcher.call, expensive, work=search_work(len(tr.source(LONG).ids), 5))
         assert started.wait(60)
-        futures = {"short": batcher.submit(tr, SHORT, "greedy", 1),  # cheaper: served at the search's first pause
-                   "as long": batcher.submit(tr, LONG, "beam", 5)}  # as expensive: waits for the search to end
+        futures = {"short": batcher.submit(tr, *asked(tr, SHORT, "greedy", 1)),  # cheaper: served at the search's first pause
+                   "as long": batcher.submit(tr, *asked(tr, LONG, "beam", 5))}  # as expensive: waits for the search to end
         finished_in_order(futures, ran)
         gate.set()
         answers = {name: f.result(120) for name, f in futures.items()} | {"expensive": searched.result(120)}
@@ -282,13 +285,13 @@ def test_an_expensive_request_goes_after_at_most_max_skips_rounds_of_later_cheap
     chained: list[Future] = []
     try:
         release, holder = hold(batcher)
-        big = batcher.submit(tr, LONG, "beam", 5)
+        big = batcher.submit(tr, *asked(tr, LONG, "beam", 5))
         order = finished_in_order({"long": big})
 
         def next_short(_: Future | None = None) -> None:  # each answer brings a new short request: one always waits
             if big.done() or len(chained) >= 20:
                 return
-            chained.append(batcher.submit(tr, SHORT, "greedy", 1))
+            chained.append(batcher.submit(tr, *asked(tr, SHORT, "greedy", 1)))
             chained[-1].add_done_callback(lambda _: (order.append("short"), next_short()))
 
         next_short()
@@ -306,7 +309,7 @@ def test_other_model_work_is_ordered_by_the_work_it_declares(tr):
     try:
         release, holder = hold(batcher)
         pool = ThreadPoolExecutor(2)
-        long = batcher.submit(tr, LONG, "beam", 5)
+        long = batcher.submit(tr, *asked(tr, LONG, "beam", 5))
         long.add_done_callback(lambda _: ran.append("long"))
         calls = [pool.submit(batcher.call, ran.append, "undeclared")]  # no work said: a full round's worth
         calls.append(pool.submit(batcher.call, ran.append, "small", work=1))
@@ -329,7 +332,7 @@ def test_everyday_presses_keep_their_order_and_a_search_of_them_never_pauses(tr)
     try:
         assert max(works) <= batcher.light_work and works[0] > works[-1]  # all everyday, of different cost
         release, holder = hold(batcher)
-        futures = {f"press{i}": batcher.submit(tr, t, "beam", 5) for i, t in enumerate(texts)}
+        futures = {f"press{i}": batcher.submit(tr, *asked(tr, t, "beam", 5)) for i, t in enumerate(texts)}
         order = finished_in_order(futures)
         release.set()
         holder.join()
@@ -355,7 +358,7 @@ def test_a_search_that_answers_too_few_fails_its_callers_instead_of_leaving_them
     batcher = Batcher(window_s=0.05)
     try:
         release, holder = hold(batcher)
-        futures = [batcher.submit(short, "Dogs bark at the postman.", "greedy", 1, 0.6) for _ in range(2)]
+        futures = [batcher.submit(short, *asked(short, "Dogs bark at the postman.", "greedy", 1, 0.6)) for _ in range(2)]
         release.set()
         holder.join()
         for future in futures:

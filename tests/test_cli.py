@@ -42,7 +42,7 @@ def run_translate(argv: list[str], capsys, monkeypatch, stdin: str = "") -> tupl
 def test_sentences_as_arguments_match_the_api(tr, capsys, monkeypatch):
     status, lines, _ = run_translate(SOURCES[:2], capsys, monkeypatch)
     assert status == 0
-    assert lines == [tr.translate(s, method="beam", beam_size=5, return_attention=False).text for s in SOURCES[:2]]
+    assert lines == [tr.translate(s, method="beam", beam_size=5, output_attentions=False).text for s in SOURCES[:2]]
 
 
 def test_the_default_checkpoint_is_the_apps_default_model(capsys, monkeypatch):
@@ -51,7 +51,7 @@ def test_the_default_checkpoint_is_the_apps_default_model(capsys, monkeypatch):
     sentence = "My name is Greta and I was born in 1987."  # en-de keeps both; multi30k-en-de loses the name
     assert translate.main([sentence]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == [load_pretrained(ROOT / "checkpoints" / "en-de").translate(sentence, return_attention=False).text]
+    assert out == [load_pretrained(ROOT / "checkpoints" / "en-de").translate(sentence, output_attentions=False).text]
     assert "Greta" in out[0] and "1987" in out[0]
 
 
@@ -59,7 +59,7 @@ def test_stdin_lines_keep_their_places_and_a_bad_line_is_reported(tr, capsys, mo
     status, lines, err = run_translate(["--method", "greedy"], capsys, monkeypatch,
                                        stdin=f"{SOURCES[0]}\n   \n{SOURCES[1]}\n")
     assert status == 1 and "error: text is empty" in err
-    expected = [tr.translate(s, method="greedy", return_attention=False).text for s in SOURCES[:2]]
+    expected = [tr.translate(s, method="greedy", output_attentions=False).text for s in SOURCES[:2]]
     assert lines == [expected[0], "", expected[1]]
 
 
@@ -69,13 +69,13 @@ def test_n_best_prints_rank_score_log_prob_and_text(tr, capsys, monkeypatch):
     assert status == 0 and [r[0] for r in rows] == ["1", "2", "3"]
     scores = [float(r[1]) for r in rows]
     assert scores == sorted(scores, reverse=True)
-    candidates = tr.translate(SOURCES[2], method="beam", beam_size=4, return_attention=False).candidates
+    candidates = tr.translate(SOURCES[2], method="beam", beam_size=4, output_attentions=False).candidates
     assert [r[3] for r in rows] == [c.text for c in candidates[:3]]
 
 
 def test_bad_beam_size_and_missing_checkpoint_are_clear_errors(capsys, monkeypatch, tmp_path):
     status, lines, err = run_translate(["--beam-size", "17", SOURCES[0]], capsys, monkeypatch)
-    assert status == 1 and lines == [""] and "beam_size must be an integer from 1 to 16" in err
+    assert status == 1 and lines == [""] and "beam_size must be a whole number from 1 to 16" in err
     assert translate.main(["--checkpoint", str(tmp_path / "nowhere"), SOURCES[0]]) == 2
     assert "error:" in capsys.readouterr().err
 
@@ -86,7 +86,7 @@ def test_piped_input_in_a_real_process(tr):
                              "--method", "greedy"], input=SOURCES[1] + "\n", capture_output=True, text=True,
                             env=env, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [tr.translate(SOURCES[1], method="greedy", return_attention=False).text]
+    assert result.stdout.splitlines() == [tr.translate(SOURCES[1], method="greedy", output_attentions=False).text]
 
 
 @pytest.fixture

@@ -75,7 +75,7 @@ def uncached_greedy(model: Transformer, src: torch.Tensor, max_len: int) -> list
 def test_cached_greedy_equals_uncached_greedy():
     model = tiny_model(vocab=20, seed=3)
     src = sources(20, lengths=(6, 2, 9, 4))
-    cached = [h.tokens for h in greedy_decode(model, src, max_len=15)]
+    cached = [h.tokens for h in greedy_decode(model, src, max_len=15).hypotheses]
     assert cached == uncached_greedy(model, src, max_len=15)
 
 
@@ -83,8 +83,8 @@ def test_cached_greedy_equals_uncached_greedy():
 def test_beam_width_one_is_greedy(seed):
     model = tiny_model(vocab=20, seed=seed)
     src = sources(20, lengths=(6, 2, 9, 4), seed=seed)
-    greedy = greedy_decode(model, src, max_len=20)
-    beam = beam_search(model, src, beam_size=1, length_penalty=0.6, max_len=20)
+    greedy = greedy_decode(model, src, max_len=20).hypotheses
+    beam = beam_search(model, src, beam_size=1, length_penalty=0.6, max_len=20).hypotheses
     for g, nbest in zip(greedy, beam, strict=True):
         assert nbest[0].tokens == g.tokens
         assert nbest[0].log_prob == pytest.approx(g.log_prob, abs=1e-5)
@@ -120,7 +120,7 @@ def test_wide_beam_matches_brute_force(seed, alpha):
     src = sources(7, lengths=(3,), seed=seed)
     max_len = 4
     expected, expected_score = brute_force(model, src, max_len, alpha)
-    best = beam_search(model, src, beam_size=64, length_penalty=alpha, max_len=max_len)[0][0]
+    best = beam_search(model, src, beam_size=64, length_penalty=alpha, max_len=max_len).hypotheses[0][0]
     assert best.tokens == expected
     assert best.score == pytest.approx(expected_score, abs=1e-4)
 
@@ -128,14 +128,14 @@ def test_wide_beam_matches_brute_force(seed, alpha):
 def test_batching_does_not_change_results():
     model = tiny_model(vocab=30, seed=5)
     src = sources(30, lengths=(7, 3, 11, 5, 1), seed=9)
-    batched = beam_search(model, src, beam_size=4, max_len=25)
-    batched_greedy = greedy_decode(model, src, max_len=25)
+    batched = beam_search(model, src, beam_size=4, max_len=25).hypotheses
+    batched_greedy = greedy_decode(model, src, max_len=25).hypotheses
     for b in range(src.size(0)):
         n = int((src[b] != 0).sum())
-        alone = beam_search(model, src[b : b + 1, :n], beam_size=4, max_len=25)[0]
+        alone = beam_search(model, src[b : b + 1, :n], beam_size=4, max_len=25).hypotheses[0]
         assert [h.tokens for h in alone] == [h.tokens for h in batched[b]]
         assert [h.score for h in alone] == pytest.approx([h.score for h in batched[b]], abs=1e-4)
-        assert greedy_decode(model, src[b : b + 1, :n], max_len=25)[0].tokens == batched_greedy[b].tokens
+        assert greedy_decode(model, src[b : b + 1, :n], max_len=25).hypotheses[0].tokens == batched_greedy[b].tokens
 
 
 def test_each_sentence_of_a_batch_keeps_its_own_default_length_limit():
@@ -143,22 +143,22 @@ def test_each_sentence_of_a_batch_keeps_its_own_default_length_limit():
     # Padded to 41 tokens, the 3-token sentence must still stop at 53 tokens, as it does alone.
     model = tiny_model(vocab=30, seed=0)
     src = sources(30, lengths=(2, 40, 9), seed=0)
-    batched, batched_greedy = beam_search(model, src, beam_size=3), greedy_decode(model, src)
+    batched, batched_greedy = beam_search(model, src, beam_size=3).hypotheses, greedy_decode(model, src).hypotheses
     for b in range(src.size(0)):
         n = int((src[b] != 0).sum())
-        alone = beam_search(model, src[b : b + 1, :n], beam_size=3)[0]
+        alone = beam_search(model, src[b : b + 1, :n], beam_size=3).hypotheses[0]
         assert [h.tokens for h in alone] == [h.tokens for h in batched[b]]
         assert [h.score for h in alone] == pytest.approx([h.score for h in batched[b]], abs=1e-4)
-        assert greedy_decode(model, src[b : b + 1, :n])[0].tokens == batched_greedy[b].tokens
+        assert greedy_decode(model, src[b : b + 1, :n]).hypotheses[0].tokens == batched_greedy[b].tokens
     assert len(batched[0][0].tokens) == len(batched_greedy[0].tokens) == 53  # 3 + 50, not 41 + 50
-    per_sentence = greedy_decode(model, src, max_len=[4, 6, 5])
+    per_sentence = greedy_decode(model, src, max_len=[4, 6, 5]).hypotheses
     assert [len(h.tokens) for h in per_sentence] == [4, 6, 5] and all(h.tokens[-1] == 3 for h in per_sentence)
 
 
 def test_nbest_sorted_distinct_and_scored():
     model = tiny_model(vocab=30, seed=7)
     src = sources(30, lengths=(6,), seed=2)
-    nbest = beam_search(model, src, beam_size=5, length_penalty=0.6, max_len=20)[0]
+    nbest = beam_search(model, src, beam_size=5, length_penalty=0.6, max_len=20).hypotheses[0]
     assert 1 <= len(nbest) <= 5
     scores = [h.score for h in nbest]
     assert scores == sorted(scores, reverse=True)
@@ -193,7 +193,7 @@ def test_greedy_rows_that_ended_leave_the_batch_and_change_no_other_row():
     to the last step. On the shipped en-de's search model (row-by-row linears), with `sentences_done_apart`,
     both give every sentence the same tokens and the same log-probability bits."""
     tr, src, head_mask, limits = sentences_done_apart()
-    plain = greedy_decode(tr.search_model, src, max_len=limits, head_mask=head_mask)
+    plain = greedy_decode(tr.search_model, src, max_len=limits, head_mask=head_mask).hypotheses
     traced = greedy_decode(tr.search_model, src, max_len=limits, head_mask=head_mask, record_search=True)
     assert len({len(h.tokens) for h in plain}) > 2 and len(plain[3].tokens) == 6
     assert [(h.tokens, h.log_prob, h.score) for h in plain] == [(h.tokens, h.log_prob, h.score)
@@ -212,7 +212,7 @@ def test_beam_sentences_that_are_done_leave_the_batch_and_change_no_other_senten
     done_at: list[int] = []  # how many sentences each step searched
     decode = model.decode
     model.decode = lambda tokens, *a, **k: done_at.append(tokens.size(0)) or decode(tokens, *a, **k)
-    plain = beam_search(model, src, 4, 0.6, max_len=limits, n_best=4, head_mask=head_mask)
+    plain = beam_search(model, src, 4, 0.6, max_len=limits, n_best=4, head_mask=head_mask).hypotheses
     del model.decode
     traced = beam_search(model, src, 4, 0.6, max_len=limits, n_best=4, head_mask=head_mask, record_search=True)
     assert done_at[0] == 4 * src.size(0) and len(set(done_at)) > 2  # rows left the batch on more than one step

@@ -151,7 +151,7 @@ def test_heads_switched_off_are_added_to_a_kept_result_only_under_the_stores_loc
                                       1, 1.0)
     explorer.models.keep(base)
     done: list = []
-    rerun = threading.Thread(target=lambda: done.append(explorer.reruns.rerun(base, Event({"off": [["cross", 0, 1]]}))))
+    rerun = threading.Thread(target=lambda: done.append(explorer.reruns.rerun(base, [["cross", 0, 1]])))
     rerun.start()
     pause = threading.Event()
     for _ in range(WAIT_S * 20):  # the rerun waits for the worker

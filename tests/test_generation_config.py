@@ -57,17 +57,17 @@ def test_corrupt_generation_config_is_named(checkpoint, content):
 def test_translate_batch_and_batcher_default_to_the_checkpoint(checkpoint):
     tr = load_pretrained(checkpoint)
     text = "a b c d"
-    default = tr.translate(text, return_attention=False)
-    chosen = tr.translate(text, beam_size=3, length_penalty=1.7, return_attention=False)
-    library = tr.translate(text, beam_size=5, length_penalty=0.6, return_attention=False)
+    default = tr.translate(text, output_attentions=False)
+    chosen = tr.translate(text, beam_size=3, length_penalty=1.7, output_attentions=False)
+    library = tr.translate(text, beam_size=5, length_penalty=0.6, output_attentions=False)
     assert (default.beam_size, len(default.candidates)) == (3, 3)
     assert default.score == chosen.score != library.score  # the score is log-prob / length penalty factor
     assert [c.ids for c in default.candidates] == [c.ids for c in chosen.candidates]
-    assert tr.translate(text, length_penalty=0.6, return_attention=False).beam_size == 3  # each option on its own
+    assert tr.translate(text, length_penalty=0.6, output_attentions=False).beam_size == 3  # each option on its own
     assert tr.translate_batch([text]) == [chosen.text]
     batcher = Batcher()
     try:
-        assert batcher.translate(tr, text, return_attention=False).score == chosen.score
+        assert batcher.translate(tr, tr.source(text), tr.decoding_options(), output_attentions=False).score == chosen.score
     finally:
         batcher.close()
 

@@ -67,11 +67,11 @@ def test_all_ones_mask_changes_nothing_bit_for_bit(make_model, measure):
 def test_all_ones_mask_leaves_greedy_and_beam_search_as_they_are(make_model):
     model = make_model(n_encoder_layers=2, n_decoder_layers=2)
     src, _ = batch()
-    masked = greedy_decode(model, src, max_len=8, head_mask=ones(model))
-    for a, b in zip(greedy_decode(model, src, max_len=8), masked, strict=True):
+    masked = greedy_decode(model, src, max_len=8, head_mask=ones(model)).hypotheses
+    for a, b in zip(greedy_decode(model, src, max_len=8).hypotheses, masked, strict=True):
         assert a.tokens == b.tokens and a.log_prob == b.log_prob
-    plain = beam_search(model, src, beam_size=3, max_len=8)
-    masked = beam_search(model, src, beam_size=3, max_len=8, head_mask=ones(model))
+    plain = beam_search(model, src, beam_size=3, max_len=8).hypotheses
+    masked = beam_search(model, src, beam_size=3, max_len=8, head_mask=ones(model)).hypotheses
     assert [[(h.tokens, h.score) for h in n] for n in plain] == [[(h.tokens, h.score) for h in n] for n in masked]
 
 
@@ -89,8 +89,8 @@ def by_hand(mha, x: Tensor, context: Tensor, off: int) -> tuple[Tensor, Tensor]:
     return heads @ mha.out_proj.weight.T + mha.out_proj.bias, alpha
 
 
-@pytest.mark.parametrize("need_weights", [False, True])
-def test_masked_head_equals_its_slice_zeroed_before_the_output_projection(make_model, need_weights):
+@pytest.mark.parametrize("output_attentions", [False, True])
+def test_masked_head_equals_its_slice_zeroed_before_the_output_projection(make_model, output_attentions):
     model = make_model()
     mha = model.encoder.layers[0].self_attn
     torch.manual_seed(3)
@@ -98,9 +98,9 @@ def test_masked_head_equals_its_slice_zeroed_before_the_output_projection(make_m
     with torch.no_grad():
         expected, alpha = by_hand(mha, x, context, off=2)
         mask = torch.tensor([1.0, 1.0, 0.0, 1.0]).view(1, 4, 1, 1)
-        out, weights = mha(x, context, None, need_weights, head_mask=mask)
+        out, weights = mha(x, context, None, output_attentions, head_mask=mask)
     torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
-    if need_weights:  # the returned map of the masked head is zero, the others are the plain weights
+    if output_attentions:  # the returned map of the masked head is zero, the others are the plain weights
         assert torch.equal(weights[:, 2], torch.zeros_like(weights[:, 2]))
         torch.testing.assert_close(weights[:, [0, 1, 3]], alpha[:, [0, 1, 3]], rtol=0, atol=1e-6)
 
@@ -155,8 +155,8 @@ def test_greedy_and_beam_search_with_a_mask_match_the_teacher_forced_masked_pass
     mask = one_off(model, "cross", 1, 0)
     mask.encoder[0, 2] = 0.0
     src = torch.tensor([[5, 9, 7, 12, 3]])
-    for hyp in greedy_decode(model, src, max_len=6, head_mask=mask) + beam_search(
-            model, src, beam_size=3, max_len=6, head_mask=mask)[0]:
+    for hyp in greedy_decode(model, src, max_len=6, head_mask=mask).hypotheses + beam_search(
+            model, src, beam_size=3, max_len=6, head_mask=mask).hypotheses[0]:
         tgt_in = torch.tensor([[2] + hyp.tokens[:-1]])
         with torch.no_grad():
             log_probs = model(src, tgt_in, head_mask=mask).logits.log_softmax(-1)[0]
@@ -168,9 +168,10 @@ def test_per_example_masks_equal_one_sentence_at_a_time(make_model):
     src, _ = batch()
     masks = [one_off(model, "encoder", 0, 1), one_off(model, "cross", 1, 2)]
     stacked = HeadMask(*(torch.stack([getattr(m, k) for m in masks]) for k in HeadMask.KINDS))
-    together = beam_search(model, src, beam_size=3, max_len=7, head_mask=stacked)
+    together = beam_search(model, src, beam_size=3, max_len=7, head_mask=stacked).hypotheses
     for b in range(2):
-        alone = beam_search(model, src[b:b + 1, :(src[b] != 0).sum()], beam_size=3, max_len=7, head_mask=masks[b])
+        alone = beam_search(model, src[b:b + 1, :(src[b] != 0).sum()], beam_size=3, max_len=7,
+                            head_mask=masks[b]).hypotheses
         assert [h.tokens for h in together[b]] == [h.tokens for h in alone[0]]
 
 
@@ -255,12 +256,12 @@ def test_norms_of_a_masked_head_are_zero_and_the_translator_returns_them_on_requ
     off[1, 2] = 0.0
     r = toy.translate("a b c d", beam_size=2, head_mask={"encoder": off})
     assert r.attention.measure == "weight"
-    norms = toy.attention_for(r, measure="norm")
+    norms = toy.attention_for(r, attention_measure="norm")
     assert norms.measure == "norm" and norms.encoder.shape == r.attention.encoder.shape
     assert not norms.encoder[1, 2].any() and norms.encoder[0].sum() > 0
     assert [s.token for s in norms.steps] == [s.token for s in r.attention.steps]
     with pytest.raises(ValueError, match="measure"):
-        toy.attention_for(r, measure="value")
+        toy.attention_for(r, attention_measure="value")
 
 
 def test_causal_mask_still_applies_to_norms(make_model):
@@ -269,7 +270,8 @@ def test_causal_mask_still_applies_to_norms(make_model):
     src = torch.tensor([[5, 9, 3]])
     with torch.no_grad():
         memory, _ = model.encode(src, None)
-        _, self_n, _ = model.decode(tgt_in[1:], memory, None, causal_mask(5), return_attention="norm")
+        _, self_n, _ = model.decode(tgt_in[1:], memory, None, causal_mask(5), output_attentions=True,
+                                   attention_measure="norm")
     norms = self_n[0][0]  # (H, T, T)
     lower = torch.ones(5, 5, dtype=torch.bool).tril()
     assert not norms[:, ~lower].any() and bool((norms[:, lower] > 0).all())

@@ -249,6 +249,6 @@ def test_a_hub_download_fetches_everything_the_shipped_model_reads(tmp_path):
     text = "MY FRIEND WAIRIMU MOVED TO PLOVDIV IN 1983."
     original, copy = load_pretrained(shipped), load_pretrained(fetched)
     assert copy.generation == original.generation is not None
-    a, b = (t.translate(text, return_attention=False) for t in (original, copy))
+    a, b = (t.translate(text, output_attentions=False) for t in (original, copy))
     assert (b.text, b.src_tokens, b.entities) == (a.text, a.src_tokens, a.entities)
     assert "⟨1⟩" in b.src_tokens and "Plovdiv" in b.text

@@ -71,7 +71,7 @@ def test_many_sessions_of_long_inputs_stay_within_the_budget_oldest_released(app
     assert kept[0].attentions == {} and kept[0].translation.attention is None  # its arrays are gone
     assert kept[0].translation.text == kept[-1].translation.text  # its texts stay for the page's boxes
     # heads switched off grow the newest result: still within the budget, and the next oldest goes
-    ablated = app.explorer.reruns.rerun(kept[-1], Event({"off": [["cross", 0, 0]]}))
+    ablated = app.explorer.reruns.rerun(kept[-1], [["cross", 0, 0]])
     assert ablated.base is kept[-1] and store.bytes <= store.max_bytes and kept[-3].released
     # a result used again is the most recent: the next translation releases another one
     page.on_candidate(kept[-2], 0)
@@ -86,7 +86,7 @@ def test_acting_on_a_released_result_says_so_in_words(app, small_store, act):
     for _ in range(4):
         page.on_translate(LONG, "beam", 5, app.explorer.models.default_model, 0.6)
     assert old.released
-    calls = {"candidate": lambda: page.on_candidate(old, 0), "rerun": lambda: xp.reruns.rerun(old, Event({"off": []})),
+    calls = {"candidate": lambda: page.on_candidate(old, 0), "rerun": lambda: xp.reruns.rerun(old, []),
              "export": lambda: page.on_export(old), "tree": lambda: xp.tree.on_tree_view(old, "tree", "{}"),
              "cell": lambda: app.inside.cell(old, Event({"kind": "cross", "layer": 0, "head": 0, "query": 0,
                                                          "key": 0}))}
@@ -226,10 +226,11 @@ def test_a_short_translation_goes_before_long_model_work_that_waited_first(app, 
     monkeypatch.setattr(reruns, "ablate", spied("heads off", reruns.ablate))
     monkeypatch.setattr(tree_service, "record_search", spied("tree", tree_service.record_search))
     pool = ThreadPoolExecutor(2)
-    heads_off = pool.submit(xp.reruns.rerun, long_results[0], Event({"off": [["cross", 0, 0]], "measure": "norm"}))
+    heads_off = pool.submit(xp.reruns.rerun, long_results[0], [["cross", 0, 0]], "norm")
     tree = pool.submit(xp.tree.on_tree_view, long_results[1], "tree", "{}")
     wait_until(lambda: xp.models.batcher.waiting == 2)
-    short = xp.models.batcher.submit(xp.models.translator(app.explorer.models.default_model), "h e l l o", "greedy", 1)  # came last
+    tr = xp.models.translator(app.explorer.models.default_model)
+    short = xp.models.batcher.submit(tr, tr.source("h e l l o"), tr.decoding_options("greedy", 1))  # came last
     short.add_done_callback(lambda _: ran.append("short"))
     model_busy.set()
     assert short.result(WAIT_S).text and heads_off.result(WAIT_S).off and tree.result(WAIT_S)

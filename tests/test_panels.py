@@ -14,7 +14,7 @@ from transformer.explorer.panels.registry import PANELS, scripts, styles, tab_id
 from transformer.explorer.web import page
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_app import app  # noqa: E402,F401  (the app on the toy checkpoints)
+from test_app import app  # noqa: E402,F401,F811  (the app on the toy checkpoints)
 
 ROOMS = Path(page.EXPLORER_DIR) / "panels"
 

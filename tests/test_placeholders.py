@@ -157,9 +157,9 @@ def test_the_search_writes_only_placeholders_the_source_holds(method):
                                               n_encoder_layers=1, n_decoder_layers=1, placeholders=2)).eval()
     src = torch.tensor([[5, 10, 6, 3], [5, 6, 7, 3]])  # ⟨1⟩ in the first sentence, no placeholder in the second
     if method == "greedy":
-        outputs = [[h.tokens] for h in greedy_decode(model, src, max_len=6)]
+        outputs = [[h.tokens] for h in greedy_decode(model, src, max_len=6).hypotheses]
     else:
-        outputs = [[h.tokens for h in hyps] for hyps in beam_search(model, src, beam_size=3, max_len=6)]
+        outputs = [[h.tokens for h in hyps] for hyps in beam_search(model, src, beam_size=3, max_len=6).hypotheses]
     assert all(11 not in tokens for tokens in outputs[0]) and any(10 in tokens for tokens in outputs[0])
     assert all(10 not in tokens and 11 not in tokens for tokens in outputs[1])
 

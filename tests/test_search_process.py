@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from test_batch_invariance import SENTENCES, assert_identical, concurrent_answers
+from test_batch_invariance import SENTENCES, asked, assert_identical, concurrent_answers
 from transformer.serving import search_process
 from transformer.serving.batching import Batcher
 from transformer.hub import checkpoint_digest
@@ -60,10 +60,10 @@ def test_a_search_in_the_child_gives_the_bits_of_the_same_search_here(served, op
     """Every candidate, score, step and attention map: mixed lengths, names and numbers, in one batch."""
     tr, searcher = served
     method, beam, penalty = options
-    beam, penalty = tr.generation.resolve(beam, penalty)
+    chosen = tr.decoding_options(method, beam, penalty)
     sources = [tr.source(s) for s in SENTENCES[::2]]
-    theirs = searcher.search(tr, sources, method, beam, penalty, return_attention=True, top_k=5)
-    ours = tr.translate_sources(sources, method, beam, penalty, return_attention=True, top_k=5)
+    theirs = searcher.search(tr, sources, chosen, output_attentions=True, top_k=5)
+    ours = tr.translate_sources(sources, chosen, output_attentions=True, top_k=5)
     assert len(theirs) == len(ours) == len(sources)
     for got, expected in zip(theirs, ours):
         assert_identical(got, expected)
@@ -91,10 +91,10 @@ def test_the_batcher_serves_concurrent_clients_their_lone_answers_through_the_ch
 def test_a_search_error_comes_back_as_itself_and_the_child_goes_on(served):
     tr, searcher = served
     pid = searcher.pid
-    with pytest.raises(ValueError, match="method"):
-        searcher.search(tr, [tr.source("It rains.")], "sideways", 5, 1.0)
+    with pytest.raises(TypeError, match="DecodingOptions"):  # raised in the child
+        searcher.search(tr, [tr.source("It rains.")], ("sideways", 5, 1.0))
     assert searcher.pid == pid
-    assert searcher.search(tr, [tr.source("It rains.")], "greedy", 1, 1.0)[0].text == tr.translate(
+    assert searcher.search(tr, [tr.source("It rains.")], tr.decoding_options("greedy", 1, 1.0))[0].text == tr.translate(
         "It rains.", "greedy").text
 
 
@@ -106,11 +106,11 @@ def test_a_child_that_never_answers_is_left_alone_for_a_backoff_after_a_few_trie
     for _ in range(search_process.MAX_FAILURES):
         assert searcher.serves(tr)
         with pytest.raises(SearchProcessLost):
-            searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
+            searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))
     assert not searcher.available and not searcher.serves(tr)
     batcher = Batcher(searcher=searcher)
     try:
-        assert batcher.translate(tr, "h e l l o", "greedy", 1).text == tr.translate("h e l l o", "greedy").text
+        assert batcher.translate(tr, *asked(tr, "h e l l o", "greedy", 1)).text == tr.translate("h e l l o", "greedy").text
     finally:
         batcher.close()
 
@@ -161,9 +161,9 @@ def test_the_float32_serving_path_gives_the_same_bits_in_the_child_too(served):
     tr = load_pretrained(SERVED)
     assert tr.origin == (str(SERVED.resolve()), None, checkpoint_digest(SERVED))
     sources = [tr.source(s) for s in SENTENCES[1::8]]
-    theirs = searcher.search(tr, sources, "beam", 5, 1.0)
+    theirs = searcher.search(tr, sources, tr.decoding_options("beam", 5, 1.0))
     assert len(theirs) == len(sources)
-    for got, expected in zip(theirs, tr.translate_sources(sources, "beam", 5, 1.0), strict=True):
+    for got, expected in zip(theirs, tr.translate_sources(sources, tr.decoding_options("beam", 5, 1.0)), strict=True):
         assert_identical(got, expected)
 
 
@@ -252,12 +252,12 @@ def test_a_checkpoint_the_child_cannot_load_is_searched_here(toy, toy_child, tmp
             searcher.preload_in_background(tr).join(120)
         assert "could not load" in caplog.text
         with pytest.raises(SearchProcessLost, match="could not load"):
-            searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
+            searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))
         assert pid is not None
-        assert_identical(batcher.translate(tr, "h e l l o", "greedy", timeout_s=120), alone)
+        assert_identical(batcher.translate(tr, *asked(tr, "h e l l o", "greedy"), timeout_s=120), alone)
         assert searcher.pid == pid and searcher.searches == searches
         toy_tr, toy_alone = toy  # the child goes on serving the checkpoints it can load
-        assert_identical(searcher.search(toy_tr, [toy_tr.source("h e l l o")], "greedy", 1, 1.0)[0], toy_alone)
+        assert_identical(searcher.search(toy_tr, [toy_tr.source("h e l l o")], toy_tr.decoding_options("greedy", 1, 1.0))[0], toy_alone)
         assert searcher.pid == pid and searcher.searches == searches + 1
     finally:
         batcher.close()
@@ -270,11 +270,11 @@ def test_a_child_that_cannot_start_leaks_no_descriptor_and_its_search_runs_in_th
     searcher = SearchProcess(threads=torch.get_num_threads(), python="/nonexistent")
     before = open_descriptors()
     with pytest.raises(SearchProcessLost, match="could not start"):
-        searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
+        searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))
     assert open_descriptors() == before
     batcher = Batcher(searcher=searcher)
     try:
-        assert_identical(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0, timeout_s=120), alone)
+        assert_identical(batcher.translate(tr, *asked(tr, "h e l l o", "greedy", 1, 1.0), timeout_s=120), alone)
     finally:
         batcher.close()
     assert open_descriptors() == before and searcher.pid is None
@@ -290,7 +290,7 @@ def test_the_app_keeps_a_searcher_that_could_not_start_and_searches_in_the_app(t
     assert searcher is not None and searcher.pid is None
     batcher = Batcher(searcher=searcher)
     try:
-        assert_identical(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0, timeout_s=120), alone)
+        assert_identical(batcher.translate(tr, *asked(tr, "h e l l o", "greedy", 1, 1.0), timeout_s=120), alone)
     finally:
         batcher.close()
         searcher.close()
@@ -305,11 +305,11 @@ def test_after_failures_the_child_is_tried_again_after_a_backoff_and_comes_back(
     try:
         for _ in range(search_process.MAX_FAILURES):
             with pytest.raises(SearchProcessLost):
-                searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)
+                searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))
         assert not searcher.serves(tr)
         searcher.python = sys.executable
         assert wait_until(lambda: searcher.serves(tr), within_s=searcher.backoff_s + 30)
-        assert_identical(searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)[0], alone)
+        assert_identical(searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))[0], alone)
         assert searcher.pid is not None and searcher.failures == 0
     finally:
         searcher.close()
@@ -321,11 +321,11 @@ def test_a_replacement_child_gets_the_start_up_time_to_load_its_checkpoint(toy):
     tr, alone = toy
     searcher = SearchProcess(threads=torch.get_num_threads(), timeout_s=0.2)
     try:
-        assert_identical(searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)[0], alone)
+        assert_identical(searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))[0], alone)
         old = searcher.pid
         os.kill(old, signal.SIGKILL)
         assert wait_until(lambda: searcher.pid is None, within_s=20)
-        assert_identical(searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)[0], alone)
+        assert_identical(searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))[0], alone)
         assert searcher.pid not in (None, old) and searcher.searches == 2
     finally:
         searcher.close()
@@ -344,7 +344,7 @@ def test_a_hung_preload_holds_up_neither_a_search_nor_close(toy, tmp_path):
     pid = searcher.pid
     batcher = Batcher(searcher=searcher)
     answers: list = []
-    press = threading.Thread(target=lambda: answers.append(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0)))
+    press = threading.Thread(target=lambda: answers.append(batcher.translate(tr, *asked(tr, "h e l l o", "greedy", 1, 1.0))))
     closer = threading.Thread(target=searcher.close, kwargs={"timeout_s": 2})
     try:
         press.start()
@@ -422,8 +422,8 @@ def test_an_answer_that_cannot_come_back_whole_is_searched_in_the_app(toy, fault
         sources = [tr.source("h e l l o"), tr.source("w o r l d")]
         pid, searches = searcher.pid, searcher.searches
         with pytest.raises(SearchProcessLost):
-            searcher.search(tr, sources, "greedy", 1, 1.0)
-        futures = [batcher.submit(tr, text, "greedy", 1, 1.0) for text in ("h e l l o", "w o r l d")]
+            searcher.search(tr, sources, tr.decoding_options("greedy", 1, 1.0))
+        futures = [batcher.submit(tr, *asked(tr, text, "greedy", 1, 1.0)) for text in ("h e l l o", "w o r l d")]
         got = [f.result(60) for f in futures]
         assert_identical(got[0], alone)
         assert_identical(got[1], tr.translate("w o r l d", "greedy", 1, 1.0))
@@ -432,7 +432,7 @@ def test_an_answer_that_cannot_come_back_whole_is_searched_in_the_app(toy, fault
         batcher.close()
         mode.write_text("whole")
     assert wait_until(lambda: searcher.available, within_s=10)  # past a short backoff if the failures reached it
-    assert_identical(searcher.search(tr, [tr.source("h e l l o")], "greedy", 1, 1.0)[0], alone)
+    assert_identical(searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))[0], alone)
     assert searcher.pid == pid and searcher.searches == searches + 1 and searcher.failures == 0
 
 
@@ -449,7 +449,7 @@ def test_a_child_that_stops_halfway_through_its_answer_is_lost_after_the_timeout
     try:
         pid = searcher.pid
         answers: list = []
-        press = threading.Thread(target=lambda: answers.append(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0)))
+        press = threading.Thread(target=lambda: answers.append(batcher.translate(tr, *asked(tr, "h e l l o", "greedy", 1, 1.0))))
         press.start()
         press.join(60)
         waited_for_good = press.is_alive()
@@ -484,7 +484,7 @@ def test_a_checkpoint_rewritten_after_the_app_loaded_it_is_searched_in_the_app(t
         old = searcher.pid
         os.kill(old, signal.SIGKILL)
         assert wait_until(lambda: searcher.pid is None, within_s=20)
-        assert_identical(batcher.translate(tr, "h e l l o", "greedy", 1, 1.0, timeout_s=120), alone)
+        assert_identical(batcher.translate(tr, *asked(tr, "h e l l o", "greedy", 1, 1.0), timeout_s=120), alone)
         assert not searcher.serves(tr) and searcher.searches == searches
         assert searcher.pid not in (None, old)  # the replacement started, and refused the rewritten copy
     finally:
@@ -508,13 +508,13 @@ def test_a_lost_child_costs_only_time(toy, toy_child):
             time.sleep(0.05)
         assert searcher.pid is None
         searches = searcher.searches
-        assert_identical(batcher.translate(tr, "h e l l o", "beam", 5, timeout_s=300), alone)
+        assert_identical(batcher.translate(tr, *asked(tr, "h e l l o", "beam", 5), timeout_s=300), alone)
         new = searcher.pid
         assert new not in (None, old) and searcher.searches == searches + 1  # a new child answered
         os.kill(new, signal.SIGSTOP)  # alive, never answering
         searcher.timeout_s = 1  # it has loaded the toy: the search's own timeout, which a toy search is far within
         try:
-            assert_identical(batcher.translate(tr, "h e l l o", "beam", 5, timeout_s=300), alone)
+            assert_identical(batcher.translate(tr, *asked(tr, "h e l l o", "beam", 5), timeout_s=300), alone)
         finally:
             searcher.timeout_s = search_process.SEARCH_TIMEOUT_S
         assert gone(new) and searcher.pid is None and searcher.searches == searches + 1 and searcher.available

@@ -114,7 +114,7 @@ def assert_trace_matches_candidates(trace: SearchTrace, candidates) -> None:
     ("greedy", 1, 0), ("beam", 1, 1), ("beam", 3, 1), ("beam", 5, 0), ("beam", 10, 2), ("greedy", 1, 2),
 ])
 def test_flagship_trace_is_the_models_search(tr, method, beam, sentence):
-    r = tr.translate(SENTENCES[sentence], method=method, beam_size=beam, return_attention=False, record_search=True)
+    r = tr.translate(SENTENCES[sentence], method=method, beam_size=beam, output_attentions=False, record_search=True)
     trace = r.search
     assert trace.method == method and trace.beam_size == beam and trace.candidates_per_step == 2 * beam
     assert_trace_matches_candidates(trace, r.candidates)
@@ -141,8 +141,8 @@ def test_random_model_trace_is_the_models_search(seed, beam, alpha, max_len):
 
 @pytest.mark.parametrize("sentence", [0, 2])
 def test_beam_of_one_records_greedys_path(tr, sentence):
-    greedy = tr.translate(SENTENCES[sentence], method="greedy", return_attention=False, record_search=True).search
-    beam1 = tr.translate(SENTENCES[sentence], method="beam", beam_size=1, return_attention=False,
+    greedy = tr.translate(SENTENCES[sentence], method="greedy", output_attentions=False, record_search=True).search
+    beam1 = tr.translate(SENTENCES[sentence], method="beam", beam_size=1, output_attentions=False,
                          record_search=True).search
     g_path, b_path = greedy.best_path(), beam1.best_path()
     assert [(n.token_id, n.status) for n in g_path] == [(n.token_id, n.status) for n in b_path]
@@ -158,8 +158,8 @@ def test_beam_of_one_records_greedys_path(tr, sentence):
 @pytest.mark.parametrize("method,beam", [("greedy", 1), ("beam", 2), ("beam", 5), ("beam", 10)])
 def test_recording_changes_no_result(tr, method, beam):
     for sentence in SENTENCES:
-        plain = tr.translate(sentence, method=method, beam_size=beam, return_attention=False)
-        recorded = tr.translate(sentence, method=method, beam_size=beam, return_attention=False, record_search=True)
+        plain = tr.translate(sentence, method=method, beam_size=beam, output_attentions=False)
+        recorded = tr.translate(sentence, method=method, beam_size=beam, output_attentions=False, record_search=True)
         assert plain.search is None and recorded.search is not None
         assert [(c.ids, c.score, c.log_prob) for c in plain.candidates] == [
             (c.ids, c.score, c.log_prob) for c in recorded.candidates]
@@ -168,7 +168,7 @@ def test_recording_changes_no_result(tr, method, beam):
 def test_batched_recording_equals_one_sentence_at_a_time():
     model = tiny_model(vocab=30, seed=5)
     src = sources(30, lengths=(7, 3, 11), seed=9)
-    plain = beam_search(model, src, beam_size=4, max_len=25)
+    plain = beam_search(model, src, beam_size=4, max_len=25).hypotheses
     batched = beam_search(model, src, beam_size=4, max_len=25, record_search=True)
     greedy = greedy_decode(model, src, max_len=25, record_search=True)
     assert [[h.tokens for h in n] for n in batched.hypotheses] == [[h.tokens for h in n] for n in plain]
@@ -183,7 +183,7 @@ def test_batched_recording_equals_one_sentence_at_a_time():
 
 
 def test_prefix_attention_equals_the_models_forward(tr):
-    r = tr.translate(SENTENCES[0], method="beam", beam_size=5, return_attention=False, record_search=True)
+    r = tr.translate(SENTENCES[0], method="beam", beam_size=5, output_attentions=False, record_search=True)
     pruned = [n for n in r.search.nodes if n.status == PRUNED and n.step >= 3][0]
     prefix = r.search.prefix_ids(pruned.id)
     att = tr.attention_for_prefix(r, prefix, top_k=3)
@@ -203,13 +203,13 @@ def test_prefix_attention_equals_the_models_forward(tr):
 @pytest.mark.parametrize("prefix,match", [([], "non-empty"), ([1, 10**6], "integers"), ([True], "integers"),
                                           ("abc", "non-empty"), ([5] * 300, "longer")])
 def test_bad_prefixes_are_clear_errors(tr, prefix, match):
-    r = tr.translate(SENTENCES[1], method="greedy", return_attention=False)
+    r = tr.translate(SENTENCES[1], method="greedy", output_attentions=False)
     with pytest.raises(ValueError, match=match):
         tr.attention_for_prefix(r, prefix)
 
 
 def test_trace_paths_and_bad_node_ids(tr):
-    trace = tr.translate(SENTENCES[1], method="beam", beam_size=3, return_attention=False, record_search=True).search
+    trace = tr.translate(SENTENCES[1], method="beam", beam_size=3, output_attentions=False, record_search=True).search
     node = trace.nodes[-1]
     assert trace.path(node.id)[-1] is node and len(trace.path(node.id)) == node.step + 1
     assert trace.prefix_tokens(0) == [] and trace.nodes[0].token == "<bos>"

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.usefixtures("validate_figures")
 def long_pair(flagship):
     """Beam 5 (length penalty 0.6) and greedy on a sentence where they end differently, both with their search
     recorded."""
-    beam = flagship.translate(LONG, beam_size=5, length_penalty=0.6, return_attention=False, record_search=True)
-    greedy = flagship.translate(LONG, method="greedy", return_attention=False, record_search=True)
+    beam = flagship.translate(LONG, beam_size=5, length_penalty=0.6, output_attentions=False, record_search=True)
+    greedy = flagship.translate(LONG, method="greedy", output_attentions=False, record_search=True)
     return beam, greedy
 
 
@@ -66,15 +66,15 @@ def test_tree_marks_finished_scores_and_where_beam_leaves_greedy(long_pair):
 
 
 def test_tree_of_greedy_agreeing_with_beam_has_no_divergence_mark(flagship):
-    beam = flagship.translate(SHORT, beam_size=1, return_attention=False, record_search=True)
-    greedy = flagship.translate(SHORT, method="greedy", return_attention=False, record_search=True)
+    beam = flagship.translate(SHORT, beam_size=1, output_attentions=False, record_search=True)
+    greedy = flagship.translate(SHORT, method="greedy", output_attentions=False, record_search=True)
     fig = search_tree.beam_tree_figure(beam.search, greedy=greedy.search)
     assert not fig.layout.annotations and not fig.layout.shapes and "same output as greedy" in fig.layout.title.text
     assert len([t for t in fig.data if t.name == "greedy"]) == 1  # greedy stays inside the tree: no lane
 
 
 def test_tree_is_readable_for_beam_10_and_30_steps(flagship):
-    r = flagship.translate(LONG, beam_size=10, return_attention=False, record_search=True)
+    r = flagship.translate(LONG, beam_size=10, output_attentions=False, record_search=True)
     assert r.search.n_steps >= 25
     fig = search_tree.beam_tree_figure(r.search, width=1400)
     assert 320 <= fig.layout.height <= 2000 and fig.layout.width == 1400
@@ -116,10 +116,10 @@ def test_pruned_candidates_lose_their_labels_only_in_a_wide_long_search(flagship
         fig = search_tree.beam_tree_figure(trace)
         return next(list(t.text) for t in node_traces(fig) if t.name == "pruned candidate")
 
-    short = flagship.translate("A dog sleeps.", beam_size=3, return_attention=False, record_search=True).search
+    short = flagship.translate("A dog sleeps.", beam_size=3, output_attentions=False, record_search=True).search
     assert short.candidates_per_step * (short.n_steps + 1) <= search_tree.PRUNED_LABEL_LIMIT
     assert all(pruned_texts(short))  # few candidates: every one named
-    wide = flagship.translate(LONG, beam_size=10, return_attention=False, record_search=True).search
+    wide = flagship.translate(LONG, beam_size=10, output_attentions=False, record_search=True).search
     assert wide.candidates_per_step * (wide.n_steps + 1) > search_tree.PRUNED_LABEL_LIMIT
     assert not any(pruned_texts(wide))  # dots and hover text only
     fig = search_tree.beam_tree_figure(wide)

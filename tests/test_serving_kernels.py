@@ -179,8 +179,8 @@ def test_the_shipped_model_translates_to_the_same_bits_whichever_int8_kernels_se
     by_int_mm, by_packed = with_kernel("int_mm"), with_kernel("packed")
     for method, beam in (("greedy", 1), ("beam", 5)):
         for sentence in sentences:
-            x = by_int_mm.translate(sentence, method=method, beam_size=beam, return_attention=False)
-            y = by_packed.translate(sentence, method=method, beam_size=beam, return_attention=False)
+            x = by_int_mm.translate(sentence, method=method, beam_size=beam, output_attentions=False)
+            y = by_packed.translate(sentence, method=method, beam_size=beam, output_attentions=False)
             assert [(c.ids, c.score) for c in x.candidates] == [(c.ids, c.score) for c in y.candidates]
 
 

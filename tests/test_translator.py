@@ -31,7 +31,7 @@ def reference_attention(tr, src_ids: list[int], out_ids: list[int]):
 
 @pytest.mark.parametrize("candidate", [0, 3])
 def test_attention_equals_the_models_teacher_forced_pass(tr, candidate):
-    r = tr.translate(SENTENCES[0], method="beam", beam_size=4, return_attention=True)
+    r = tr.translate(SENTENCES[0], method="beam", beam_size=4, output_attentions=True)
     att = r.attention if candidate == 0 else tr.attention_for(r, candidate=candidate)
     cand = r.candidates[candidate]
     out, in_ids = reference_attention(tr, r.src_ids, cand.ids)
@@ -53,7 +53,7 @@ def test_attention_equals_the_models_teacher_forced_pass(tr, candidate):
 
 
 def test_steps_add_up_to_the_search_score_and_greedy_picks_the_top_token(tr):
-    r = tr.translate(SENTENCES[1], method="greedy", return_attention=True, top_k=3)
+    r = tr.translate(SENTENCES[1], method="greedy", output_attentions=True, top_k=3)
     eos = tr.tokenizer.ids_to_tokens([tr.model.config.eos_id])[0]
     assert [s.token for s in r.steps] == r.tgt_tokens and r.tgt_tokens[-1] == eos
     assert sum(math.log(s.probability) for s in r.steps) == pytest.approx(r.log_prob, abs=1e-3)
@@ -65,15 +65,15 @@ def test_steps_add_up_to_the_search_score_and_greedy_picks_the_top_token(tr):
 
 def test_greedy_is_scored_like_a_beam_of_one(tr):
     for alpha in (0.0, 0.6, 1.0):
-        greedy = tr.translate(SENTENCES[0], method="greedy", length_penalty=alpha, return_attention=False)
-        beam1 = tr.translate(SENTENCES[0], method="beam", beam_size=1, length_penalty=alpha, return_attention=False)
+        greedy = tr.translate(SENTENCES[0], method="greedy", length_penalty=alpha, output_attentions=False)
+        beam1 = tr.translate(SENTENCES[0], method="beam", beam_size=1, length_penalty=alpha, output_attentions=False)
         assert greedy.tgt_tokens == beam1.tgt_tokens
         assert greedy.score == pytest.approx(beam1.score, abs=1e-5)
         assert greedy.score == pytest.approx(greedy.log_prob / ((5 + len(greedy.tgt_tokens)) / 6) ** alpha)
 
 
 def test_beam_candidates_are_ranked_and_their_scores_match_the_teacher_forced_pass(tr):
-    r = tr.translate(SENTENCES[0], method="beam", beam_size=5, length_penalty=0.6, return_attention=False)
+    r = tr.translate(SENTENCES[0], method="beam", beam_size=5, length_penalty=0.6, output_attentions=False)
     assert r.text == r.candidates[0].text and len(r.candidates) == 5
     assert [c.score for c in r.candidates] == sorted((c.score for c in r.candidates), reverse=True)
     for c in r.candidates:
@@ -85,12 +85,12 @@ def test_beam_candidates_are_ranked_and_their_scores_match_the_teacher_forced_pa
 @pytest.mark.parametrize("method,beam", [("greedy", 1), ("beam", 3)])
 def test_attention_capture_does_not_change_the_translation(tr, method, beam):
     for sentence in SENTENCES:
-        with_att = tr.translate(sentence, method=method, beam_size=beam, return_attention=True)
-        without = tr.translate(sentence, method=method, beam_size=beam, return_attention=False)
+        with_att = tr.translate(sentence, method=method, beam_size=beam, output_attentions=True)
+        without = tr.translate(sentence, method=method, beam_size=beam, output_attentions=False)
         assert without.attention is None and without.steps == []
         assert [c.ids for c in with_att.candidates] == [c.ids for c in without.candidates]
     assert tr.translate_batch(SENTENCES + ["  "], method=method, beam_size=beam) == [
-        tr.translate(s, method=method, beam_size=beam, return_attention=False).text for s in SENTENCES] + [""]
+        tr.translate(s, method=method, beam_size=beam, output_attentions=False).text for s in SENTENCES] + [""]
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t"])
@@ -130,7 +130,7 @@ def test_unusual_characters_translate_without_error(tr, text):
 
 
 def test_attention_for_rejects_a_missing_candidate(tr):
-    r = tr.translate(SENTENCES[0], method="beam", beam_size=2, return_attention=False)
+    r = tr.translate(SENTENCES[0], method="beam", beam_size=2, output_attentions=False)
     with pytest.raises(ValueError, match="candidate"):
         tr.attention_for(r, candidate=len(r.candidates))
 
@@ -140,7 +140,7 @@ BATCH = ["Dogs bark at the postman.", "An old woman with a red hat is selling ap
 
 @pytest.mark.parametrize("method,beam,alpha", [("beam", 4, 0.6), ("greedy", 1, 0.6), ("beam", 3, 1.8)])
 def test_a_padded_batch_gives_each_sentence_what_it_gets_alone(tr, method, beam, alpha):
-    batched = tr.translate_sources([tr.source(t) for t in BATCH], method, beam, alpha, top_k=3)
+    batched = tr.translate_sources([tr.source(t) for t in BATCH], tr.decoding_options(method, beam, alpha), top_k=3)
     for text, b in zip(BATCH, batched, strict=True):
         alone = tr.translate(text, method=method, beam_size=beam, length_penalty=alpha, top_k=3)
         assert [c.ids for c in b.candidates] == [c.ids for c in alone.candidates]
@@ -178,7 +178,7 @@ def test_int8_searches_with_int8_decoder_weights_and_draws_float32_attention(tr,
         for ours, theirs in ((r8.attention.encoder, out.attention.encoder),
                              (r8.attention.decoder, out.attention.decoder), (r8.attention.cross, out.attention.cross)):
             np.testing.assert_allclose(ours, torch.stack([w[0] for w in theirs]).numpy(), atol=1e-5)
-    assert tr8.translate_batch(SENTENCES) == [tr8.translate(s, return_attention=False).text for s in SENTENCES]
+    assert tr8.translate_batch(SENTENCES) == [tr8.translate(s, output_attentions=False).text for s in SENTENCES]
 
 
 def test_unknown_precision_is_a_clear_error():
@@ -220,7 +220,7 @@ def test_the_shipped_model_keeps_the_final_mark_and_the_title_with_the_name():
     """Our own sentences: the exclamation mark the model turned into a full stop, and a title whose dot the model
     read as a sentence's end, come out right; the tokens stay the model's own."""
     tr = load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "en-de")
-    shout = tr.translate("We are going to the beach on Friday!", return_attention=False)
+    shout = tr.translate("We are going to the beach on Friday!", output_attentions=False)
     assert shout.text.endswith("!") and shout.candidates[0].text.endswith("!")
-    met = tr.translate("We met Mr. Tanaka at the station.", return_attention=False)
+    met = tr.translate("We met Mr. Tanaka at the station.", output_attentions=False)
     assert "Mr. Tanaka" in met.text and met.text.count(".") == 2  # the title's dot and the sentence's own

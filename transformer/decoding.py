@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal, Union, overload
+from typing import Union
 
 import torch
 from torch import Tensor
@@ -154,9 +154,10 @@ class EncodedSource:
     attention: list[Tensor]  # per layer (B, H, S, S); empty unless asked for
 
 
-def encode_source(model: Transformer, src: Tensor, return_attention: bool | str = False,
-                  head_mask: HeadMask | None = None) -> EncodedSource:
-    """src (B, S) padded ids -> the encoder output, its mask and (if asked) its attention weights (or norms).
+def encode_source(model: Transformer, src: Tensor, output_attentions: bool = False,
+                  attention_measure: str = "weight", head_mask: HeadMask | None = None) -> EncodedSource:
+    """src (B, S) padded ids -> the encoder output, its mask and (`output_attentions`) its attention weights (or,
+    with `attention_measure="norm"`, their norms).
 
     The mask is None when no sentence has padding (always so for one sentence):
     attention then skips the masking work on every decoder step.
@@ -166,7 +167,7 @@ def encode_source(model: Transformer, src: Tensor, return_attention: bool | str 
         src_mask = None
     if head_mask is not None:
         head_mask.check(model.config)
-    memory, weights = model.encode(src, src_mask, return_attention, head_mask)
+    memory, weights = model.encode(src, src_mask, output_attentions, attention_measure, head_mask)
     return EncodedSource(memory, src_mask, weights)
 
 
@@ -195,18 +196,6 @@ def stack_encoded(parts: list[EncodedSource], src_ids: list[list[int]], pad_id: 
     return src, EncodedSource(memory, padding_mask(src, pad_id), [])
 
 
-@overload
-def greedy_decode(
-    model: Transformer, src: Tensor, max_len: MaxLen = ..., encoded: EncodedSource | None = ...,
-    length_penalty: float = ..., record_search: Literal[False] = ..., head_mask: HeadMask | None = ...,
-) -> list[Hypothesis]: ...
-@overload
-def greedy_decode(
-    model: Transformer, src: Tensor, max_len: MaxLen = ..., encoded: EncodedSource | None = ...,
-    length_penalty: float = ..., *, record_search: Literal[True], head_mask: HeadMask | None = ...,
-) -> SearchOutput[list[Hypothesis]]: ...
-
-
 @torch.no_grad()
 def greedy_decode(
     model: Transformer,
@@ -216,15 +205,14 @@ def greedy_decode(
     length_penalty: float = 0.0,
     record_search: bool = False,
     head_mask: HeadMask | None = None,
-) -> list[Hypothesis] | SearchOutput[list[Hypothesis]]:
+) -> SearchOutput[list[Hypothesis]]:
     """src (B, S) padded ids -> one hypothesis per sentence, the most likely token at every step.
 
     `max_len` is the most output tokens (one for all, one per sentence, or by default each
     sentence's own `default_max_len`: `sentence_limits`). `encoded` is the encoder pass over `src`
     when the caller already ran it. The search ignores `length_penalty`; it only divides the reported
-    score, as beam search's does, so greedy and beam scores compare. `record_search=True` returns a
-    `SearchOutput`: the same hypotheses plus one `SearchTrace` per sentence (each step's choice and
-    runner-up).
+    score, as beam search's does, so greedy and beam scores compare. `record_search=True` adds its
+    `traces`: one `SearchTrace` per sentence (each step's choice and runner-up); the hypotheses are the same.
     `head_mask` switches heads off (the encoder's too, unless `encoded` is given: that pass is the caller's).
     """
     cfg = model.config
@@ -263,9 +251,7 @@ def greedy_decode(
         ids = ids[: ids.index(cfg.eos_id) + 1]
         lp = float(log_probs[b])
         hyps.append(Hypothesis(ids, lp / length_penalty_factor(len(ids), length_penalty), lp))
-    if recorder is not None:
-        return SearchOutput(hyps, recorder.finish([[h] for h in hyps]))
-    return hyps
+    return SearchOutput(hyps, recorder.finish([[h] for h in hyps]) if recorder is not None else None)
 
 
 class _LiveRows:
@@ -341,20 +327,6 @@ def _record_greedy_step(
                          torch.zeros_like(tokens), finished, keep, length_factor)
 
 
-@overload
-def beam_search(
-    model: Transformer, src: Tensor, beam_size: int = ..., length_penalty: float = ..., max_len: MaxLen = ...,
-    n_best: int | None = ..., encoded: EncodedSource | None = ..., record_search: Literal[False] = ...,
-    head_mask: HeadMask | None = ...,
-) -> list[list[Hypothesis]]: ...
-@overload
-def beam_search(
-    model: Transformer, src: Tensor, beam_size: int = ..., length_penalty: float = ..., max_len: MaxLen = ...,
-    n_best: int | None = ..., encoded: EncodedSource | None = ..., *, record_search: Literal[True],
-    head_mask: HeadMask | None = ...,
-) -> SearchOutput[list[list[Hypothesis]]]: ...
-
-
 class _BeamSentences:
     """Per sentence of a beam search: the hypotheses that ended, and whether its search is over."""
 
@@ -418,8 +390,8 @@ def beam_search(
     encoded: EncodedSource | None = None,
     record_search: bool = False,
     head_mask: HeadMask | None = None,
-) -> list[list[Hypothesis]] | SearchOutput[list[list[Hypothesis]]]:
-    """src (B, S) padded ids -> per sentence, up to `n_best` hypotheses, best first.
+) -> SearchOutput[list[list[Hypothesis]]]:
+    """src (B, S) padded ids -> a `SearchOutput`: per sentence, up to `n_best` hypotheses, best first.
 
     All B * K beams advance as one (B * K, V) tensor per step. Each step takes the
     top 2K continuations per sentence: <eos> ones ranked within the top K are set
@@ -429,9 +401,9 @@ def beam_search(
     at most reach its value at the sentence's limit). `max_len` is that limit (one for
     all, one per sentence, or by default each sentence's own: `sentence_limits`), so a
     sentence gets the same n-best in a padded batch as alone. `encoded` is the encoder
-    pass over `src` when the caller already ran it. `record_search=True` returns a
-    `SearchOutput`: the same n-best lists plus one `SearchTrace` per sentence (the 2K
-    ranked candidates of every step it searched). `head_mask` switches heads off (as in `greedy_decode`).
+    pass over `src` when the caller already ran it. `record_search=True` adds its `traces`:
+    one `SearchTrace` per sentence (the 2K ranked candidates of every step it searched); the n-best
+    lists are the same. `head_mask` switches heads off (as in `greedy_decode`).
     """
     cfg = model.config
     B, K = src.size(0), beam_size
@@ -480,9 +452,7 @@ def beam_search(
     nbest = sentences.nbest(None if sentence_rule is not None else n_best)
     if sentence_rule is not None:  # the K finished, covering ones first, then cut to n_best
         nbest = [hyps[: n_best or K] for hyps in sentence_rule.covering_first(nbest)]
-    if recorder is not None:
-        return SearchOutput(nbest, recorder.finish(nbest))
-    return nbest
+    return SearchOutput(nbest, recorder.finish(nbest) if recorder is not None else None)
 
 
 def strip_specials(ids: list[int], model: Transformer) -> list[int]:
@@ -515,9 +485,10 @@ def translate_ids(
         idx = order[start : start + batch_size]
         src = pad_sequences([sources[i][: cfg.max_len - 1] + [cfg.eos_id] for i in idx], cfg.pad_id).to(device)
         if method == "greedy":
-            hyps = greedy_decode(model, src, head_mask=head_mask)
+            hyps = greedy_decode(model, src, head_mask=head_mask).hypotheses
         else:
-            hyps = [nbest[0] for nbest in beam_search(model, src, beam_size, length_penalty, head_mask=head_mask)]
+            found = beam_search(model, src, beam_size, length_penalty, head_mask=head_mask).hypotheses
+            hyps = [nbest[0] for nbest in found]
         for i, hyp in zip(idx, hyps):
             results[i] = strip_specials(hyp.tokens, model)
     return results

@@ -3,8 +3,8 @@
 Read top to bottom: positional encoding, attention, feed-forward, the two layer
 kinds, the two stacks, and the full model. Masks are boolean and broadcast to
 `(B, H, T_q, T_k)`; True means "may attend". Attention maps are computed
-only when a caller asks for them (`forward(..., output_attentions=True)`, or
-`return_attention` of `encode`/`decode`), and are returned, never stored on a module.
+only when a caller asks for them (`output_attentions=True`, with `attention_measure` "weight" or "norm", of
+`forward`, `encode`, `decode` and every layer), and are returned, never stored on a module.
 """
 from __future__ import annotations
 
@@ -197,43 +197,43 @@ class MultiHeadAttention(nn.Module):
         return torch.einsum("bhkd,ohd->bhko", v, w_o.to(v.dtype)).norm(dim=-1)
 
     def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool | str,
-        head_mask: Tensor | None = None,
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, output_attentions: bool,
+        attention_measure: str = "weight", head_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """q (B, H, T_q, d_k), k/v (B, H, T_k, d_k) -> output (B, T_q, d_model), weights (B, H, T_q, T_k).
 
-        `need_weights="norm"` returns ‖α_ij f_h(x_j)‖ instead of α_ij; `head_mask` (1 or B, H, 1, 1) scales
-        each head's output (and its returned map) before the output projection.
+        With `output_attentions`, `attention_measure="norm"` returns ‖α_ij f_h(x_j)‖ instead of α_ij; `head_mask`
+        (1 or B, H, 1, 1) scales each head's output (and its returned map) before the output projection.
         """
         p = self.dropout if self.training else 0.0
         # Training on a CPU takes the explicit path even without dropout: SDPA's CPU backward is slower per step
         # in bf16 (docs/model.md), and its dropout draws a random number per element.
-        if need_weights or (self.training and q.device.type == "cpu"):
+        if output_attentions or (self.training and q.device.type == "cpu"):
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, T_q, T_k)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = scores.softmax(dim=-1)
             out = dropout(weights, p, self.training) @ v  # (B, H, T_q, d_k)
-            weights = weights if need_weights else None
+            weights = weights if output_attentions else None
         else:
             weights = None
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         if head_mask is not None:
             out = out * head_mask.to(out.dtype)
             weights = None if weights is None else weights * head_mask.to(weights.dtype)
-        if need_weights == "norm":
+        if output_attentions and attention_measure == "norm":
             weights = weights * self.value_norms(v)[:, :, None, :]
         B, H, T, d_k = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(B, T, H * d_k)), weights
 
     def forward(
-        self, x: Tensor, context: Tensor, mask: Tensor | None, need_weights: bool | str = False,
-        head_mask: Tensor | None = None,
+        self, x: Tensor, context: Tensor, mask: Tensor | None, output_attentions: bool = False,
+        attention_measure: str = "weight", head_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Queries from x (B, T_q, d_model), keys and values from context (B, T_k, d_model)."""
         x, context = (cast_once(x),) * 2 if context is x else (cast_once(x), cast_once(context))
         k, v = self.project_kv(context)
-        return self.attend(self.project_q(x), k, v, mask, need_weights, head_mask)
+        return self.attend(self.project_q(x), k, v, mask, output_attentions, attention_measure, head_mask)
 
 
 class FeedForward(nn.Module):
@@ -265,15 +265,15 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.dropout = Dropout(cfg.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool | str = False,
-                head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    def forward(self, x: Tensor, mask: Tensor | None, output_attentions: bool = False,
+                attention_measure: str = "weight", head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """x (B, S, d_model), mask (B, 1, 1, S), head_mask (1 or B, H, 1, 1)."""
         if self.norm_first:
             h = self.norm1(x)
-            a, w = self.self_attn(h, h, mask, need_weights, head_mask)
+            a, w = self.self_attn(h, h, mask, output_attentions, attention_measure, head_mask)
             x = x + self.dropout(a)
             return x + self.dropout(self.ff(self.norm2(x))), w
-        a, w = self.self_attn(x, x, mask, need_weights, head_mask)
+        a, w = self.self_attn(x, x, mask, output_attentions, attention_measure, head_mask)
         x = self.norm1(x + self.dropout(a))
         return self.norm2(x + self.dropout(self.ff(x))), w
 
@@ -288,16 +288,16 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.dropout = Dropout(cfg.dropout)
 
-    def _self_block(self, x: Tensor, mask: Tensor | None, cache: LayerKVCache | None, need_weights: bool | str,
-                    head_mask: Tensor | None):
+    def _self_block(self, x: Tensor, mask: Tensor | None, cache: LayerKVCache | None, output_attentions: bool,
+                    attention_measure: str, head_mask: Tensor | None):
         q, k, v = self.self_attn.project_qkv(cast_once(x))
         if cache is not None:
             k, v = cache.append_self(k, v)
-        a, w = self.self_attn.attend(q, k, v, mask, need_weights, head_mask)
+        a, w = self.self_attn.attend(q, k, v, mask, output_attentions, attention_measure, head_mask)
         return self.dropout(a), w
 
     def _cross_block(self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: LayerKVCache | None,
-                     need_weights: bool | str, head_mask: Tensor | None):
+                     output_attentions: bool, attention_measure: str, head_mask: Tensor | None):
         if cache is not None and cache.cross_k is not None:
             k, v = cache.cross_k, cache.cross_v
         else:
@@ -307,14 +307,14 @@ class DecoderLayer(nn.Module):
         q = self.cross_attn.project_q(cast_once(x))  # (B * beams, H, 1, d_k)
         beams = cache.beams if cache is not None else 1
         if beams == 1:
-            a, w = self.cross_attn.attend(q, k, v, mask, need_weights, head_mask)
+            a, w = self.cross_attn.attend(q, k, v, mask, output_attentions, attention_measure, head_mask)
             return self.dropout(a), w
         # A sentence's beams, one query each, attend to its keys together: (B, H, beams, d_k), keys (B, H, S, d_k).
         BK, H, _, d_k = q.shape
         q = q.view(BK // beams, beams, H, d_k).transpose(1, 2)
         if head_mask is not None and head_mask.size(0) > 1:
             head_mask = head_mask[::beams]  # per sentence, the same for each of its beams
-        a, w = self.cross_attn.attend(q, k, v, mask, need_weights, head_mask)  # a (B, beams, d_model)
+        a, w = self.cross_attn.attend(q, k, v, mask, output_attentions, attention_measure, head_mask)  # (B, beams, d)
         if w is not None:
             w = w.transpose(1, 2).reshape(BK, H, 1, w.size(-1))  # (B * beams, H, 1, S)
         return self.dropout(a.reshape(BK, 1, a.size(-1))), w
@@ -326,20 +326,24 @@ class DecoderLayer(nn.Module):
         src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: LayerKVCache | None = None,
-        need_weights: bool | str = False,
+        output_attentions: bool = False,
+        attention_measure: str = "weight",
         self_head_mask: Tensor | None = None,
         cross_head_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """x (B, T, d_model), memory (B, S, d_model) -> x, self weights, cross weights."""
         if self.norm_first:
-            a, self_w = self._self_block(self.norm1(x), tgt_mask, cache, need_weights, self_head_mask)
+            a, self_w = self._self_block(self.norm1(x), tgt_mask, cache, output_attentions, attention_measure,
+                                         self_head_mask)
             x = x + a
-            a, cross_w = self._cross_block(self.norm2(x), memory, src_mask, cache, need_weights, cross_head_mask)
+            a, cross_w = self._cross_block(self.norm2(x), memory, src_mask, cache, output_attentions, attention_measure,
+                                           cross_head_mask)
             x = x + a
             return x + self.dropout(self.ff(self.norm3(x))), self_w, cross_w
-        a, self_w = self._self_block(x, tgt_mask, cache, need_weights, self_head_mask)
+        a, self_w = self._self_block(x, tgt_mask, cache, output_attentions, attention_measure, self_head_mask)
         x = self.norm1(x + a)
-        a, cross_w = self._cross_block(x, memory, src_mask, cache, need_weights, cross_head_mask)
+        a, cross_w = self._cross_block(x, memory, src_mask, cache, output_attentions, attention_measure,
+                                       cross_head_mask)
         x = self.norm2(x + a)
         return self.norm3(x + self.dropout(self.ff(x))), self_w, cross_w
 
@@ -351,14 +355,14 @@ class Encoder(nn.Module):
         # Pre-LN leaves the residual stream unnormalised, so the stack ends with one LayerNorm.
         self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool | str = False,
-                head_mask: Tensor | None = None) -> tuple[Tensor, list[Tensor]]:
+    def forward(self, x: Tensor, mask: Tensor | None, output_attentions: bool = False,
+                attention_measure: str = "weight", head_mask: Tensor | None = None) -> tuple[Tensor, list[Tensor]]:
         """head_mask: (L, H) or (B, L, H), or None."""
         weights = []
         for i, layer in enumerate(self.layers):
-            x, w = layer(x, mask, need_weights, layer_head_mask(head_mask, i))
+            x, w = layer(x, mask, output_attentions, attention_measure, layer_head_mask(head_mask, i))
             weights.append(w)
-        return self.norm(x), weights if need_weights else []
+        return self.norm(x), weights if output_attentions else []
 
 
 class Decoder(nn.Module):
@@ -374,18 +378,20 @@ class Decoder(nn.Module):
         src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: KVCache | None = None,
-        need_weights: bool | str = False,
+        output_attentions: bool = False,
+        attention_measure: str = "weight",
         head_mask: HeadMask | None = None,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         self_mask, cross_mask = (head_mask.decoder, head_mask.cross) if head_mask is not None else (None, None)
         memory = cast_once(memory)  # once for every layer's cross-attention keys and values
         self_ws, cross_ws = [], []
         for i, layer in enumerate(self.layers):
-            x, sw, cw = layer(x, memory, src_mask, tgt_mask, cache.layers[i] if cache else None, need_weights,
+            x, sw, cw = layer(x, memory, src_mask, tgt_mask, cache.layers[i] if cache else None,
+                              output_attentions, attention_measure,
                               layer_head_mask(self_mask, i), layer_head_mask(cross_mask, i))
             self_ws.append(sw)
             cross_ws.append(cw)
-        return self.norm(x), (self_ws if need_weights else []), (cross_ws if need_weights else [])
+        return self.norm(x), (self_ws if output_attentions else []), (cross_ws if output_attentions else [])
 
 
 class Transformer(nn.Module):
@@ -424,14 +430,15 @@ class Transformer(nn.Module):
         x = embedding(ids) * math.sqrt(self.config.d_model)
         return self.embed_dropout(self.positional(x, offset))
 
-    def encode(self, src: Tensor, src_mask: Tensor | None, return_attention: bool | str = False,
-               head_mask: HeadMask | None = None) -> tuple[Tensor, list[Tensor]]:
+    def encode(self, src: Tensor, src_mask: Tensor | None, output_attentions: bool = False,
+               attention_measure: str = "weight", head_mask: HeadMask | None = None) -> tuple[Tensor, list[Tensor]]:
         """src (B, S), src_mask (B, 1, 1, S) or None (no padding) -> memory (B, S, d_model), per-layer (B, H, S, S) weights.
 
-        `return_attention`: False, True (weights α) or "norm" (‖α f(x)‖); `head_mask.encoder` switches heads off.
+        `output_attentions`: the maps, weights α or with `attention_measure="norm"` ‖α f(x)‖ (else an empty list);
+        `head_mask.encoder` switches heads off.
         """
         mask = head_mask.encoder if head_mask is not None else None
-        return self.encoder(self._embed(self.src_embed, src), src_mask, return_attention, mask)
+        return self.encoder(self._embed(self.src_embed, src), src_mask, output_attentions, attention_measure, mask)
 
     def decode(
         self,
@@ -440,7 +447,8 @@ class Transformer(nn.Module):
         src_mask: Tensor | None,
         tgt_mask: Tensor | None,
         cache: KVCache | None = None,
-        return_attention: bool | str = False,
+        output_attentions: bool = False,
+        attention_measure: str = "weight",
         head_mask: HeadMask | None = None,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """tgt (B, T) -> hidden (B, T, d_model), self (B, H, T, T_total) and cross (B, H, T, S) weights.
@@ -451,7 +459,7 @@ class Transformer(nn.Module):
         """
         offset = cache.length if cache is not None else 0
         x = self._embed(self.tgt_embed, tgt, offset)
-        return self.decoder(x, memory, src_mask, tgt_mask, cache, return_attention, head_mask)
+        return self.decoder(x, memory, src_mask, tgt_mask, cache, output_attentions, attention_measure, head_mask)
 
     def project(self, hidden: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, T, V) logits."""
@@ -477,13 +485,10 @@ class Transformer(nn.Module):
             raise ValueError(f"attention_measure must be one of {MEASURES}, got {attention_measure!r}")
         if head_mask is not None:
             head_mask.check(self.config)
-        need_weights: bool | str = False  # the layers' flag: no maps, the weights (True) or the norms ("norm")
-        if output_attentions:
-            need_weights = True if attention_measure == "weight" else "norm"
         src_mask, tgt_mask = self.make_masks(src, tgt_in)
-        memory, enc_w = self.encode(src, src_mask, need_weights, head_mask)
-        hidden, dec_w, cross_w = self.decode(tgt_in, memory, src_mask, tgt_mask, return_attention=need_weights,
-                                             head_mask=head_mask)
+        memory, enc_w = self.encode(src, src_mask, output_attentions, attention_measure, head_mask)
+        hidden, dec_w, cross_w = self.decode(tgt_in, memory, src_mask, tgt_mask, None, output_attentions,
+                                             attention_measure, head_mask)
         logits = self.project(hidden) if project else None
         attention = AttentionMaps(enc_w, dec_w, cross_w) if output_attentions else None
         return Seq2SeqOutput(logits, hidden, attention)

@@ -110,10 +110,11 @@ HypothesesT = TypeVar("HypothesesT")
 
 @dataclass
 class SearchOutput(Generic[HypothesesT]):
-    """What a search returns with `record_search=True`: its usual result and one trace per sentence."""
+    """What a search (`decoding.greedy_decode`, `decoding.beam_search`) returns: its hypotheses per sentence and,
+    with `record_search=True`, one trace per sentence."""
 
-    hypotheses: HypothesesT  # exactly what the same call returns without recording
-    traces: list[SearchTrace]
+    hypotheses: HypothesesT  # the same whether the search is recorded or not
+    traces: list[SearchTrace] | None = None  # only with record_search=True
 
 
 class SearchRecorder:

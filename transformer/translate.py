@@ -17,7 +17,7 @@ DEFAULT_CHECKPOINT = "checkpoints/en-de"  # the app's default model too (relativ
 
 def _print_translation(tr: Translator, text: str, args: argparse.Namespace) -> None:
     r = tr.translate(text, method=args.method, beam_size=args.beam_size, length_penalty=args.length_penalty,
-                     return_attention=False)
+                     output_attentions=False)
     if r.truncated:
         print(f"[note: input cut to the model's {tr.max_source_tokens}-token limit]", file=sys.stderr)
     if args.n_best > 1:

@@ -9,7 +9,7 @@
     r.search.nodes, r.search.nbest                # the search tree (transformer.search_trace)
     tr.attention_for_prefix(r, r.search.prefix_ids(7))   # attention of any prefix in it
     r = tr.translate("A girl plays the violin.", head_mask={"cross": off})   # (L, H) of 0/1: heads switched off
-    tr.attention_for(r, measure="norm")          # ‖α f(x)‖ (Kobayashi et al., 2020) instead of α
+    tr.attention_for(r, attention_measure="norm")   # ‖α f(x)‖ (Kobayashi et al., 2020) instead of α
 
 Attention is computed after decoding, by one teacher-forced decoder pass over
 the chosen hypothesis with weights switched on (the encoder's weights come from
@@ -17,8 +17,9 @@ the encoder pass the search used); float32 numpy arrays, rows are queries and
 columns keys.
 
 `translate_sources` decodes several prepared sources (`Translator.source`) with the
-same options as one padded batch, attention included, each exactly as `translate`
-would alone (`transformer.serving.batching` gathers concurrent requests into such batches).
+same options (`DecodingOptions`, resolved and checked once by `Translator.decoding_options`) as one
+padded batch, attention included, each exactly as `translate` would alone
+(`transformer.serving.batching` gathers concurrent requests into such batches).
 `load_pretrained(..., quantize="int8")` searches with int8 decoder weights
 (`transformer.quantize`); attention and step probabilities stay float32.
 """
@@ -125,6 +126,16 @@ class Source:
     as_text: tuple[str, ...] = ()  # entities past the model's placeholders: read as text, copied piece by piece
 
 
+@dataclass(frozen=True)
+class DecodingOptions:
+    """How a search runs, resolved and checked (`Translator.decoding_options`, the one place that does it): what
+    `translate_sources`, the batcher and the search process take as it is, checking nothing again."""
+
+    method: str  # "greedy" or "beam"
+    beam_size: int  # 1 for greedy
+    length_penalty: float
+
+
 @dataclass
 class Translation:
     text: str
@@ -188,15 +199,22 @@ def as_head_mask(head_mask, config, device: torch.device | str = "cpu") -> HeadM
     return HeadMask(**masks).check(config)
 
 
-def check_options(method: str, beam_size: int, length_penalty: float, max_len: int | None) -> None:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= MAX_BEAM_SIZE:
-        raise ValueError(f"beam_size must be an integer from 1 to {MAX_BEAM_SIZE}, got {beam_size!r}")
-    if not isinstance(length_penalty, (int, float)) or not math.isfinite(length_penalty) or length_penalty < 0:
-        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
-    if max_len is not None and (not isinstance(max_len, int) or max_len < 1):
-        raise ValueError(f"max_len must be a positive integer or None, got {max_len!r}")
+def quoted(value, limit: int = 40) -> str:
+    """A value as an error message may quote it: its repr, cut to `limit` characters, control characters and
+    lone surrogates escaped (ascii does), so a message never carries what it complains about."""
+    text = ascii(value) if isinstance(value, str) else repr(value) if isinstance(value, (int, float)) else \
+        f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_number(value) -> bool:
+    """A finite int or float (not a bool)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def check_max_len(max_len: int | None) -> None:
+    if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1):
+        raise ValueError(f"max_len must be a positive integer or None, got {quoted(max_len)}")
 
 
 def choosable(probs: Tensor, model: Transformer, src_ids: list[list[int]]) -> Tensor:
@@ -287,33 +305,51 @@ class Translator:
         beam_size: int | None = None,
         length_penalty: float | None = None,
         max_len: int | None = None,
-        return_attention: bool = True,
+        output_attentions: bool = True,
         top_k: int = 5,
         record_search: bool = False,
         head_mask: HeadMask | dict | None = None,
     ) -> Translation:
         """Translate one sentence; `method="greedy"` ignores `beam_size`. `beam_size` and `length_penalty`
-        left out (None) are the checkpoint's (`generation`: chosen on validation).
+        left out (None) are the checkpoint's (`generation`: chosen on validation); bad options or text raise
+        ValueError (`decoding_options`, `source`). `output_attentions=False`: the text alone, no maps.
 
         `record_search=True` also returns the search tree in `Translation.search`
         (token texts filled in); the translation itself is the same either way.
         `head_mask` switches heads off: a `HeadMask` or {"encoder"|"decoder"|"cross": (L, H) of 0/1}
         (kinds left out stay on); the search, the attention and `attention_for` all use it.
         """
-        beam_size, length_penalty = self.generation.resolve(beam_size, length_penalty)
-        check_options(method, beam_size, length_penalty, max_len)
-        return self.translate_sources([self.source(text)], method, beam_size, length_penalty, max_len,
-                                      return_attention, top_k, record_search, head_mask)[0]
+        options = self.decoding_options(method, beam_size, length_penalty)
+        return self.translate_sources([self.source(text)], options, max_len, output_attentions, top_k,
+                                      record_search, head_mask)[0]
+
+    def decoding_options(self, method: str = "beam", beam_size: int | None = None,
+                         length_penalty: float | None = None, *, max_beam: int = MAX_BEAM_SIZE,
+                         max_length_penalty: float = math.inf) -> DecodingOptions:
+        """A request's search options, resolved and checked once: `beam_size` and `length_penalty` left out (None)
+        are the checkpoint's (`generation`, checked when it was loaded); given ones must be a whole number from 1
+        to `max_beam` and a number from 0 to `max_length_penalty` (the app passes its own, smaller limits).
+        ValueError, in words a user can read, otherwise. Greedy search has beam width 1."""
+        if method not in METHODS:
+            raise ValueError(f"method must be 'greedy' or 'beam', got {quoted(method)}.")
+        if beam_size is None:
+            beam_size = self.generation.num_beams
+        elif not _is_number(beam_size) or beam_size != int(beam_size) or not 1 <= beam_size <= max_beam:
+            raise ValueError(f"beam_size must be a whole number from 1 to {max_beam}, got {quoted(beam_size)}.")
+        if length_penalty is None:
+            length_penalty = self.generation.length_penalty
+        elif not _is_number(length_penalty) or not 0 <= length_penalty <= max_length_penalty:
+            most = f"from 0 to {max_length_penalty:g}" if math.isfinite(max_length_penalty) else ">= 0"
+            raise ValueError(f"length_penalty must be a finite number {most}, got {quoted(length_penalty)}.")
+        return DecodingOptions(method, 1 if method == "greedy" else int(beam_size), float(length_penalty))
 
     @torch.inference_mode()
     def translate_sources(
         self,
         sources: list[Source],
-        method: str = "beam",
-        beam_size: int | None = None,
-        length_penalty: float | None = None,
+        options: DecodingOptions,
         max_len: int | None = None,
-        return_attention: bool = True,
+        output_attentions: bool = True,
         top_k: int = 5,
         record_search: bool = False,
         head_mask: HeadMask | dict | None = None,
@@ -323,9 +359,10 @@ class Translator:
         the n-best, the scores, the steps and every attention map. How: each sentence's encoder pass and
         attention capture run alone (float32, unpadded); the search, where batching pays, runs the sentences
         of one `SOURCE_BUCKETS` length together with batch-invariant weights (`quantize.search_model`).
-        `head_mask` (as in `translate`) is shared by every source; None options as in `translate`."""
-        beam_size, length_penalty = self.generation.resolve(beam_size, length_penalty)
-        check_options(method, beam_size, length_penalty, max_len)
+        `options` come checked (`decoding_options`); `head_mask` (as in `translate`) is shared by every source."""
+        if not isinstance(options, DecodingOptions):
+            raise TypeError(f"options must be a DecodingOptions (Translator.decoding_options), got {options!r}")
+        check_max_len(max_len)
         mask = as_head_mask(head_mask, self.model.config, self.device)
         if not sources:
             return []
@@ -334,9 +371,8 @@ class Translator:
         encoded = []
         for s in sources:
             pause_point()  # between sentences: other work may run here (`decoding.pause_points`)
-            encoded.append(self._encode(s.ids, return_attention, mask))
-        nbests, traces = self._search([s.ids for s in sources], encoded, method, beam_size, length_penalty,
-                                      max_len, record_search, mask)
+            encoded.append(self._encode(s.ids, output_attentions, mask))
+        nbests, traces = self._search([s.ids for s in sources], encoded, options, max_len, record_search, mask)
         results = []
         for source, hyps, trace in zip(sources, nbests, traces):
             candidates = [self._candidate(h, source) for h in hyps]
@@ -344,27 +380,27 @@ class Translator:
             results.append(Translation(
                 text=best.text, src_tokens=self.tokenizer.ids_to_tokens(source.ids), tgt_tokens=best.tokens,
                 score=best.score, log_prob=best.log_prob, truncated=source.truncated, candidates=candidates,
-                method=method, beam_size=1 if method == "greedy" else beam_size, src_ids=source.ids,
+                method=options.method, beam_size=options.beam_size, src_ids=source.ids,
                 model_input=source.text, head_mask=mask, entities=source.entities, as_text=source.as_text,
                 search=trace.name_tokens(self.tokenizer.ids_to_tokens) if trace is not None else None,
             ))
-        if return_attention:
+        if output_attentions:
             for result, enc in zip(results, encoded):  # alone: the float32 model's maps of this output
                 pause_point()  # between sentences: other work may run here (`decoding.pause_points`)
                 result.attention = self._capture([result.src_ids], [result.candidates[0].ids], top_k, enc, mask)[0]
         return results
 
-    def _encode(self, src_ids: list[int], return_attention: bool, head_mask: HeadMask | None) -> EncodedSource:
+    def _encode(self, src_ids: list[int], output_attentions: bool, head_mask: HeadMask | None) -> EncodedSource:
         """One sentence's float32 encoder pass (src (1, S), no padding, so no mask): the same bits in any batch.
         Always the attention path that computes the weights, kept or not: the fused path (SDPA) rounds
         differently, and a text-only request must find the translation the page shows."""
-        encoded = encode_source(self.model, torch.tensor([src_ids], device=self.device), True, head_mask)
-        if not return_attention:
+        encoded = encode_source(self.model, torch.tensor([src_ids], device=self.device), True, head_mask=head_mask)
+        if not output_attentions:
             encoded.attention = []
         return encoded
 
-    def _search(self, src_ids: list[list[int]], encoded: list[EncodedSource], method: str, beam_size: int,
-                length_penalty: float, max_len: int | None, record_search: bool, head_mask: HeadMask | None
+    def _search(self, src_ids: list[list[int]], encoded: list[EncodedSource], options: DecodingOptions,
+                max_len: int | None, record_search: bool, head_mask: HeadMask | None
                 ) -> tuple[list[list[Hypothesis]], list[SearchTrace | None]]:
         """Per sentence, its n-best (one hypothesis for greedy) and its search trace (None unless recorded).
         Sentences of one source bucket (`source_bucket`) are searched as one batch over their encoder passes
@@ -377,34 +413,32 @@ class Translator:
         for length, members in groups.items():
             src, enc = stack_encoded([encoded[i] for i in members], [src_ids[i] for i in members],
                                      self.model.config.pad_id, length)
-            if method == "greedy":
-                out = greedy_decode(self.search_model, src, max_len, enc, length_penalty,
+            if options.method == "greedy":
+                out = greedy_decode(self.search_model, src, max_len, enc, options.length_penalty,
                                     record_search=record_search, head_mask=head_mask)
-                hyps = out.hypotheses if record_search else out
-                found = [[h] for h in hyps]
+                found = [[h] for h in out.hypotheses]
             else:
-                out = beam_search(self.search_model, src, beam_size, length_penalty, max_len, encoded=enc,
-                                  record_search=record_search, head_mask=head_mask)
-                found = out.hypotheses if record_search else out
+                out = beam_search(self.search_model, src, options.beam_size, options.length_penalty, max_len,
+                                  encoded=enc, record_search=record_search, head_mask=head_mask)
+                found = out.hypotheses
             for k, i in enumerate(members):
                 nbests[i] = found[k]
-                traces[i] = out.traces[k] if record_search else None
+                traces[i] = out.traces[k] if out.traces is not None else None
         return nbests, traces
 
     @torch.inference_mode()
     def attention_for(self, result: Translation, candidate: int = 0, top_k: int = 5,
-                      measure: str = "weight") -> Attention:
+                      attention_measure: str = "weight") -> Attention:
         """Attention (and step records) of n-best candidate `candidate`, by one teacher-forced pass (with
-        `result`'s head mask). `measure="norm"`: Kobayashi et al.'s ‖α_ij f_h(x_j)‖ instead of α_ij."""
+        `result`'s head mask). `attention_measure="norm"`: Kobayashi et al.'s ‖α_ij f_h(x_j)‖ instead of α_ij."""
         if not 0 <= candidate < len(result.candidates):
             raise ValueError(f"candidate must be in 0..{len(result.candidates) - 1}, got {candidate!r}")
-        if measure not in MEASURES:
-            raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
+        if attention_measure not in MEASURES:
+            raise ValueError(f"attention_measure must be one of {MEASURES}, got {quoted(attention_measure)}")
         src = torch.tensor([result.src_ids], device=self.device)
-        flag = True if measure == "weight" else "norm"
-        encoded = encode_source(self.model, src, return_attention=flag, head_mask=result.head_mask)
+        encoded = encode_source(self.model, src, True, attention_measure, result.head_mask)
         return self._capture([result.src_ids], [result.candidates[candidate].ids], top_k, encoded, result.head_mask,
-                             measure)[0]
+                             attention_measure)[0]
 
     @torch.inference_mode()
     def attention_for_prefix(self, result: Translation, prefix_ids: list[int], top_k: int = 5) -> Attention:
@@ -423,13 +457,13 @@ class Translator:
         if len(prefix_ids) > self.model.config.max_len:
             raise ValueError(f"prefix_ids is longer than the model's {self.model.config.max_len} positions")
         src = torch.tensor([result.src_ids], device=self.device)
-        encoded = encode_source(self.model, src, return_attention=True, head_mask=result.head_mask)
+        encoded = encode_source(self.model, src, True, head_mask=result.head_mask)
         return self._capture([result.src_ids], [list(prefix_ids)], top_k, encoded, result.head_mask)[0]
 
     def _capture(self, src_ids: list[list[int]], out_ids: list[list[int]], top_k: int,
-                 encoded: EncodedSource, head_mask: HeadMask | None = None, measure: str = "weight"
+                 encoded: EncodedSource, head_mask: HeadMask | None = None, attention_measure: str = "weight"
                  ) -> list[Attention]:
-        """One decoder pass with weights on (norms with `measure="norm"`, as in the encoder pass) over each
+        """One decoder pass with weights on (norms with `attention_measure="norm"`, as in the encoder pass) over each
         `out_ids[i]` (right-padded into a batch), after the encoder pass `encoded` of the padded `src_ids`,
         heads off as `head_mask` says; each map is cut to its own sentence's tokens, so padding (masked:
         weight 0) never shows. Always the float32 `model`."""
@@ -438,7 +472,7 @@ class Translator:
         tgt_in = pad_sequences(in_ids, cfg.pad_id).to(self.device)
         hidden, self_ws, cross_ws = self.model.decode(
             tgt_in, encoded.memory, encoded.mask, causal_mask(tgt_in.size(1), self.device),
-            return_attention=True if measure == "weight" else "norm", head_mask=head_mask,
+            output_attentions=True, attention_measure=attention_measure, head_mask=head_mask,
         )
         encoder, decoder, cross = (torch.stack(ws, 1).float() for ws in (encoded.attention, self_ws, cross_ws))
         probs = self.model.project(hidden).float().softmax(-1)  # (B, T, V)
@@ -455,7 +489,7 @@ class Translator:
                 decoder=decoder[i, :, :, :T, :T].contiguous().cpu().numpy(),
                 cross=cross[i, :, :, :T, :S].contiguous().cpu().numpy(),
                 src_tokens=self.tokenizer.ids_to_tokens(src), tgt_in_tokens=self.tokenizer.ids_to_tokens(tgt),
-                tgt_out_tokens=out_tokens, steps=steps, measure=measure,
+                tgt_out_tokens=out_tokens, steps=steps, measure=attention_measure,
             ))
         return attentions
 
@@ -466,8 +500,7 @@ class Translator:
     ) -> list[str]:
         """Texts only, decoded in length-sorted batches; each text is prepared as `translate` prepares it
         (`prepare`), so `translate_batch(xs)[i] == translate(xs[i]).text`. Empty inputs give empty outputs."""
-        beam_size, length_penalty = self.generation.resolve(beam_size, length_penalty)
-        check_options(method, beam_size, length_penalty, None)
+        options = self.decoding_options(method, beam_size, length_penalty)
         mask = as_head_mask(head_mask, self.model.config, self.device)
         sources = [self._source_or_none(t) for t in texts]
         order = sorted((i for i, s in enumerate(sources) if s is not None), key=lambda i: len(sources[i].ids))
@@ -475,8 +508,7 @@ class Translator:
         for start in range(0, len(order), batch_size):
             idx = order[start: start + batch_size]
             encoded = [self._encode(sources[i].ids, False, mask) for i in idx]
-            nbests, _ = self._search([sources[i].ids for i in idx], encoded, method, beam_size, length_penalty,
-                                     None, False, mask)
+            nbests, _ = self._search([sources[i].ids for i in idx], encoded, options, None, False, mask)
             for i, hyps in zip(idx, nbests):
                 texts_out[i] = self._candidate(hyps[0], sources[i]).text
         return texts_out

@@ -4,8 +4,9 @@ the model work of the process; an expensive search serves cheaper waiting work a
 request gets what it gets alone, bit for bit. How and why: docs/serving.md.
 
     batcher = Batcher()                                   # one worker thread: all model work of the process
-    r = batcher.translate(tr, "A dog runs.", "beam", 5, 0.6)      # blocks; a `Translation` with attention
-    f = batcher.submit(tr, "A cat sleeps.", "greedy", 1, 0.6)     # a Future of one
+    options = tr.decoding_options("beam", 5, 0.6)         # resolved and checked by the caller, once
+    r = batcher.translate(tr, tr.source("A dog runs."), options)  # blocks; a `Translation` with attention
+    f = batcher.submit(tr, tr.source("A cat sleeps."), options)   # a Future of one
     batcher.call(tr.attention_for, r, 2, work=search_work(len(r.src_ids)))  # other model work, and its work
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 
 from ..decoding import pause_points, source_bucket
 from .search_process import SearchProcess, SearchProcessLost
-from ..translator import Source, Translation, Translator, check_options
+from ..translator import DecodingOptions, Source, Translation, Translator
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class BatcherBusy(RuntimeError):
 class _Translation:
     translator: Translator
     source: Source
-    options: tuple[str, int, float, int, bool]  # method, beam width, length penalty, top-k, attention
+    options: tuple[DecodingOptions, int, bool]  # the search's options, top-k, output_attentions
     future: Future
     work: int
     arrived: float = field(default_factory=time.monotonic)
@@ -134,24 +135,22 @@ class Batcher:
         with self._cond:
             return len(self._waiting)
 
-    def submit(self, translator: Translator, text: str, method: str = "beam", beam_size: int | None = None,
-               length_penalty: float | None = None, top_k: int = 5, return_attention: bool = True) -> Future:
-        """Queue one translation; a Future of its `Translation`. Bad options or text raise ValueError here,
-        a full queue `BatcherBusy`. Options left out (None) are the checkpoint's, as in `Translator.translate`."""
-        beam_size, length_penalty = translator.generation.resolve(beam_size, length_penalty)
-        check_options(method, beam_size, length_penalty, None)
-        source = translator.source(text)  # tokenised on the caller's thread
-        beam_size = 1 if method == "greedy" else beam_size
-        options = (method, beam_size, float(length_penalty), int(top_k), bool(return_attention))
-        return self._put(_Translation(translator, source, options, Future(), search_work(len(source.ids), beam_size)))
+    def submit(self, translator: Translator, source: Source, options: DecodingOptions, top_k: int = 5,
+               output_attentions: bool = True) -> Future:
+        """Queue one translation of a prepared `source` (`Translator.source`, on the caller's thread) with checked
+        `options` (`Translator.decoding_options`): nothing is tokenised or checked again here. A Future of its
+        `Translation`; a full queue raises `BatcherBusy`."""
+        work = search_work(len(source.ids), options.beam_size)
+        return self._put(_Translation(translator, source, (options, int(top_k), bool(output_attentions)), Future(),
+                                      work))
 
-    def translate(self, translator: Translator, text: str, method: str = "beam", beam_size: int | None = None,
-                  length_penalty: float | None = None, top_k: int = 5, return_attention: bool = True,
-                  timeout_s: float | None = None) -> Translation:
-        """`translator.translate(text, ...)`, decoded with whatever else is asked for at the same time."""
+    def translate(self, translator: Translator, source: Source, options: DecodingOptions, top_k: int = 5,
+                  output_attentions: bool = True, timeout_s: float | None = None) -> Translation:
+        """`translator.translate_sources([source], options, ...)[0]`, decoded with whatever else is asked for at the
+        same time."""
         if threading.current_thread() is self._thread:  # model work that translates (a `call`): no queue
-            return translator.translate(text, method, beam_size, length_penalty, None, return_attention, top_k)
-        future = self.submit(translator, text, method, beam_size, length_penalty, top_k, return_attention)
+            return translator.translate_sources([source], options, None, output_attentions, top_k)[0]
+        future = self.submit(translator, source, options, top_k, output_attentions)
         return self._wait(future, timeout_s)
 
     def call(self, fn: Callable[..., T], *args: Any, timeout_s: float | None = None, work: int | None = None,
@@ -348,19 +347,18 @@ class Batcher:
                 and self.searcher.serves(chunk[0].translator))
 
     def _decode(self, chunk: list[_Translation], remote: bool = False) -> None:
-        method, beam_size, length_penalty, top_k, attention = chunk[0].options
+        options, top_k, attention = chunk[0].options
         translator = chunk[0].translator
         sources = [r.source for r in chunk]
         try:
             if remote:
                 try:
-                    results = self.searcher.search(translator, sources, method, beam_size, length_penalty,
-                                                   return_attention=attention, top_k=top_k)
+                    results = self.searcher.search(translator, sources, options, output_attentions=attention,
+                                                   top_k=top_k)
                 except SearchProcessLost:  # logged by the searcher; this chunk is searched here instead
                     remote = False
             if not remote:
-                results = translator.translate_sources(sources, method, beam_size, length_penalty,
-                                                       return_attention=attention, top_k=top_k)
+                results = translator.translate_sources(sources, options, output_attentions=attention, top_k=top_k)
             if len(results) != len(chunk):  # zip would leave the rest of the callers waiting for good
                 raise RuntimeError(f"the search answered {len(results)} translations for {len(chunk)} sources")
         except Exception as err:

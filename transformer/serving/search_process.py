@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import quantize
 from ..hub import checkpoint_digest
-from ..translator import Source, Translation, Translator, load_pretrained
+from ..translator import DecodingOptions, Source, Translation, Translator, load_pretrained
 
 log = logging.getLogger("transformer.serving.search_process")  # the same name in the child, run as __main__
 
@@ -121,15 +121,14 @@ class SearchProcess:
         thread.start()
         return thread
 
-    def search(self, translator: Translator, sources: list[Source], method: str, beam_size: int,
-               length_penalty: float, return_attention: bool = True, top_k: int = 5) -> list[Translation]:
-        """`translator.translate_sources(sources, method, beam_size, length_penalty, return_attention=...,
-        top_k=...)`, run in the child: the same `Translation`s, bit for bit; `SearchProcessLost` when the
-        child cannot (the caller searches itself)."""
+    def search(self, translator: Translator, sources: list[Source], options: DecodingOptions,
+               output_attentions: bool = True, top_k: int = 5) -> list[Translation]:
+        """`translator.translate_sources(sources, options, output_attentions=..., top_k=...)`, run in the child: the
+        same `Translation`s, bit for bit; `SearchProcessLost` when the child cannot (the caller searches itself)."""
         origin = translator.origin
         if origin in self._refused:
             raise SearchProcessLost(self._refused[origin])
-        request = ("search", origin, sources, method, beam_size, length_penalty, return_attention, top_k)
+        request = ("search", origin, sources, options, output_attentions, top_k)
         with self._locked(self.lock_wait_s):
             self._ensure_started()
             # after the start: a new child has loaded nothing, and loading counts against the start-up timeout
@@ -356,9 +355,8 @@ def serve(receive: Connection, send: Connection) -> None:
             if request[0] == "load":
                 answer: tuple = ("ok", None)
             else:
-                _, _, sources, method, beam_size, length_penalty, attention, top_k = request
-                answer = ("ok", model.translate_sources(sources, method, beam_size, length_penalty,
-                                                        return_attention=attention, top_k=top_k))
+                _, _, sources, options, attention, top_k = request
+                answer = ("ok", model.translate_sources(sources, options, output_attentions=attention, top_k=top_k))
         except Exception as err:  # the search's own error goes back to the caller
             answer = ("error", err)
         try:

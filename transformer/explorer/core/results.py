@@ -24,11 +24,11 @@ import torch
 
 from transformer.serving.batching import BatcherBusy, search_work
 from transformer.placeholders import placeholder_text
-from transformer.translator import Attention, Translation, Translator
+from transformer.translator import Attention, DecodingOptions, Source, Translation, Translator, quoted
 
 from transformer import heap
-from transformer.explorer.core.checks import budgeted_beam, check_length_penalty, check_options, head_mask_of, quoted, read_off, user_error
 from transformer.explorer.core import limits
+from transformer.explorer.core.checks import budgeted_beam, head_mask_of, read_off, user_error, user_errors
 from transformer.explorer.core.view_state import DEFAULT_LENGTH_PENALTY
 
 log = logging.getLogger(__name__)
@@ -101,8 +101,7 @@ def ablate(tr: Translator, result: Result, off: Any, guard: AbstractContextManag
             translation = tr.force(base.source, t.text, head_mask=head_mask_of(off, tr), ids=t.candidates[0].ids)
         else:
             translation = tr.translate(base.source, method=t.method, beam_size=t.beam_size,
-                                       length_penalty=base.length_penalty, return_attention=True,
-                                       head_mask=head_mask_of(off, tr))
+                                       length_penalty=base.length_penalty, head_mask=head_mask_of(off, tr))
         made = Result(base.model, base.source, translation, base.length_penalty, {0: translation.attention},
                       off=off, base=base, own=base.own)
         with guard:
@@ -119,7 +118,7 @@ def with_norms(tr: Translator, result: Result, guard: AbstractContextManager = n
     """The current candidate's ‖α f(x)‖ maps (one teacher-forced pass, with the result's heads off), cached;
     added holding `guard`."""
     if result.candidate not in result.norms:
-        norms = tr.attention_for(result.translation, result.candidate, measure="norm")
+        norms = tr.attention_for(result.translation, result.candidate, attention_measure="norm")
         with guard:
             result.norms[result.candidate] = norms
     return result
@@ -144,16 +143,19 @@ def select_candidate(tr: Translator, result: Result, index: Any,
 
 
 def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_size: Any,
-                    length_penalty: float = DEFAULT_LENGTH_PENALTY,
-                    translate: Callable[..., Translation] | None = None,
-                    return_attention: bool = True) -> tuple[Result, str]:
-    """Validate, translate (with attention unless `return_attention` is False: the text-only API), and return
-    (Result, notice text for the user).
+                    length_penalty: Any = DEFAULT_LENGTH_PENALTY,
+                    translate: Callable[[Source, DecodingOptions, bool], Translation] | None = None,
+                    output_attentions: bool = True) -> tuple[Result, str]:
+    """Where a request enters the explorer: its options resolved and checked (`Translator.decoding_options`, within
+    the app's limits), its text prepared and tokenised (`Translator.source`), each once, then translated (with
+    attention unless `output_attentions` is False: the text-only API); (Result, notice text for the user).
 
-    `translate` is what decodes (default `tr.translate`; the app's: its `Batcher`, which decodes
-    concurrent requests together), called as `translate(text, method=..., beam_size=..., ...)`."""
+    `translate(source, options, output_attentions)` is what decodes (default `tr.translate_sources`; the app's:
+    its `Batcher`, which decodes concurrent requests together); it checks and tokenises nothing again."""
     # left out (None): the model's own, chosen on validation (its generation_config.json)
-    beam, length_penalty = tr.generation.resolve(check_options(method, beam_size), check_length_penalty(length_penalty))
+    with user_errors("Invalid option"):
+        options = tr.decoding_options(method, beam_size, length_penalty, max_beam=limits.UI_MAX_BEAM,
+                                      max_length_penalty=limits.API_MAX_LENGTH_PENALTY)
     if text is not None and not isinstance(text, str):
         raise user_error(f"text must be a string, got {quoted(text)}.", "Cannot translate this input")
     text = text or ""
@@ -163,15 +165,17 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
     if len(text) > limits.MAX_INPUT_CHARS:
         text = text[:limits.MAX_INPUT_CHARS]
         notices.append(f"The input was cut to its first {limits.MAX_INPUT_CHARS} characters.")
-    beam, cut = budgeted_beam(tr, text, method, beam)
+    with user_errors("Cannot translate this input"):
+        source = tr.source(text)
+    options, cut = budgeted_beam(source, options)
     if cut:
         notices.append(cut)
+    if translate is None:
+        def translate(source: Source, options: DecodingOptions, output_attentions: bool) -> Translation:
+            return tr.translate_sources([source], options, output_attentions=output_attentions)[0]
     try:
-        translation = (translate or tr.translate)(text, method=method, beam_size=beam,
-                                                  length_penalty=length_penalty,
-                                                  return_attention=return_attention)
-    except ValueError as err:
-        raise user_error(str(err), "Cannot translate this input") from None
+        with user_errors("Cannot translate this input"):
+            translation = translate(source, options, output_attentions)
     except BatcherBusy as err:
         raise user_error(str(err), "Busy") from None
     if translation.model_input != text:
@@ -195,7 +199,7 @@ def run_translation(tr: Translator, model: str, text: Any, method: Any, beam_siz
     if translation.truncated:
         notices.append(f"The input is longer than this model's limit of {tr.max_source_tokens} tokens: "
                        f"only the first {tr.max_source_tokens} tokens were translated.")
-    result = Result(model, text, translation, float(length_penalty), {0: translation.attention})
+    result = Result(model, text, translation, options.length_penalty, {0: translation.attention})
     return result, " ".join(notices)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from transformer.hub import LANGUAGES
+from transformer.translator import DecodingOptions, Source, Translation
 
 from transformer.explorer.core import limits
 from transformer.explorer.core.language import CODES, other_language
@@ -21,16 +22,18 @@ class TranslateService:
         self.models = models
 
     def translate(self, text: Any, method: Any, beam_size: Any, model: str | None,
-                  length_penalty: float, return_attention: bool = True) -> tuple[Result, str]:
+                  length_penalty: Any, output_attentions: bool = True) -> tuple[Result, str]:
         """Validate and translate (with attention unless told not to), decoded with whatever else is asked for at
-        the same time: (Result, notice text for the user)."""
+        the same time: (Result, notice text for the user). The request's options and text are checked and
+        prepared once, by `run_translation`, and handed to the batcher as they are."""
         tr = self.models.translator(model)
 
-        def batched(text: str, **options: Any):
-            return self.models.batcher.translate(tr, text, **options, timeout_s=limits.REQUEST_TIMEOUT_S)
+        def batched(source: Source, options: DecodingOptions, output_attentions: bool) -> Translation:
+            return self.models.batcher.translate(tr, source, options, output_attentions=output_attentions,
+                                                 timeout_s=limits.REQUEST_TIMEOUT_S)
 
         result, notice = run_translation(tr, model, text, method, beam_size, length_penalty, translate=batched,
-                                         return_attention=return_attention)
+                                         output_attentions=output_attentions)
         _, note = self.other_model(text, model)
         return result, " ".join(part for part in (note, notice) if part)
 

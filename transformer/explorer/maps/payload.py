@@ -187,7 +187,7 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
     """One candidate's attention, tokens, head summaries, rollout and steps as a JSON-ready dict.
 
     `source` and `translation` (raw text; the page shows them with textContent) caption the views.
-    `norms` (the same candidate's ‖α f(x)‖, `Translator.attention_for(..., measure="norm")`) adds a
+    `norms` (the same candidate's ‖α f(x)‖, `Translator.attention_for(..., attention_measure="norm")`) adds a
     row-normalised "norm" array to each kind; `ablation` ({"off": [[kind, layer, head], ...], "unmasked":
     text}) and `heads` (`head_analysis.head_info`) go as they are.
 

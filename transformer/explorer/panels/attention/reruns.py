@@ -2,13 +2,12 @@
 link's translation that opens with them."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
 
 from transformer.explorer.core import limits
-from transformer.explorer.core.checks import event_data, user_error
+from transformer.explorer.core.checks import user_errors
 from transformer.explorer.core.models import ModelService
 from transformer.explorer.core.results import Result, ablate, with_norms, work_on
 from transformer.explorer.core.translation import TranslateService
@@ -21,25 +20,22 @@ class RerunService:
     def __init__(self, models: ModelService, translation: TranslateService):
         self.models, self.translation = models, translation
 
-    def rerun(self, result: Result | None, evt: Any) -> Result | None:
-        """The attention tab asks for a model pass (`evt`: its 'rerun' event, {"off": [[kind, layer, head], ...],
-        "measure": "weight" | "norm"}): the translation with those heads switched off (none: every head on
-        again), with ‖α f(x)‖ maps when the norm is shown."""
+    def rerun(self, result: Result | None, off: Any, measure: Any = "weight") -> Result | None:
+        """A model pass the attention tab asks for (its 'rerun' event's {"off": [[kind, layer, head], ...],
+        "measure": "weight" | "norm"}, read by the page): the translation with the heads `off` switched off (none:
+        every head on again), with ‖α f(x)‖ maps when `measure` is "norm"."""
         if result is None:
             return None
         models = self.models
-        data, tr, guard = event_data(evt), models.translator(result.model), models.results.lock
+        tr, guard = models.translator(result.model), models.results.lock
 
         def model_work() -> Result:  # on the batcher's thread, between batches: never two passes at once
-            out = ablate(tr, result, data.get("off", []), guard)
-            return with_norms(tr, out, guard) if data.get("measure") == "norm" else out
+            out = ablate(tr, result, off, guard)
+            return with_norms(tr, out, guard) if measure == "norm" else out
 
-        with models.results.using(result):
-            try:
-                out = models.batcher.call(model_work, timeout_s=limits.REQUEST_TIMEOUT_S,
-                                          work=work_on(result, result.root.translation.beam_size))
-            except ValueError as err:
-                raise user_error(str(err), "Cannot switch those heads off") from None
+        with models.results.using(result), user_errors("Cannot switch those heads off"):
+            out = models.batcher.call(model_work, timeout_s=limits.REQUEST_TIMEOUT_S,
+                                      work=work_on(result, result.root.translation.beam_size))
         return models.keep(out)
 
     @staticmethod
@@ -54,5 +50,4 @@ class RerunService:
         """A link's translation with its heads switched off or its norm maps (`linked`: the link's view): the
         first answer is already the model's without those heads, never a flash of the intact translation."""
         result, _ = self.translation.translate(text, method, beam_size, model, length_penalty)
-        return self.rerun(result, SimpleNamespace(_data={"off": linked.get("off") or [],
-                                                         "measure": linked.get("measure", "weight")}))
+        return self.rerun(result, linked.get("off") or [], linked.get("measure", "weight"))

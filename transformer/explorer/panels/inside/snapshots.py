@@ -29,7 +29,7 @@ from transformer.explorer.maps.payload import ATTENTION_COLORS
 from transformer.explorer.maps.token_labels import token_text
 
 if TYPE_CHECKING:
-    from .results import ResultStore
+    from transformer.explorer.core.results import ResultStore
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class LearningSnapshots:
         tr = self.translator(label, base, directory, step)
         # an untrained snapshot may never write <eos>: its output stops at twice the source's length (plus 10)
         max_len = 2 * len(tr.source(text).ids) + 10
-        result = tr.translate(text, method="greedy", max_len=max_len, return_attention=True)
+        result = tr.translate(text, method="greedy", max_len=max_len, output_attentions=True)
         record = records[steps.index(step)]
         metric = metric_of(records)
         value = {"model": label, "step": step, "text": text, "translation": result.text,

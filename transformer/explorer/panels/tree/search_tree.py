@@ -64,10 +64,10 @@ def record_search(tr: Translator, source: str, method: str, beam_size: int, leng
     """Decode `source` again as it was decoded (with the same heads switched off, `head_mask`), recording the
     search (and greedy's), and draw the tree."""
     search = tr.translate(source, method=method, beam_size=beam_size, length_penalty=length_penalty,
-                          return_attention=False, record_search=True, head_mask=head_mask)
+                          output_attentions=False, record_search=True, head_mask=head_mask)
     greedy = None
     if method != "greedy":
-        greedy = tr.translate(source, method="greedy", length_penalty=length_penalty, return_attention=False,
+        greedy = tr.translate(source, method="greedy", length_penalty=length_penalty, output_attentions=False,
                               record_search=True, head_mask=head_mask).search
     assert search.search is not None  # record_search=True always returns a trace
     tree = figure_json(beam_tree_figure(search.search, greedy))

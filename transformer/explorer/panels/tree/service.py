@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformer.explorer.core.checks import event_data, user_error, view_data
+from transformer.explorer.core.checks import event_data, user_errors, view_data
 from transformer.explorer.core.models import ModelService
 from transformer.explorer.core.results import Result, work_on
 from transformer.explorer.panels.tree.search_tree import record_search, tree_value
@@ -34,12 +34,10 @@ class TreeService:
                     if result.own is None:
                         return None
                     t = result.own.translation
-                try:
+                with user_errors("Cannot draw the search"):
                     result.search = models.batcher.call(record_search, tr, result.source, t.method, t.beam_size,
                                                         result.length_penalty, t.head_mask,
                                                         work=work_on(result, t.beam_size))
-                except ValueError as err:
-                    raise user_error(str(err), "Cannot draw the search") from None
             value = models.batcher.call(tree_value, tr, result.search, None, view_data(view_json),
                                         work=work_on(result))
         models.keep(result)  # its search is counted in the store's budget now
