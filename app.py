@@ -453,9 +453,6 @@ def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> t
         link_restored = wire_translation(demo, app_page)
         wire_tabs(app_page)
         wire_inside(InsidePanels(app_page, inside, yours, cell_panel, built["learn"]), link_restored)
-        for panel in PANELS:
-            if panel.wire is not None:
-                panel.wire(app_page, built[panel.id])
     return demo, app_page
 
 
@@ -475,11 +472,6 @@ def beam_slider_for(method: str) -> gr.Slider:
 def same_length_penalty(value: float) -> float:
     """The length penalty slider's value, into the session's state."""
     return value
-
-
-def compare_prefill(text: str, other: str) -> str:
-    """The compare tab opened: its box keeps what it holds, else starts with the source sentence."""
-    return other or text
 
 
 def own_translation_as_start(own: str | None) -> str:
@@ -611,36 +603,17 @@ def wire_link(demo: gr.Blocks, app_page: Page, new_result: list[Any]) -> Any:
 
 
 def wire_tabs(app_page: Page) -> None:
-    """The app's tabs (the URL follows them): the tree is recorded when its tab opens, compare's box is prefilled."""
-    states, controls, compare, explorer = app_page.states, app_page.controls, app_page.compare, app_page.explorer
-    per_session, quiet_model = app_page.per_session, QUIET | model_group(explorer)
-    entered = {}
-    for tab in (app_page.panels[panel.id].tab for panel in PANELS):
+    """The app's tabs, as the registry lists them: entering one records it (the URL follows the tab on screen),
+    then each panel wires its own events (`Panel.wire`), its tab's opening among them."""
+    states = app_page.states
+    for panel in PANELS:
+        tab = app_page.panels[panel.id].tab
         view_written = tab.select(None, None, [states.view], js=page.js_enter_tab(tab.id), **PRIVATE)
-        entered[tab.id] = view_written.then(
+        entered = view_written.then(
             tab_entered(tab.id), [states.view], [states.tab, states.tab_view], queue=False, **PRIVATE
         )
-    tree_inputs = [states.result, states.tab, states.view]
-    entered["tree"].then(per_session(explorer.tree.on_tree_view), tree_inputs, [app_page.tree.view], **quiet_model)
-    app_page.tree.view.pick(
-        per_session(with_event(explorer.tree.tree_pick)), [states.result], [app_page.tree.view], **quiet_model
-    )
-    entered["compare"].then(compare_prefill, [controls.src, compare.src], [compare.src], queue=False, **PRIVATE)
-    compared = compare.run.click(None, None, [states.view], js=page.JS_VIEW, **PRIVATE)
-    compared.then(
-        per_session(explorer.compare.on_compare),
-        [controls.src, compare.src, controls.method, controls.beam, states.model, states.lp, states.view],
-        [compare.view, states.compare],
-        **quiet_model,
-    )
-    versus = compare.versus.click(None, None, [states.view], js=page.JS_VIEW, **PRIVATE)
-    versus.then(
-        per_session(explorer.compare.on_greedy_vs_beam),
-        [controls.src, controls.beam, states.model, states.lp, states.view],
-        [compare.view, states.compare],
-        **quiet_model,
-    )
-    compare.view.pick(with_event(explorer.compare.compare_pick), [states.compare], [compare.view], **QUIET)
+        if panel.wire is not None:
+            panel.wire(app_page, app_page.panels[panel.id], entered)
 
 
 def wire_inside(panels: InsidePanels, link_restored: Any) -> None:

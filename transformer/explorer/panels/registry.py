@@ -31,8 +31,9 @@ class Panel:
     static/figures.js), none for a panel whose figure is built in Python and shown in a gr.Plot; `follows_result(explorer, components, result, tab, view_json)`:
     its part of the one answer to a new translation, as {component: value} on `components.view` (the attention
     payload is the page's own: app.Page.show_result); `follows_model(components, label, directory)`: its part of
-    the answer to another model; `wire(page, components)`: its own events, wired once the page is built (app.Page
-    gives it the session's state and services; web/wiring.py the options); `ready`: a JavaScript expression true
+    the answer to another model; `wire(page, components, entered)`: its own events, wired once the page is built
+    (app.Page gives it the session's state and services, `entered` is the event of its tab opening; web/wiring.py
+    gives the options); `ready`: a JavaScript expression true
     once the tab's content is drawn (the tests that walk every tab wait on it)."""
 
     id: str
@@ -42,7 +43,7 @@ class Panel:
     styles: tuple[Path, ...] = ()
     follows_result: Callable[[Any, Any, Any, str, str], dict] | None = None
     follows_model: Callable[[Any, str | None, Path | None], dict] | None = None
-    wire: Callable[[Any, Any], None] | None = None
+    wire: Callable[[Any, Any, Any], None] | None = None
     ready: str = "true"
 
 
@@ -56,9 +57,10 @@ def plot_drawn(elem_id: str) -> str:
 PANELS: tuple[Panel, ...] = (
     Panel("attention", "Attention", attention.build, attention.SCRIPTS,
           ready="(document.querySelector('#explorer .explorer').dataset.views || '').startsWith('views-')"),
-    Panel("tree", "Beam-search tree", tree.build, tree.SCRIPTS, follows_result=tree.follow_result,
+    Panel("tree", "Beam-search tree", tree.build, tree.SCRIPTS, tree.STYLES, follows_result=tree.follow_result,
+          wire=tree.wire,
           ready="(document.querySelector('#tree-panel').dataset.ready || '').startsWith('tree-')"),
-    Panel("compare", "Compare", compare.build, compare.SCRIPTS,
+    Panel("compare", "Compare", compare.build, compare.SCRIPTS, compare.STYLES, wire=compare.wire,
           ready="['empty', 'compare-'].some((r) => (document.querySelector('#compare-panel').dataset.ready || '')"
                 ".startsWith(r))"),
     Panel("training", "Training", training.build, follows_model=training.follow_model, ready=plot_drawn("train-plot")),

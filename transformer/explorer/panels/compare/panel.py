@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections import namedtuple
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
 from transformer.explorer.panels.start import PanelStart
-from transformer.explorer.web.page import select_control, start_module
+from transformer.explorer.web.page import JS_VIEW, select_control, start_module
+from transformer.explorer.web.wiring import PRIVATE, QUIET, model_group, with_event
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = (HERE / "compare.js",)
+STYLES = (HERE / "compare.css",)
 CompareTab = namedtuple("CompareTab", "tab src run versus view")
 
 
@@ -53,3 +56,31 @@ def build(start: PanelStart) -> CompareTab:
                         js_on_load=js_on_load(),
                         elem_id="compare", apply_default_css=False)
     return CompareTab(tab, src, run, versus, panel)
+
+
+def prefill(text: str, other: str) -> str:
+    """The compare tab opened: its box keeps what it holds, else starts with the source sentence."""
+    return other or text
+
+
+def wire(page: Any, tab: CompareTab, entered: Any) -> None:
+    """The tab opened (`entered`): its box prefilled; Compare and Greedy vs beam (each with the page's view,
+    read in the browser first), and a kind, layer or head picked (compare.js's 'pick')."""
+    states, controls, explorer = page.states, page.controls, page.explorer
+    quiet_model = QUIET | model_group(explorer)
+    entered.then(prefill, [controls.src, tab.src], [tab.src], queue=False, **PRIVATE)
+    compared = tab.run.click(None, None, [states.view], js=JS_VIEW, **PRIVATE)
+    compared.then(
+        page.per_session(explorer.compare.on_compare),
+        [controls.src, tab.src, controls.method, controls.beam, states.model, states.lp, states.view],
+        [tab.view, states.compare],
+        **quiet_model,
+    )
+    versus = tab.versus.click(None, None, [states.view], js=JS_VIEW, **PRIVATE)
+    versus.then(
+        page.per_session(explorer.compare.on_greedy_vs_beam),
+        [controls.src, controls.beam, states.model, states.lp, states.view],
+        [tab.view, states.compare],
+        **quiet_model,
+    )
+    tab.view.pick(with_event(explorer.compare.compare_pick), [states.compare], [tab.view], **QUIET)

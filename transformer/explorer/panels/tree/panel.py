@@ -12,9 +12,11 @@ import gradio as gr
 
 from transformer.explorer.panels.start import PanelStart
 from transformer.explorer.web.page import select_control, start_module
+from transformer.explorer.web.wiring import QUIET, model_group, with_event
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = (HERE / "tree.js",)
+STYLES = (HERE / "tree.css",)
 HtmlTab = namedtuple("HtmlTab", "tab view")
 
 
@@ -56,3 +58,13 @@ def build(start: PanelStart) -> HtmlTab:
         panel = gr.HTML(None, html_template=tree_template(), js_on_load=js_on_load(),
                         elem_id="search", apply_default_css=False)
     return HtmlTab(tab, panel)
+
+
+def wire(page: Any, tab: HtmlTab, entered: Any) -> None:
+    """The tab opened (`entered`: the event that recorded it): the search of the translation on screen, recorded
+    once and drawn; a node, layer or head picked in it (tree.js's 'pick')."""
+    states, explorer = page.states, page.explorer
+    quiet_model = QUIET | model_group(explorer)
+    tree_inputs = [states.result, states.tab, states.view]
+    entered.then(page.per_session(explorer.tree.on_tree_view), tree_inputs, [tab.view], **quiet_model)
+    tab.view.pick(page.per_session(with_event(explorer.tree.tree_pick)), [states.result], [tab.view], **quiet_model)
