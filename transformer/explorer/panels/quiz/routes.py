@@ -45,7 +45,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from .questions import MAX_CHOICES, Question, SpecError
-from .store import CODE_ALPHABET, CODE_LENGTH, ClassError, ClassState, ClassStore, NotFound, TooMany
+from .store import CODE_ALPHABET, CODE_LENGTH, ClassError, ClassState, ClassStore, Forbidden, NotFound, TooMany
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ def room(code: str) -> str:
 def token_of(request: Request, header: str) -> str:
     token = request.headers.get(header, "")
     if not 10 <= len(token) <= 100:
-        raise ClassError(f"The {header} header is missing.") if not token else BadRequest(f"Bad {header}.")
+        raise Forbidden(f"The {header} header is missing.") if not token else BadRequest(f"Bad {header}.")
     return token
 
 
@@ -283,7 +283,7 @@ class ClassRoutes:
         code = room(code)
         if not self.store.is_teacher(code, token_of(request, "X-Teacher-Token")):
             self.store.state(code)  # NotFound first, for a class that is not there
-            raise ClassError("Only the teacher who started this class can do that.") from None
+            raise Forbidden("Only the teacher who started this class can do that.")
         return code
 
     async def board(self, request: Request, code: str) -> dict[str, Any]:
