@@ -174,7 +174,7 @@ def test_huge_and_malformed_bodies_are_refused(server):
 
 def test_markup_is_only_ever_data(server):
     client, _ = server
-    code, teacher = start(client, sentence=MARKUP)
+    code, _ = start(client, sentence=MARKUP)
     student = join(client, code)
     response = client.get(f"/class/api/{code}/question", headers=student)
     assert response.headers["content-type"] == "application/json"

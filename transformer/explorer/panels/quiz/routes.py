@@ -235,7 +235,7 @@ def json_errors(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitab
 def question_view(state: ClassState, show_answer: bool) -> dict[str, Any]:
     """The open question as the pages get it."""
     return {"index": state.current, "count": len(state.questions), "revealed": state.revealed,
-            "finished": state.finished, "question": state.question.public(show_answer)}
+            "finished": state.finished, "expires": state.expires, "question": state.question.public(show_answer)}
 
 
 class ClassRoutes:
@@ -303,7 +303,8 @@ class ClassRoutes:
     async def summary(self, request: Request, code: str) -> dict[str, Any]:
         code = self._teacher(request, code)
         state = self.store.state(code)
-        rows = [summary_row(state.questions[i], answered, missed) for i, answered, missed in self.store.missed(code)]
+        rows = [{**summary_row(state.questions[i], answered, missed), "question": i}
+                for i, answered, missed in self.store.missed(code)]
         return {"questions": sorted(rows, key=lambda r: -r["missed_share"])}
 
     async def qr(self, request: Request, code: str) -> Response:
