@@ -354,6 +354,7 @@ def main() -> None:
     parser.add_argument("--json", default=str(ROOT / "bench" / "results" / "class_quiz.json"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request: the clients share the cores
     out = {"store": store_bench(threads=8, per_thread=250)} if args.store else {}
     with tempfile.TemporaryDirectory() as tmp:
         app = App(free_port(), Path(tmp) / "classes.sqlite3", args.checkpoint, Path(tmp) / "app.log")
