@@ -26,6 +26,7 @@ class runs the model, in a worker thread.
 from __future__ import annotations
 
 import functools
+import io
 import ipaddress
 import json
 import logging
@@ -134,9 +135,11 @@ def request_base(request: Request, listening: JoinAddress) -> JoinAddress:
     return JoinAddress(base, True, f"Phones join at {base}/class")
 
 
-def qr_svg(url: str) -> str:
-    """The QR code of `url` as an SVG document (segno)."""
-    return segno.make(url, error="m").svg_inline(scale=8, border=2, dark="#000", light="#fff", omitsize=True)
+def qr_svg(url: str) -> bytes:
+    """The QR code of `url` as an SVG document (segno; with its namespace, which an <img> needs)."""
+    out = io.BytesIO()
+    segno.make(url, error="m").save(out, kind="svg", scale=8, border=2, dark="#000", light="#fff", xmldecl=False)
+    return out.getvalue()
 
 
 # ----------------------------------------------------------------------------- requests
