@@ -10,7 +10,7 @@ async function api(path, options = {}) {
   const headers = { "Content-Type": "application/json", "X-Teacher-Token": state.token };
   const response = await fetch(`/class/api/${path}`, { ...options, headers });
   const body = await response.json().catch(() => ({ error: "The app did not answer." }));
-  if (!response.ok) throw new Error(body.error || "Something went wrong.");
+  if (!response.ok) throw new Error(body.error || "The request failed: try again.");
   return body;
 }
 

@@ -23,7 +23,7 @@ async function api(path, options = {}) {
   const headers = { "Content-Type": "application/json", "X-Student-Token": state.token };
   const response = await fetch(`/class/api/${state.code}/${path}`, { ...options, headers });
   const body = await response.json().catch(() => ({ error: "The app did not answer." }));
-  if (!response.ok) throw Object.assign(new Error(body.error || "Something went wrong."), { status: response.status });
+  if (!response.ok) throw Object.assign(new Error(body.error || "The request failed: try again."), { status: response.status });
   return body;
 }
 
