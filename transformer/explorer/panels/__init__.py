@@ -1,0 +1,1 @@
+"""The app's panels, one folder each."""

@@ -1,0 +1,225 @@
+"""The class quiz's routes (transformer/explorer/panels/quiz/routes.py) mounted on a real, launched gr.Blocks and
+called over real HTTP (httpx): a whole question from start to summary, and every kind of bad input, each answered
+with a clear JSON error that touches nothing else. The quiz is made by the real `make_quiz` over fixed maps (the
+model's own quiz: tests/test_quiz_questions.py)."""
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import gradio as gr
+import httpx
+import numpy as np
+import pytest
+
+from transformer.explorer.panels.quiz.questions import Attended, HeadRole, make_quiz, parse_specs, question_from_spec
+from transformer.explorer.panels.quiz.routes import (
+    FLOOD_ANSWERS,
+    MAX_BODY,
+    JoinAddress,
+    join_address,
+    mount_class_routes,
+    request_base,
+)
+from transformer.explorer.panels.quiz.store import ClassStore
+
+QUIZ_DIR = Path(__file__).resolve().parents[1] / "transformer" / "explorer" / "panels" / "quiz"
+SRC = ["▁Two", "▁owls", "▁watch", "▁the", "▁moon", ".", "<eos>"]
+TGT = ["▁Zwei", "▁Eulen", "▁beobachten", "▁den", "▁Mond", ".", "<eos>"]
+MARKUP = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+
+def quiz_maker(body: dict) -> list:
+    """Questions over fixed maps (a teacher's specs, or a quiz), with the teacher's sentence as the questions'
+    text (markup and all)."""
+    cross = np.full((1, 3, len(TGT), len(SRC)), 0.02, np.float32)
+    for t in range(len(TGT)):
+        cross[:, :, t, t] = 0.88
+    roles = {("cross", 0, h): HeadRole(f"role {h} {{source}}", 1 - h / 10) for h in range(3)}
+    if "questions" in body:
+        specs = parse_specs(body["questions"])
+        return [question_from_spec(s, Attended(s.sentence, SRC, ["<bos>", *TGT[:-1]], TGT, {"cross": cross}), roles)
+                for s in specs]
+    return make_quiz(Attended(body.get("sentence", ""), SRC, ["<bos>", *TGT[:-1]], TGT, {"cross": cross}), roles, n=3)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 2_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A tiny gr.Blocks, launched on a free port, with the class routes mounted: (client, store's clock)."""
+    clock = Clock()
+    store = ClassStore(tmp_path_factory.mktemp("quiz") / "classes.sqlite3", clock=clock)
+    with gr.Blocks() as demo:
+        gr.Markdown("The explorer would be here.")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
+    mount_class_routes(demo, store, quiz_maker)
+    with httpx.Client(base_url=demo.local_url.rstrip("/"), timeout=10) as client:
+        yield client, clock
+    demo.close()
+    store.close()
+
+
+def start(client: httpx.Client, sentence: str = "Two owls watch the moon.") -> tuple[str, dict]:
+    created = client.post("/class/api/classes", json={"sentence": sentence})
+    assert created.status_code == 200, created.text
+    body = created.json()
+    return body["code"], {"X-Teacher-Token": body["teacher_token"]}
+
+
+def join(client: httpx.Client, code: str) -> dict:
+    joined = client.post(f"/class/api/{code}/join")
+    assert joined.status_code == 200, joined.text
+    return {"X-Student-Token": joined.json()["student_token"]}
+
+
+def error(response: httpx.Response, status: int) -> str:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    return response.json()["error"]
+
+
+def test_a_whole_class_over_http(server):
+    client, _ = server
+    code, teacher = start(client)
+    students = [join(client, code) for _ in range(3)]
+    seen = client.get(f"/class/api/{code}/question", headers=students[0]).json()
+    assert seen["index"] == 0 and seen["count"] == 3 and "weights" not in seen["question"]
+    assert seen["question"]["words"] == ["Two", "owls", "watch", "the", "moon", "."]
+    for student, words in zip(students, ([0], [0, 1], [2])):
+        assert client.post(f"/class/api/{code}/answer", json={"question": 0, "words": words}, headers=student).json()[
+            "changes"] == 1
+    board = client.get(f"/class/api/{code}/board", headers=teacher).json()
+    assert (board["answered"], board["students"], board["counts"][:3]) == (3, 3, [2, 1, 1])
+    assert client.post(f"/class/api/{code}/reveal", headers=teacher).json()["revealed"]
+    revealed = client.get(f"/class/api/{code}/question", headers=students[2]).json()
+    assert revealed["question"]["answers"] == [0] and revealed["my_answer"] == [2]
+    assert revealed["question"]["role"] == "role 0 English"
+    for _ in range(3):
+        client.post(f"/class/api/{code}/next", headers=teacher)
+    summary = client.get(f"/class/api/{code}/summary", headers=teacher).json()["questions"]
+    assert summary[0]["head"] == "1.1" and (summary[0]["answered"], summary[0]["missed"]) == (3, 1)
+    assert summary[0]["missed_share"] == pytest.approx(1 / 3, abs=1e-3)
+
+
+def test_wrong_and_expired_codes_are_404_with_a_message(server):
+    client, clock = server
+    for code in ("ZZZZZZ", "abc", "%3Cscript%3E"):
+        assert "code" in error(client.post(f"/class/api/{code}/join"), 404)
+    code, teacher = start(client)
+    student = join(client, code)
+    clock.now += 5 * 3600
+    try:
+        assert "ended" in error(client.get(f"/class/api/{code}/question", headers=student), 404)
+        assert error(client.get(f"/class/api/{code}/board", headers=teacher), 404)
+    finally:
+        clock.now -= 5 * 3600
+
+
+def test_a_flood_from_one_student_is_429_and_others_still_answer(server):
+    client, _ = server
+    code, teacher = start(client)
+    flooder, other = join(client, code), join(client, code)
+    statuses = [client.post(f"/class/api/{code}/answer", json={"question": 0, "words": [i % 2]},
+                            headers=flooder).status_code for i in range(FLOOD_ANSWERS + 2)]
+    assert statuses[:5] == [200] * 5 and statuses[-1] == 429  # the change cap, then the flood limit
+    assert client.post(f"/class/api/{code}/answer", json={"question": 0, "words": [3]}, headers=other).status_code == 200
+    assert client.get(f"/class/api/{code}/board", headers=teacher).json()["answered"] == 2
+
+
+def test_an_answer_to_a_question_not_open_is_409(server):
+    client, _ = server
+    code, teacher = start(client)
+    student = join(client, code)
+    assert "not open" in error(client.post(f"/class/api/{code}/answer", json={"question": 1, "words": [0]},
+                                           headers=student), 409)
+    client.post(f"/class/api/{code}/reveal", headers=teacher)
+    error(client.post(f"/class/api/{code}/answer", json={"question": 0, "words": [0]}, headers=student), 409)
+
+
+def test_huge_and_malformed_bodies_are_refused(server):
+    client, _ = server
+    code, teacher = start(client)
+    student = join(client, code)
+    url = f"/class/api/{code}/answer"
+    huge = b'{"question": 0, "words": [' + b"0, " * MAX_BODY + b"0]}"
+    assert "bytes" in error(client.post(url, content=huge, headers=student), 413)
+    chunks = (b" " * 1024 for _ in range(64))  # no Content-Length: read until the cap, then refused
+    error(client.post(url, content=chunks, headers=student), 413)
+    for body in (b"{not json", b"\xff\xfe", b"[]", b'{"question": 0}', b'{"question": 0, "words": [1, 2, 3]}',
+                 b'{"question": "0", "words": [1]}', b'{"question": 0, "words": [true]}',
+                 b'{"question": 0, "words": [1, 1]}'):
+        error(client.post(url, content=body, headers=student), 400)
+    error(client.post(url, json={"question": 0, "words": [0]}), 403)  # no token
+    error(client.post(url, json={"question": 0, "words": [0]}, headers={"X-Student-Token": "x" * 20}), 403)
+    error(client.post(f"/class/api/{code}/next", headers={"X-Teacher-Token": student["X-Student-Token"]}), 403)
+    error(client.post("/class/api/classes", content=b"{" * 20000), 413)
+    assert MARKUP not in error(client.post("/class/api/classes", json={"questions": [
+        {"sentence": "x", "head": MARKUP, "target": 0}]}), 400)
+    assert "2.1" in error(client.post("/class/api/classes", json={"questions": [
+        {"sentence": "x", "head": "2.1", "target": 0}]}), 400)  # the model has 1 layer
+    assert client.get(f"/class/api/{code}/board", headers=teacher).json()["answered"] == 0  # nothing touched
+
+
+def test_markup_is_only_ever_data(server):
+    client, _ = server
+    code, _ = start(client, sentence=MARKUP)
+    student = join(client, code)
+    response = client.get(f"/class/api/{code}/question", headers=student)
+    assert response.headers["content-type"] == "application/json"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.json()["question"]["sentence"] == MARKUP  # stored and echoed as the text it is
+    refused = client.post(f"/class/api/{code}/answer", json={"question": MARKUP, "words": [0]}, headers=student)
+    assert MARKUP not in refused.text and refused.status_code == 400
+    assert "<script" not in client.post("/class/api/%3Cscript%3Ealert(1)%3C%2Fscript%3E/join").text
+    for name in ("quiz.js", "board.js"):  # the pages write every text with textContent
+        assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", (QUIZ_DIR / name).read_text())
+
+
+def test_the_pages_and_their_files_are_served_light_and_closed(server):
+    client, _ = server
+    code, _ = start(client)
+    for path in ("/class", f"/class/{code}", "/class/board"):
+        page = client.get(path)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+        assert "http" not in re.sub(r'content="[^"]*"', "", page.text)  # nothing from the network
+    assert client.get("/class/files/quiz.js").headers["content-type"].startswith("text/javascript")
+    assert client.get("/class/files/quiz.css").status_code == 200
+    assert client.get("/class/files/..%2Fstore.py").status_code == 404
+    qr = client.get(f"/class/qr/{code}.svg")
+    assert qr.headers["content-type"] == "image/svg+xml" and qr.text.startswith('<svg xmlns="http://www.w3.org/2000/svg"')
+    assert client.get("/").status_code == 200  # gradio's own page is still there
+
+
+def test_join_addresses_say_where_phones_connect():
+    local = join_address("127.0.0.1", 7860)
+    assert not local.reachable and "phones cannot reach it" in local.note and "0.0.0.0" in local.note
+    assert not join_address("localhost", 80).reachable
+    lan = join_address("0.0.0.0", 7860)
+    assert lan.base.endswith(":7860")
+    assert lan.reachable == (not lan.base.startswith("http://127.")), lan  # a machine with no network says so
+    assert join_address("192.168.1.20", 8000) == JoinAddress("http://192.168.1.20:8000", True,
+                                                             "Phones join at http://192.168.1.20:8000/class")
+
+
+def test_a_space_joins_at_the_address_the_teacher_used():
+    from starlette.requests import Request
+
+    scope = {"type": "http", "method": "GET", "path": "/class/api/classes", "query_string": b"", "scheme": "http",
+             "server": ("10.0.0.5", 7860), "headers": [(b"host", b"someone-quiz.hf.space"),
+                                                      (b"x-forwarded-proto", b"https")]}
+    where = request_base(Request(scope), join_address("127.0.0.1", 7860))
+    assert where.base == "https://someone-quiz.hf.space" and where.reachable
+    json.dumps(where.__dict__)

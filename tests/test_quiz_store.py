@@ -1,0 +1,191 @@
+"""The class quiz's store (transformer/explorer/panels/quiz/store.py) on a real SQLite file in tmp_path: a class
+and every answer survive closing and reopening, answers replace each other up to a cap, every cap holds, expired
+classes go, many threads answer at once in both connection modes, and nothing about a student but their answers
+is kept."""
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import numpy as np
+import pytest
+
+from transformer.explorer.panels.quiz import store as store_module
+from transformer.explorer.panels.quiz.questions import Attended, HeadRole, make_quiz
+from transformer.explorer.panels.quiz.store import (
+    CODE_ALPHABET,
+    MAX_CHANGES,
+    ClassError,
+    ClassStore,
+    Forbidden,
+    NotFound,
+    NotOpen,
+    TooMany,
+    default_path,
+)
+
+SRC = ["▁A", "▁red", "▁kite", "▁flies", ".", "<eos>"]
+TGT = ["▁Ein", "▁roter", "▁Drachen", "▁fliegt", ".", "<eos>"]
+
+
+def questions(n: int = 3):
+    cross = np.zeros((1, 4, len(TGT), len(SRC)), np.float32)
+    for t in range(len(TGT)):
+        cross[:, :, t, t] = 1.0
+    attended = Attended("A red kite flies.", SRC, ["<bos>", *TGT[:-1]], TGT, {"cross": cross})
+    return make_quiz(attended, {("cross", 0, h): HeadRole(f"role {h}", 1 - h / 10) for h in range(4)}, n=n)
+
+
+class Clock:
+    """A clock the test moves forward (the store takes any `() -> seconds`)."""
+
+    def __init__(self):
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = ClassStore(tmp_path / "classes.sqlite3")
+    yield s
+    s.close()
+
+
+def test_a_class_and_every_answer_survive_a_restart(tmp_path):
+    path = tmp_path / "classes.sqlite3"
+    first = ClassStore(path)
+    code, teacher = first.create_class(questions())
+    students = [first.join(code) for _ in range(5)]
+    for i, token in enumerate(students):
+        first.answer(code, token, 0, [i % 3])
+    first.reveal(code)
+    first.next_question(code)
+    first.answer(code, students[0], 1, [1, 2])
+    first.close()  # the app stops mid-lesson
+
+    again = ClassStore(path)
+    state = again.state(code)
+    assert (state.current, state.revealed, state.finished) == (1, False, False)
+    assert again.tally(code, 0).counts[:3] == [2, 2, 1] and again.tally(code).counts[1:3] == [1, 1]
+    assert again.is_teacher(code, teacher) and not again.is_teacher(code, students[0])
+    assert again.my_answer(code, students[0], 1) == [1, 2]
+    again.close()
+
+
+def test_answering_again_replaces_up_to_the_cap(store):
+    code, _ = store.create_class(questions())
+    token = store.join(code)
+    for change in range(1, MAX_CHANGES + 1):
+        assert store.answer(code, token, 0, [change % 2]) == change
+    with pytest.raises(TooMany):
+        store.answer(code, token, 0, [2])
+    tally = store.tally(code)
+    assert (tally.answered, tally.students, sum(tally.counts)) == (1, 1, 1)
+    assert store.my_answer(code, token, 0) == [MAX_CHANGES % 2]
+
+
+def test_only_the_open_unrevealed_question_takes_answers(store):
+    code, _ = store.create_class(questions(2))
+    token = store.join(code)
+    with pytest.raises(NotOpen):
+        store.answer(code, token, 1, [0])
+    store.reveal(code)
+    with pytest.raises(NotOpen):
+        store.answer(code, token, 0, [0])
+    store.next_question(code)
+    store.answer(code, token, 1, [0])
+    finished = store.next_question(code)
+    assert finished.finished and finished.revealed
+    with pytest.raises(NotOpen):
+        store.answer(code, token, 1, [1])
+    for words in ([], [0, 1, 2], [99]):
+        with pytest.raises(ClassError):
+            store.answer(code, token, 1, words)
+
+
+def test_strangers_and_wrong_codes_are_refused(store):
+    code, _ = store.create_class(questions())
+    other, _ = store.create_class(questions())
+    token = store.join(other)
+    with pytest.raises(Forbidden):
+        store.answer(code, token, 0, [0])  # joined another class
+    with pytest.raises(NotFound):
+        store.join("ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY")
+    assert len(code) == 6 and set(code) <= set(CODE_ALPHABET)
+
+
+def test_caps_on_students_and_live_classes(store, monkeypatch):
+    monkeypatch.setattr(store_module, "MAX_STUDENTS", 3)
+    monkeypatch.setattr(store_module, "MAX_CLASSES", 2)
+    code, _ = store.create_class(questions())
+    for _ in range(3):
+        store.join(code)
+    with pytest.raises(TooMany):
+        store.join(code)
+    store.create_class(questions())
+    with pytest.raises(TooMany):
+        store.create_class(questions())
+
+
+def test_expired_classes_are_refused_then_deleted_with_their_answers(tmp_path):
+    clock = Clock()
+    store = ClassStore(tmp_path / "c.sqlite3", clock=clock)
+    code, _ = store.create_class(questions(), hours=4)
+    store.answer(code, store.join(code), 0, [1])
+    clock.now += 4 * 3600 - 1
+    assert store.tally(code).answered == 1
+    clock.now += 2
+    with pytest.raises(NotFound, match="ended"):
+        store.state(code)
+    store.close()
+    reopened = ClassStore(tmp_path / "c.sqlite3", clock=clock)  # a start deletes them
+    db = sqlite3.connect(tmp_path / "c.sqlite3")
+    assert [db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("classes", "students", "answers")] == [0] * 3
+    db.close()
+    reopened.close()
+
+
+@pytest.mark.parametrize("mode", ["thread", "shared"])
+def test_many_threads_answer_at_once_and_none_is_lost(tmp_path, mode):
+    store = ClassStore(tmp_path / "c.sqlite3", mode=mode)
+    code, _ = store.create_class(questions())
+    tokens = [store.join(code) for _ in range(60)]
+    errors: list[BaseException] = []
+
+    def answer(chunk: list[str]) -> None:
+        try:
+            for i, token in enumerate(chunk):
+                store.answer(code, token, 0, [i % 4])
+                store.tally(code)
+        except BaseException as err:  # noqa: BLE001 (reported below)
+            errors.append(err)
+
+    threads = [threading.Thread(target=answer, args=(tokens[k::6],)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert store.tally(code).answered == 60
+    store.close()
+
+
+def test_no_names_no_addresses_and_tokens_kept_hashed(store):
+    code, teacher = store.create_class(questions())
+    student = store.join(code)
+    store.answer(code, student, 0, [0])
+    db = sqlite3.connect(store.path)
+    columns = {t: [r[1] for r in db.execute(f"PRAGMA table_info({t})")] for t in ("classes", "students", "answers")}
+    db.close()
+    assert columns["students"] == ["id", "token", "code", "joined"]
+    assert not any(c in {"name", "ip", "address", "user_agent"} for cols in columns.values() for c in cols)
+    raw = b"".join(p.read_bytes() for p in store.path.parent.glob("classes.sqlite3*"))
+    assert teacher.encode() not in raw and student.encode() not in raw
+    assert store.path.with_name("classes.sqlite3-wal").exists()  # WAL mode
+
+
+def test_the_default_file_is_made_where_the_variable_says(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_CLASS_DB", str(tmp_path / "data" / "quiz.sqlite3"))
+    assert default_path() == tmp_path / "data" / "quiz.sqlite3" and (tmp_path / "data").is_dir()

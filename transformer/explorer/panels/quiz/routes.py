@@ -1,0 +1,374 @@
+"""The class quiz's HTTP side: plain JSON endpoints and two light pages under `/class/`, beside gradio's app.
+
+    app = create_app(); launch.serve(app.demo, when_up=...)   # then, once launched:
+    mount_class_routes(demo, ClassStore(default_path()), make_quiz=QuizMaker(...))
+
+Pages (static files of this folder, no build step, nothing from the network): `GET /class` and `/class/{code}`
+the student's page (`quiz.html`, `quiz.js`), `GET /class/board` the teacher's projector (`board.html`,
+`board.js`), `GET /class/files/{name}` their files, `GET /class/qr/{code}.svg` the join link's QR code (segno).
+API (`/class/api/...`, JSON in and out; a student's token in the X-Student-Token header, the teacher's in
+X-Teacher-Token, never in a URL that is projected):
+
+    POST classes                {"sentence"} or {"questions": [spec]} -> code, teacher token, join link
+    POST {code}/join            -> student token
+    GET  {code}/question        the open question (its answer only once revealed), the student's answer
+    POST {code}/answer          {"question": i, "words": [j] or [j, k]}
+    GET  {code}/board           teacher: count answered, guesses per word, the true weights, reveal state
+    POST {code}/reveal, /next   teacher
+    GET  {code}/summary         teacher: the heads that surprised the class most
+
+Every error is JSON {"error": message}: 400 malformed, 403 not joined or not the teacher, 404 no such class
+(or expired), 409 not the open question, 413 a body over its cap (read bounded), 429 a flood or a cap. Nothing a
+client sends is ever put into HTML: the pages are static and write every text with textContent. Handlers run on
+the server's event loop: each store call is one short SQLite transaction (under a millisecond); only starting a
+class runs the model, in a worker thread.
+"""
+from __future__ import annotations
+
+import functools
+import io
+import ipaddress
+import json
+import logging
+import re
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import segno
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from .questions import MAX_CHOICES, Question, SpecError
+from .store import CODE_ALPHABET, CODE_LENGTH, ClassError, ClassState, ClassStore, Forbidden, NotFound, TooMany
+
+log = logging.getLogger(__name__)
+
+HERE = Path(__file__).resolve().parent
+FILES = {"quiz.js": "text/javascript", "board.js": "text/javascript", "quiz.css": "text/css"}
+PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self'; style-src 'self'; "
+                                           "script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+                "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+JSON_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+MAX_BODY = 4096  # bytes of an answer's or a join's body
+MAX_CLASS_BODY = 16384  # a teacher's list of questions
+CODE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LENGTH}}}")
+FLOOD_ANSWERS, FLOOD_WINDOW_S = 10, 10.0  # answers one student may send in a window
+LOOPBACK_NOTE = ("The app listens on {host} only: phones cannot reach it. Start it with GRADIO_SERVER_NAME=0.0.0.0 "
+                 "to listen on the local network (it then offers the network what it offers this browser).")
+
+
+class BadRequest(ClassError):
+    status = 400
+
+
+class TooLarge(ClassError):
+    status = 413
+
+
+# ----------------------------------------------------------------------------- where the phones connect
+
+
+@dataclass(frozen=True)
+class JoinAddress:
+    """The address phones join at (`base`, no trailing slash), whether phones can reach it, and a line saying so."""
+
+    base: str
+    reachable: bool
+    note: str
+
+
+def lan_address() -> str | None:
+    """This machine's address on its local network, or None: the source address of a route out (a UDP socket's
+    connect sends nothing), else the host name's address."""
+    candidates = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.254.254.254", 9))
+            candidates.append(probe.getsockname()[0])
+        except OSError:
+            pass
+    try:
+        candidates.append(socket.gethostbyname(socket.gethostname()))
+    except OSError:
+        pass
+    return next((ip for ip in candidates if not ipaddress.ip_address(ip).is_loopback), None)
+
+
+def join_address(host: str | None, port: int) -> JoinAddress:
+    """Where phones join when the app listens on `host`:`port`: the LAN address when it listens on every
+    interface (0.0.0.0, ::), and a plain note when it listens on the loopback only (phones cannot reach it)."""
+    host = (host or "127.0.0.1").strip("[]")
+    if host in ("0.0.0.0", "::", ""):
+        ip = lan_address()
+        if ip is None:
+            return JoinAddress(f"http://127.0.0.1:{port}", False,
+                               "This machine has no local network address: phones cannot reach the app.")
+        return JoinAddress(f"http://{ip}:{port}", True, f"Phones on this network join at http://{ip}:{port}/class")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        return JoinAddress(f"http://{host}:{port}", False, LOOPBACK_NOTE.format(host=host))
+    return JoinAddress(f"http://{host}:{port}", True, f"Phones join at http://{host}:{port}/class")
+
+
+def request_base(request: Request, listening: JoinAddress) -> JoinAddress:
+    """The join address for a teacher's request: the address the teacher reached the app by when it is not this
+    machine's loopback (a Space, a LAN address), else where the app listens (`join_address`)."""
+    host = (request.url.hostname or "").strip("[]")
+    try:
+        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        local = host == ""
+    if local:
+        return listening
+    scheme = request.headers.get("x-forwarded-proto", request.url.scheme)
+    base = f"{scheme}://{request.url.netloc}"
+    return JoinAddress(base, True, f"Phones join at {base}/class")
+
+
+def qr_svg(url: str) -> bytes:
+    """The QR code of `url` as an SVG document (segno; with its namespace, which an <img> needs)."""
+    out = io.BytesIO()
+    segno.make(url, error="m").save(out, kind="svg", scale=8, border=2, dark="#000", light="#fff", xmldecl=False)
+    return out.getvalue()
+
+
+# ----------------------------------------------------------------------------- requests
+
+
+class Flood:
+    """At most `limit` requests per key within `window_s` seconds (in memory: a restart forgives)."""
+
+    def __init__(self, limit: int = FLOOD_ANSWERS, window_s: float = FLOOD_WINDOW_S, max_keys: int = 10000):
+        self.limit, self.window_s, self.max_keys = limit, window_s, max_keys
+        self._times: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, key: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if len(self._times) >= self.max_keys:
+                self._times = {k: t for k, t in self._times.items() if t and t[-1] > now - self.window_s}
+            times = self._times.setdefault(key, deque())
+            while times and times[0] <= now - self.window_s:
+                times.popleft()
+            if len(times) >= self.limit:
+                return False
+            times.append(now)
+            return True
+
+
+async def read_json(request: Request, limit: int = MAX_BODY) -> Any:
+    """The request's JSON body, read no further than `limit` bytes (TooLarge past it, BadRequest when it is not
+    JSON); {} for an empty body."""
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        raise TooLarge(f"The request body is over {limit} bytes.") if length.isdigit() else BadRequest("Bad length.")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise TooLarge(f"The request body is over {limit} bytes.")
+    if not body:
+        return {}
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("The request body is not JSON.") from None
+
+
+def room(code: str) -> str:
+    """A room code as typed (any case); NotFound for one that cannot exist (never echoed back)."""
+    code = code.strip().upper()
+    if not CODE.fullmatch(code):
+        raise NotFound("No class has this code: check the code on the board.")
+    return code
+
+
+def token_of(request: Request, header: str) -> str:
+    token = request.headers.get(header, "")
+    if not 10 <= len(token) <= 100:
+        raise Forbidden(f"The {header} header is missing.") if not token else BadRequest(f"Bad {header}.")
+    return token
+
+
+def answer_of(body: Any) -> tuple[int, list[int]]:
+    """(question, words) of an answer's body; BadRequest for anything else."""
+    if not isinstance(body, dict) or set(body) != {"question", "words"}:
+        raise BadRequest('An answer is {"question": number, "words": [one or two word numbers]}.')
+    question, words = body["question"], body["words"]
+    if not _small_int(question) or not isinstance(words, list) or not 1 <= len(words) <= MAX_CHOICES:
+        raise BadRequest(f"Choose one or {MAX_CHOICES} words.")
+    if not all(_small_int(w) for w in words) or len(set(words)) != len(words):
+        raise BadRequest("Words are given by their numbers, each once.")
+    return question, words
+
+
+def _small_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10000
+
+
+def json_errors(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Response]]:
+    """`handler`'s answer as JSON; a ClassError as {"error": message} with its status."""
+
+    @functools.wraps(handler)
+    async def answer(*args: Any, **kwargs: Any) -> Response:
+        try:
+            result = await handler(*args, **kwargs)
+        except ClassError as err:
+            headers = {**JSON_HEADERS, **({"Retry-After": "2"} if err.status == 429 else {})}
+            return JSONResponse({"error": err.message}, err.status, headers=headers)
+        return result if isinstance(result, Response) else JSONResponse(result, headers=JSON_HEADERS)
+
+    return answer
+
+
+# ----------------------------------------------------------------------------- the routes
+
+
+def question_view(state: ClassState, show_answer: bool) -> dict[str, Any]:
+    """The open question as the pages get it."""
+    return {"index": state.current, "count": len(state.questions), "revealed": state.revealed,
+            "finished": state.finished, "expires": state.expires, "question": state.question.public(show_answer)}
+
+
+class ClassRoutes:
+    """The handlers over one store; `make_quiz` turns a teacher's request into questions (the model's work)."""
+
+    def __init__(self, store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Question]] | None,
+                 listening: JoinAddress):
+        self.store, self.make_quiz, self.listening = store, make_quiz, listening
+        self.flood = Flood()
+
+    async def create(self, request: Request) -> dict[str, Any]:
+        body = await read_json(request, MAX_CLASS_BODY)
+        if not isinstance(body, dict):
+            raise BadRequest('Start a class with {"sentence": text} or {"questions": [...]}.')
+        if self.make_quiz is None:
+            raise ClassError("This app cannot make quizzes: no model is loaded.")
+        try:
+            questions = await run_in_threadpool(self.make_quiz, body)
+        except SpecError as err:
+            raise BadRequest(str(err)) from None
+        code, token = self.store.create_class(questions)
+        where = request_base(request, self.listening)
+        return {"code": code, "teacher_token": token, "join_url": f"{where.base}/class/{code}",
+                "reachable": where.reachable, "note": where.note, "questions": len(questions)}
+
+    async def join(self, request: Request, code: str) -> dict[str, Any]:
+        await read_json(request)
+        return {"student_token": self.store.join(room(code))}
+
+    async def question(self, request: Request, code: str) -> dict[str, Any]:
+        code, token = room(code), token_of(request, "X-Student-Token")
+        state = self.store.state(code)
+        mine = self.store.my_answer(code, token, state.current)
+        return {**question_view(state, state.revealed), "my_answer": mine}
+
+    async def answer(self, request: Request, code: str) -> dict[str, Any]:
+        code, token = room(code), token_of(request, "X-Student-Token")
+        question, words = answer_of(await read_json(request))
+        if not self.flood.allow(token):
+            raise TooMany("Too many answers at once: wait a moment.")
+        changes = self.store.answer(code, token, question, words)
+        return {"question": question, "words": sorted(words), "changes": changes}
+
+    def _teacher(self, request: Request, code: str) -> str:
+        code = room(code)
+        if not self.store.is_teacher(code, token_of(request, "X-Teacher-Token")):
+            self.store.state(code)  # NotFound first, for a class that is not there
+            raise Forbidden("Only the teacher who started this class can do that.")
+        return code
+
+    async def board(self, request: Request, code: str) -> dict[str, Any]:
+        code = self._teacher(request, code)
+        state, tally = self.store.state(code), self.store.tally(code)
+        return {**question_view(state, True), "answered": tally.answered, "students": tally.students,
+                "counts": tally.counts}
+
+    async def reveal(self, request: Request, code: str) -> dict[str, Any]:
+        await read_json(request)
+        return question_view(self.store.reveal(self._teacher(request, code)), True)
+
+    async def next(self, request: Request, code: str) -> dict[str, Any]:
+        await read_json(request)
+        return question_view(self.store.next_question(self._teacher(request, code)), True)
+
+    async def summary(self, request: Request, code: str) -> dict[str, Any]:
+        code = self._teacher(request, code)
+        state = self.store.state(code)
+        rows = [{**summary_row(state.questions[i], answered, missed), "question": i}
+                for i, answered, missed in self.store.missed(code)]
+        return {"questions": sorted(rows, key=lambda r: -r["missed_share"])}
+
+    async def qr(self, request: Request, code: str) -> Response:
+        code = room(code)
+        self.store.state(code)
+        svg = qr_svg(f"{request_base(request, self.listening).base}/class/{code}")
+        return Response(svg, media_type="image/svg+xml", headers=PAGE_HEADERS)
+
+
+def summary_row(question: Question, answered: int, missed: int) -> dict[str, Any]:
+    """One question's line of the summary: its head and how many guessed none of its answer words."""
+    return {"head": question.head_label, "kind": question.kind, "target": question.translation[question.target],
+            "answer": [question.words[i] for i in question.answers], "role": question.role, "answered": answered,
+            "missed": missed, "missed_share": round(missed / answered, 3) if answered else 0.0}
+
+
+def page(name: str) -> Callable[[], Awaitable[Response]]:
+    async def serve_page() -> Response:
+        return FileResponse(HERE / name, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+    return serve_page
+
+
+async def static_file(name: str) -> Response:
+    if name not in FILES:
+        return JSONResponse({"error": "No such file."}, 404, headers=JSON_HEADERS)
+    return FileResponse(HERE / name, media_type=FILES[name], headers=PAGE_HEADERS)
+
+
+def class_router(store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Question]] | None = None,
+                 listening: JoinAddress | None = None) -> APIRouter:
+    """The `/class` routes over `store` (pages first: /class/board before /class/{code})."""
+    routes = ClassRoutes(store, make_quiz, listening or join_address("127.0.0.1", 7860))
+    router = APIRouter(prefix="/class")
+    router.add_api_route("", page("quiz.html"), methods=["GET"], include_in_schema=False)
+    router.add_api_route("/board", page("board.html"), methods=["GET"], include_in_schema=False)
+    router.add_api_route("/files/{name}", static_file, methods=["GET"], include_in_schema=False)
+    router.add_api_route("/qr/{code}.svg", json_errors(routes.qr), methods=["GET"], include_in_schema=False)
+    router.add_api_route("/api/classes", json_errors(routes.create), methods=["POST"])
+    for path, handler, method in (("join", routes.join, "POST"), ("question", routes.question, "GET"),
+                                  ("answer", routes.answer, "POST"), ("board", routes.board, "GET"),
+                                  ("reveal", routes.reveal, "POST"), ("next", routes.next, "POST"),
+                                  ("summary", routes.summary, "GET")):
+        router.add_api_route(f"/api/{{code}}/{path}", json_errors(handler), methods=[method])
+    router.add_api_route("/{code}", page("quiz.html"), methods=["GET"], include_in_schema=False)
+    return router
+
+
+def mount_class_routes(target: Any, store: ClassStore,
+                       make_quiz: Callable[[dict[str, Any]], list[Question]] | None = None,
+                       host: str | None = None, port: int | None = None) -> APIRouter:
+    """Add the `/class` routes to `target`: a FastAPI app, or a launched gr.Blocks (its `app`, the FastAPI app
+    gradio serves: `demo.launch(prevent_thread_lock=True)` first). Phones are told to join where it listens
+    (`host`, `port`: by default the Blocks' server_name and server_port)."""
+    app = target if isinstance(target, FastAPI) else getattr(target, "app", None)
+    if not isinstance(app, FastAPI):
+        raise TypeError("mount_class_routes needs a FastAPI app or a launched gr.Blocks "
+                        "(demo.launch(prevent_thread_lock=True) first)")
+    host = host if host is not None else getattr(target, "server_name", None)
+    port = port if port is not None else getattr(target, "server_port", None) or 7860
+    router = class_router(store, make_quiz, join_address(host, port))
+    app.include_router(router)
+    log.info("class quiz routes at /class (phones: %s)", join_address(host, port).note)
+    return router

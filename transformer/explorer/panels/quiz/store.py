@@ -1,0 +1,377 @@
+"""Where a class lives: classes, students and answers in one SQLite file (the standard library's sqlite3, WAL).
+
+    store = ClassStore(default_path())           # TRANSFORMER_CLASS_DB, else ~/.cache/transformer-explorer/
+    code, teacher = store.create_class(questions)
+    student = store.join(code)
+    store.answer(code, student, 0, [3])
+    store.tally(code)                            # Tally: answered, guesses per word
+
+Every write is one short transaction, committed before the call returns: killing the app mid-lesson loses no
+acknowledged answer (WAL with synchronous=NORMAL survives a process's death; only a power cut may lose the last
+commits). Bounded: at most MAX_CLASSES live classes, MAX_STUDENTS per class, MAX_CHANGES answers per student and
+question; a class expires CLASS_HOURS after it starts and is deleted (at open, and lazily every PURGE_EVERY_S).
+No names, no addresses: a student is a random token (kept hashed, as the teacher's is), a join time and answers.
+Safe for many threads: one connection under a lock (`mode="shared"`, the default) or a connection per thread
+(`mode="thread"`, which waits on SQLite's own write lock instead). Measured with 8 threads answering at once
+(`bench/class_quiz.py --store`, AMD EPYC, 2 cores): 10.3k against 8.3k answers/s in one run, 7.9k against 8.3k
+in the next: no difference that matters, both far above a class's needs. The routes call the store from the
+server's one event loop, where the shared connection is one file handle.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .questions import MAX_CHOICES, Question, quiz_from_json, quiz_json
+
+log = logging.getLogger(__name__)
+
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read off a projector
+CODE_LENGTH = 6
+MAX_CLASSES = 200
+MAX_STUDENTS = 300
+MAX_CHANGES = 5  # answers a student may give to one question (the first included)
+CLASS_HOURS = 4.0
+PURGE_EVERY_S = 60.0
+ENV_PATH = "TRANSFORMER_CLASS_DB"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS classes (
+    code TEXT PRIMARY KEY,
+    teacher TEXT NOT NULL,          -- sha256 of the teacher's token
+    created REAL NOT NULL,
+    expires REAL NOT NULL,
+    quiz TEXT NOT NULL,             -- the questions with their maps, computed once (JSON)
+    current INTEGER NOT NULL DEFAULT 0,
+    revealed INTEGER NOT NULL DEFAULT 0,
+    finished INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS students (
+    id INTEGER PRIMARY KEY,
+    token TEXT NOT NULL UNIQUE,     -- sha256 of the student's token
+    code TEXT NOT NULL REFERENCES classes(code) ON DELETE CASCADE,
+    joined REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS students_code ON students(code);
+CREATE TABLE IF NOT EXISTS answers (
+    code TEXT NOT NULL REFERENCES classes(code) ON DELETE CASCADE,
+    question INTEGER NOT NULL,
+    student INTEGER NOT NULL REFERENCES students(id) ON DELETE CASCADE,
+    words TEXT NOT NULL,            -- the chosen word indices, JSON
+    changes INTEGER NOT NULL DEFAULT 1,
+    time REAL NOT NULL,
+    PRIMARY KEY (student, question)
+);
+CREATE INDEX IF NOT EXISTS answers_question ON answers(code, question);
+"""
+
+
+class ClassError(Exception):
+    """A request the store refuses; `status` is the HTTP status the routes answer with."""
+
+    status = 400
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(ClassError):
+    status = 404
+
+
+class NotOpen(ClassError):
+    status = 409
+
+
+class TooMany(ClassError):
+    status = 429
+
+
+class Forbidden(ClassError):
+    status = 403
+
+
+@dataclass(frozen=True)
+class ClassState:
+    """A live class as the routes read it."""
+
+    code: str
+    questions: list[Question]
+    current: int
+    revealed: bool
+    finished: bool
+    expires: float
+
+    @property
+    def question(self) -> Question:
+        return self.questions[self.current]
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One question's answers: how many answered (of how many joined), and guesses per word."""
+
+    question: int
+    answered: int
+    students: int
+    counts: list[int]
+
+
+def default_path() -> Path:
+    """TRANSFORMER_CLASS_DB, else classes.sqlite3 in ~/.cache/transformer-explorer/ (created)."""
+    path = Path(os.environ.get(ENV_PATH) or Path.home() / ".cache" / "transformer-explorer" / "classes.sqlite3")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@functools.lru_cache(maxsize=64)
+def parsed_quiz(text: str) -> tuple[Question, ...]:
+    """A class's questions from their JSON, parsed once per class (the quiz never changes)."""
+    return tuple(quiz_from_json(text))
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+class ClassStore:
+    """Classes, students and answers in the SQLite file at `path` (created with its folder); `clock` gives the
+    time (seconds), `mode` "shared" (one connection under a lock) or "thread" (a connection per thread)."""
+
+    def __init__(self, path: Path | str, clock: Callable[[], float] = time.time, mode: str = "shared"):
+        if mode not in ("thread", "shared"):
+            raise ValueError(f"mode must be 'thread' or 'shared', got {mode!r}")
+        self.path, self.clock, self.mode = Path(path), clock, mode
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._lock = threading.RLock() if mode == "shared" else None
+        self._shared: sqlite3.Connection | None = None
+        self._connections: list[sqlite3.Connection] = []
+        self._all = threading.Lock()
+        self._last_purge = 0.0
+        with self._lock or contextlib.nullcontext():
+            self._connection().executescript(SCHEMA)  # its own transaction
+        self.purge_expired()
+
+    # ------------------------------------------------------------------------- connections
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None, check_same_thread=self.mode == "thread")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        with self._all:
+            self._connections.append(db)
+        return db
+
+    def _connection(self) -> sqlite3.Connection:
+        if self.mode == "shared":
+            if self._shared is None:
+                self._shared = self._connect()
+            return self._shared
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = self._connect()
+        return db
+
+    @contextmanager
+    def _transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction (BEGIN IMMEDIATE for a write: no lock upgrade to fail halfway), committed on exit."""
+        lock = self._lock or contextlib.nullcontext()
+        with lock:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every connection (each thread's too); the file stays."""
+        with self._all:
+            for db in self._connections:
+                try:
+                    db.close()
+                except sqlite3.ProgrammingError:  # made in another thread: closed when that thread ends
+                    pass
+            self._connections.clear()
+        self._local = threading.local()
+        self._shared = None
+
+    # ------------------------------------------------------------------------- classes
+
+    def purge_expired(self) -> int:
+        """Delete expired classes with their students and answers; how many classes went."""
+        now = self.clock()
+        self._last_purge = now
+        with self._transaction() as db:
+            gone = db.execute("DELETE FROM classes WHERE expires <= ?", (now,)).rowcount
+        if gone:
+            log.info("deleted %d expired classes", gone)
+        return gone
+
+    def _purge_now_and_then(self) -> None:
+        if self.clock() - self._last_purge >= PURGE_EVERY_S:
+            self.purge_expired()
+
+    def create_class(self, questions: Sequence[Question], hours: float = CLASS_HOURS) -> tuple[str, str]:
+        """A new class over `questions` (their maps as computed now): (room code, teacher token). TooMany when
+        MAX_CLASSES are live."""
+        if not questions:
+            raise ClassError("a class needs at least one question")
+        self._purge_now_and_then()
+        token, now = secrets.token_urlsafe(24), self.clock()
+        with self._transaction() as db:
+            live = db.execute("SELECT COUNT(*) FROM classes WHERE expires > ?", (now,)).fetchone()[0]
+            if live >= MAX_CLASSES:
+                raise TooMany(f"{MAX_CLASSES} classes are running: try again when one has ended")
+            code = self._free_code(db)
+            db.execute("INSERT INTO classes (code, teacher, created, expires, quiz) VALUES (?, ?, ?, ?, ?)",
+                       (code, digest(token), now, now + hours * 3600, quiz_json(questions)))
+        log.info("class %s started with %d questions", code, len(questions))
+        return code, token
+
+    @staticmethod
+    def _free_code(db: sqlite3.Connection) -> str:
+        for _ in range(20):
+            code = new_code()
+            if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
+                return code
+        raise TooMany("no free room code: try again")
+
+    def state(self, code: str) -> ClassState:
+        """The live class of `code`; NotFound when there is none or it expired."""
+        with self._transaction(write=False) as db:
+            row = self._class_row(db, code)
+        return ClassState(code, list(parsed_quiz(row[0])), row[1], bool(row[2]), bool(row[3]), row[4])
+
+    def _class_row(self, db: sqlite3.Connection, code: str) -> tuple:
+        row = db.execute("SELECT quiz, current, revealed, finished, expires FROM classes WHERE code = ?",
+                         (code,)).fetchone()
+        if row is None:
+            raise NotFound(f"No class has the code {code!r}: check the code on the board.")
+        if row[4] <= self.clock():
+            raise NotFound("This class has ended (classes expire after a few hours).")
+        return row
+
+    def is_teacher(self, code: str, token: str) -> bool:
+        """Whether `token` is the teacher's of `code` (compared in constant time)."""
+        with self._transaction(write=False) as db:
+            row = db.execute("SELECT teacher, expires FROM classes WHERE code = ?", (code,)).fetchone()
+        return row is not None and row[1] > self.clock() and hmac.compare_digest(row[0], digest(token))
+
+    def _move(self, code: str, sql: str) -> ClassState:
+        with self._transaction() as db:
+            self._class_row(db, code)
+            db.execute(sql, (code,))
+        return self.state(code)
+
+    def reveal(self, code: str) -> ClassState:
+        """Show the open question's answer: no more answers to it."""
+        return self._move(code, "UPDATE classes SET revealed = 1 WHERE code = ?")
+
+    def next_question(self, code: str) -> ClassState:
+        """Open the next question (hidden); after the last one, the class is finished."""
+        state = self.state(code)
+        if state.current + 1 >= len(state.questions):
+            return self._move(code, "UPDATE classes SET revealed = 1, finished = 1 WHERE code = ?")
+        return self._move(code, "UPDATE classes SET current = current + 1, revealed = 0 WHERE code = ?")
+
+    # ------------------------------------------------------------------------- students and answers
+
+    def join(self, code: str) -> str:
+        """A new anonymous student of `code`: their token. TooMany when the class is full."""
+        self._purge_now_and_then()
+        token = secrets.token_urlsafe(18)
+        with self._transaction() as db:
+            self._class_row(db, code)
+            joined = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()[0]
+            if joined >= MAX_STUDENTS:
+                raise TooMany(f"This class is full ({MAX_STUDENTS} students).")
+            db.execute("INSERT INTO students (token, code, joined) VALUES (?, ?, ?)", (digest(token), code,
+                                                                                     self.clock()))
+        return token
+
+    def _student(self, db: sqlite3.Connection, code: str, token: str) -> int:
+        row = db.execute("SELECT id FROM students WHERE token = ? AND code = ?", (digest(token), code)).fetchone()
+        if row is None:
+            raise Forbidden("You have not joined this class: open the join link again.")
+        return row[0]
+
+    def answer(self, code: str, token: str, question: int, words: Sequence[int]) -> int:
+        """Record (or replace) a student's answer to the open question: the number of answers they have given
+        to it. NotOpen when `question` is not the open one or is revealed, TooMany past MAX_CHANGES."""
+        with self._transaction() as db:
+            row = self._class_row(db, code)
+            student = self._student(db, code, token)
+            if question != row[1] or row[2] or row[3]:
+                raise NotOpen("This question is not open for answers.")
+            n_words = len(parsed_quiz(row[0])[question].words)
+            if not 1 <= len(set(words)) <= MAX_CHOICES or not all(0 <= i < n_words for i in words):
+                raise ClassError(f"Choose one or two of the {n_words} words.")
+            changes = db.execute(
+                "INSERT INTO answers (code, question, student, words, time) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (student, question) DO UPDATE SET words = excluded.words, time = excluded.time, "
+                "changes = answers.changes + 1 WHERE answers.changes < ? RETURNING changes",
+                (code, question, student, json.dumps(sorted(set(words))[:MAX_CHOICES]), self.clock(),
+                 MAX_CHANGES)).fetchone()
+            if changes is None:
+                raise TooMany(f"You have changed this answer {MAX_CHANGES - 1} times: it stays as it is.")
+        return changes[0]
+
+    def my_answer(self, code: str, token: str, question: int) -> list[int] | None:
+        """The student's answer to `question`, or None."""
+        with self._transaction(write=False) as db:
+            self._class_row(db, code)
+            student = self._student(db, code, token)
+            row = db.execute("SELECT words FROM answers WHERE student = ? AND question = ?",
+                             (student, question)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def tally(self, code: str, question: int | None = None) -> Tally:
+        """How many answered `question` (default: the open one) and how many guessed each word."""
+        with self._transaction(write=False) as db:
+            row = self._class_row(db, code)
+            question = row[1] if question is None else question
+            n_words = len(parsed_quiz(row[0])[question].words)
+            students = db.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()[0]
+            answers = db.execute("SELECT words FROM answers WHERE code = ? AND question = ?",
+                                 (code, question)).fetchall()
+        counts = [0] * n_words
+        for (words,) in answers:
+            for i in json.loads(words):
+                if 0 <= i < n_words:
+                    counts[i] += 1
+        return Tally(question, len(answers), students, counts)
+
+    def missed(self, code: str) -> list[tuple[int, int, int]]:
+        """Per question: (question, answered, how many guessed none of the answer words)."""
+        state = self.state(code)
+        with self._transaction(write=False) as db:
+            rows = db.execute("SELECT question, words FROM answers WHERE code = ?", (code,)).fetchall()
+        answered, missed = [0] * len(state.questions), [0] * len(state.questions)
+        for question, words in rows:
+            answered[question] += 1
+            missed[question] += not set(json.loads(words)) & set(state.questions[question].answers)
+        return [(i, answered[i], missed[i]) for i in range(len(state.questions))]
+
