@@ -682,9 +682,11 @@ def main() -> None:
     # before start-up, which logs what it chose for this machine (threads, serving path)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     app = create_app()
-    launch.serve(
-        app.demo, app.head, when_up=app.explorer.models.preload
-    )  # the model's preload waits for gradio's check
+
+    def routes(host: str, port: int) -> list[Any]:  # the panels' own HTTP routes, beside gradio's
+        return [route for panel in PANELS if panel.routes for route in panel.routes(app.explorer, host, port)]
+
+    launch.serve(app.demo, app.head, routes, when_up=app.explorer.models.preload)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Class quiz under a class's load: the real app (bench/class_quiz_app.py: `app.create_app()` with the `/class`
-routes) in a subprocess, a teacher, --students students with their own HTTP clients (httpx, async), --questions
+"""Class quiz under a class's load: the real app (`python app.py`, which serves the quiz panel's `/class` routes
+beside the explorer) in a subprocess, a teacher, --students students with their own HTTP clients (httpx, async), --questions
 questions answered within --answer-window seconds each, and another user translating through the public API
 (`/translate`, gradio_client) meanwhile.
 
@@ -68,7 +68,7 @@ def summary(values: list[float]) -> dict[str, Any]:
 
 @dataclass
 class App:
-    """bench/class_quiz_app.py on `port` over the database `db`; started and killed by this bench."""
+    """`python app.py` on `port` over the database `db`; started and killed by this bench."""
 
     port: int
     db: Path
@@ -87,7 +87,7 @@ class App:
                "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
         started = time.monotonic()
         with open(self.log_path, "ab") as out:
-            self.process = subprocess.Popen([sys.executable, str(ROOT / "bench" / "class_quiz_app.py")], cwd=ROOT,
+            self.process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT,
                                             env=env, stdout=out, stderr=subprocess.STDOUT)
         while time.monotonic() - started < timeout_s:
             if self.process.poll() is not None:

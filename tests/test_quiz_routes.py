@@ -223,3 +223,23 @@ def test_a_space_joins_at_the_address_the_teacher_used():
     where = request_base(Request(scope), join_address("127.0.0.1", 7860))
     assert where.base == "https://someone-quiz.hf.space" and where.reachable
     json.dumps(where.__dict__)
+
+
+@pytest.mark.slow
+def test_python_app_py_serves_the_class_quiz_beside_the_explorer(tmp_path):
+    """`python app.py` mounts the quiz panel's routes once gradio has launched (`Panel.mount`): the board, the
+    students' page and the API answer, and the explorer's Class quiz tab links to the board with the sentence."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from app_server import app_env, running_app
+
+    env, _ = app_env()
+    with running_app({**env, "TRANSFORMER_CLASS_DB": str(tmp_path / "classes.sqlite3")}) as server:
+        url = server.url.rstrip("/")
+        for path in ("/class/board", "/class", "/class/files/board.js", "/class/files/quiz.js"):
+            assert httpx.get(url + path, timeout=30).status_code == 200, path
+        missing = httpx.post(url + "/class/api/ABCDEF/join", timeout=30)
+        assert missing.status_code == 404 and "error" in missing.json()
+        page = httpx.get(url + "/", timeout=30).text
+        assert "Class quiz" in page and (tmp_path / "classes.sqlite3").is_file()

@@ -18,6 +18,7 @@ from transformer.explorer.panels.attention import panel as attention
 from transformer.explorer.panels.compare import panel as compare
 from transformer.explorer.panels.heads import panel as heads
 from transformer.explorer.panels.inside import panel as inside
+from transformer.explorer.panels.quiz import panel as quiz
 from transformer.explorer.panels.start import PanelStart
 from transformer.explorer.panels.training import panel as training
 from transformer.explorer.panels.tree import panel as tree
@@ -34,7 +35,8 @@ class Panel:
     the answer to another model; `wire(page, components, entered)`: its own events, wired once the page is built
     (app.Page gives it the session's state and services, `entered` is the event of its tab opening; web/wiring.py
     gives the options); `ready`: a JavaScript expression true
-    once the tab's content is drawn (the tests that walk every tab wait on it)."""
+    once the tab's content is drawn (the tests that walk every tab wait on it); `routes(explorer, host, port)`: its
+    own HTTP routes and pages beside gradio's, given to the app gradio makes at launch (`app.main`)."""
 
     id: str
     title: str
@@ -44,6 +46,7 @@ class Panel:
     follows_result: Callable[[Any, Any, Any, str, str], dict] | None = None
     follows_model: Callable[[Any, str | None, Path | None], dict] | None = None
     wire: Callable[[Any, Any, Any], None] | None = None
+    routes: Callable[[Any, str, int], list[Any]] | None = None
     ready: str = "true"
 
 
@@ -67,6 +70,8 @@ PANELS: tuple[Panel, ...] = (
     Panel("heads", "Heads", heads.build, follows_model=heads.follow_model, ready=plot_drawn("heads-plot")),
     Panel("learn", "Watch it learn", inside.build_learn, inside.SCRIPTS, inside.STYLES,
           ready="(document.querySelector('#learn-panel').dataset.ready || '') !== 'busy'"),
+    Panel("quiz", "Class quiz", quiz.build, follows_result=quiz.follow_result, routes=quiz.routes,
+          ready="!!document.querySelector('#quiz-board')"),
 )
 
 

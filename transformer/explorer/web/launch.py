@@ -54,14 +54,19 @@ class RevalidateModules:
         await self.app(scope, receive, send_revalidated)
 
 
-def serve(demo: gr.Blocks, head: str = "", when_up: Callable[[], Any] = lambda: None) -> None:
-    """`python app.py`: launch `demo` with `launch_options()`, call `when_up()`, then serve until interrupted.
+def serve(demo: gr.Blocks, head: str = "", routes: Callable[[str, int], list[Any]] = lambda host, port: [],
+          when_up: Callable[[], Any] = lambda: None) -> None:
+    """`python app.py`: launch `demo` with `launch_options(head)` and `routes(host, port)` (the panels' own, beside
+    gradio's), call `when_up()`, then serve until interrupted.
 
     Gradio's launch fetches its own page once, with a 3 s limit, and exits (a `ValueError` about a share link)
     if that fetch times out, although the page answers. Launch waits longer for it (`patient_self_check`), and
     start-up work that can wait, such as the search process's model load, is started by `when_up`, after it."""
     with patient_self_check():
-        demo.launch(**launch_options(head), prevent_thread_lock=True)
+        options = launch_options(head)
+        # routes of the app's own beside gradio's, in the app gradio makes (they answer from its first request)
+        options["app_kwargs"]["routes"] = routes(options["server_name"], options["server_port"])
+        demo.launch(**options, prevent_thread_lock=True)
     log.info("serving at %s", demo.local_url)
     when_up()
     demo.block_thread()

@@ -99,6 +99,12 @@ function showRoom(joinUrl, note, reachable) {
   $("qr").src = `/class/qr/${state.code}.svg`;
 }
 
+// a board opened from the explorer's tab starts on the sentence on screen (?text=), which the teacher may change
+function prefill() {
+  const text = new URLSearchParams(location.search).get("text");
+  if (text) $("sentence").value = text.slice(0, 2000);
+}
+
 async function startClass(event) {
   event.preventDefault();
   const specs = $("specs").value.trim();
@@ -132,6 +138,7 @@ async function act(path) {
 }
 
 function start() {
+  prefill();
   $("start-form").addEventListener("submit", startClass);
   $("reveal").addEventListener("click", () => act("reveal"));
   $("next").addEventListener("click", () => act("next"));

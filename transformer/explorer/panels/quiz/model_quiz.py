@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from transformer.explorer.head_analysis import read_alignment, read_analysis
+from transformer.explorer.core.checkpoint_heads import read_alignment, read_analysis
 from transformer.translator import Translation
 
 from .questions import (

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from transformer.explorer.limits import MAX_INPUT_CHARS
-from transformer.explorer.token_labels import WORD_MARK, word_groups
+from transformer.explorer.core.limits import MAX_INPUT_CHARS
+from transformer.explorer.maps.token_labels import WORD_MARK, word_groups
 from transformer.tokenizer import SPECIAL_TOKENS
 
 KINDS = ("cross", "decoder")  # what a question may ask about: cross-attention, or the decoder's self-attention

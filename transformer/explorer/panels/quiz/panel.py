@@ -1,0 +1,62 @@
+"""The class quiz's tab: where a teacher starts a class on the sentence on screen. The class itself runs on two
+light pages of this folder, served beside gradio's app by `routes.py` (`routes`): the projector's board
+(`board.html`, `board.js`) and the students' page on their phones (`quiz.html`, `quiz.js`); answers are kept in a
+SQLite database (`store.py`), the questions made once per class from the model's translation and the head roles
+(`model_quiz.py`, `questions.py`)."""
+from __future__ import annotations
+
+import html
+from collections import namedtuple
+from typing import Any
+from urllib.parse import urlencode
+
+import gradio as gr
+
+from transformer.explorer.core.limits import MAX_INPUT_CHARS
+from transformer.explorer.panels.quiz.model_quiz import QuizMaker
+from transformer.explorer.panels.quiz.routes import class_router, join_address
+from transformer.explorer.panels.quiz.store import ClassStore, default_path
+from transformer.explorer.panels.start import PanelStart
+
+HtmlTab = namedtuple("HtmlTab", "tab view")
+INTRO = ("**Where will it look?** Before the class sees a map, each student guesses, on their phone, which English "
+         "word a head looks at when the model writes a German word; then the board reveals the head's true weights "
+         "beside the class's guesses. The board opens in a new tab for the projector: start the class there, and "
+         "the students join with its room code, link or QR code. No names or accounts; a class is deleted after "
+         "4 hours.")
+
+
+def board_link(text: str | None) -> str:
+    """The tab's content: the link that opens the board on `text` (the sentence on screen), or on its own."""
+    text = (text or "").strip()[:MAX_INPUT_CHARS]
+    query = f"?{urlencode({'text': text})}" if text else ""
+    on = f" on &ldquo;{html.escape(text)}&rdquo;" if text else ""
+    return (f'<p class="quiz-start"><a id="quiz-board" href="class/board{html.escape(query)}" target="_blank" '
+            f'rel="noopener">Open the board{on}</a> (a new tab, for the projector)</p>')
+
+
+def build(start: PanelStart) -> HtmlTab:
+    """The tab: what a class quiz is, and the link to the board (on the sentence on screen, once translated)."""
+    with gr.Tab("Class quiz", id="quiz", elem_id="tab-quiz") as tab:
+        gr.Markdown(INTRO, elem_classes="further")
+        view = gr.HTML(board_link(start.view.text), elem_id="quiz-link")
+    return HtmlTab(tab, view)
+
+
+def follow_result(explorer: Any, tab: HtmlTab, result: Any, tab_on_screen: str, view_json: str) -> dict:
+    """A new translation: the board's link carries its sentence."""
+    return {tab.view: board_link(getattr(result, "source", None))}
+
+
+def routes(explorer: Any, host: str, port: int) -> list[Any]:
+    """The class routes and pages, given to gradio's app as it is made (so they answer from the first request),
+    over the classes database (TRANSFORMER_CLASS_DB, else ~/.cache/transformer-explorer/) and the default model,
+    its translations queued with every other model request; phones are told to join where the app listens."""
+    models = explorer.models
+    label = models.default_model
+
+    def translate(text: str) -> Any:
+        return models.batcher.translate(models.translator(label), text, method="beam")
+
+    maker = QuizMaker(translate, models.registry.directory(label), language=models.reads(label) or "en")
+    return class_router(ClassStore(default_path()), maker, join_address(host, port)).routes
