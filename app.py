@@ -345,7 +345,7 @@ class Page:
 @dataclass(frozen=True)
 class InsidePanels:
     """The "your translation" box, the panel of how one weight is computed and the learning tab, with the
-    handlers of their events that update components; what they compute is `inside`'s (explorer/inside.py)."""
+    handlers of their events that update components; what they compute is `Inside`'s (panels/inside/service.py)."""
 
     page: Page
     inside: Inside
@@ -394,7 +394,6 @@ class ExplorerApp:
 
     demo: gr.Blocks
     page: Page
-    inside: Inside
 
     @property
     def explorer(self) -> Explorer:
@@ -413,13 +412,12 @@ def create_app(checkpoint_dir: Path = CHECKPOINTS) -> ExplorerApp:
     # the page's ES modules (the shared ones, each panel's) and plotly.js; the attention downloads from the folder they are
     # written to (exports.py), never copied into gradio's cache
     gr.set_static_paths([*page.served_paths(scripts()), explorer.exports.export_dir])
-    inside = Inside(explorer.models)
-    demo, app_page = build_page(explorer, inside, sessions.session_limited(explorer.slots))
+    demo, app_page = build_page(explorer, sessions.session_limited(explorer.slots))
     demo.queue(default_concurrency_limit=2, max_size=limits.MAX_QUEUED)
-    return ExplorerApp(demo, app_page, inside)
+    return ExplorerApp(demo, app_page)
 
 
-def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> tuple[gr.Blocks, Page]:
+def build_page(explorer: Explorer, per_session: PerSession) -> tuple[gr.Blocks, Page]:
     """The page, top to bottom (every field of the initial view is set by the builders), and its events."""
     models = explorer.models
     default_model = models.default_model
@@ -444,7 +442,9 @@ def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> t
                 results = build_results(translation, models.serving_note(), nbest_table(None), candidate_choices(None))
                 yours = build_yours()
             with gr.Column(scale=3, min_width=320, elem_id="main"):
-                start = PanelStart(view, default_model, info.directory, inside.learn_index(view.model), scripts())
+                start = PanelStart(
+                    view, default_model, info.directory, explorer.inside.learn_index(view.model), scripts()
+                )
                 with gr.Tabs(elem_id="tabs") as tabs:
                     built = {panel.id: panel.build(start) for panel in PANELS}  # the tabs, in the registry's order
                     with built["attention"].tab:  # under the maps
@@ -452,7 +452,7 @@ def build_page(explorer: Explorer, inside: Inside, per_session: PerSession) -> t
         app_page = Page(explorer, per_session, states, controls, results, tabs, built, yours, cell_panel)
         link_restored = wire_translation(demo, app_page)
         wire_tabs(app_page)
-        wire_inside(InsidePanels(app_page, inside, yours, cell_panel, built["learn"]), link_restored)
+        wire_inside(InsidePanels(app_page, explorer.inside, yours, cell_panel, built["learn"]), link_restored)
     return demo, app_page
 
 

@@ -88,10 +88,10 @@ def test_acting_on_a_released_result_says_so_in_words(app, small_store, act):
     assert old.released
     calls = {"candidate": lambda: page.on_candidate(old, 0), "rerun": lambda: xp.reruns.rerun(old, []),
              "export": lambda: page.on_export(old), "tree": lambda: xp.tree.on_tree_view(old, "tree", "{}"),
-             "cell": lambda: app.inside.cell(old, Event({"kind": "cross", "layer": 0, "head": 0, "query": 0,
+             "cell": lambda: app.explorer.inside.cell(old, Event({"kind": "cross", "layer": 0, "head": 0, "query": 0,
                                                          "key": 0}))}
     if act == "score":  # scoring one's own translation of the same text: scored alone, never from released arrays
-        forced, _ = app.inside.score(LONG, "z y x", app.explorer.models.default_model, 0.6, old)
+        forced, _ = app.explorer.inside.score(LONG, "z y x", app.explorer.models.default_model, 0.6, old)
         assert forced.own is None and not forced.released
         return
     with pytest.raises(gr.Error, match="no longer kept on the server.*Press Translate again"):

@@ -3,7 +3,8 @@
 `Explorer` is the app's server side put together: the models it serves (`models.ModelService`: the registry,
 the batcher every model call goes through, the results store every result is kept in) and one service per tab,
 each with one job: translate and another candidate (`translation`), heads off and norms (`reruns`), the tree and
-compare tabs (`search_tabs`), downloads (`exports`), a link's page load (`restore`). Start-up and configuration
+compare tabs (`tree`, `compare`), the three ways inside the model (`inside`), downloads (`exports`), a link's page
+load (`restore`). Start-up and configuration
 (threads, heap, export folder, serving path, search process) are `startup.start_explorer`'s.
 No gradio here: errors meant for the user are `checks.user_error`s.
 """
@@ -22,6 +23,7 @@ from transformer.explorer.core.restore import RestoreService
 from transformer.explorer.panels.registry import tab_ids
 from transformer.explorer.core.results import ResultStore
 from transformer.explorer.panels.compare.service import CompareService
+from transformer.explorer.panels.inside.service import Inside
 from transformer.explorer.panels.tree.service import TreeService
 from transformer.explorer.core.translation import TranslateService
 
@@ -40,3 +42,4 @@ class Explorer:
         self.compare = CompareService(self.models, self.translation)
         self.exports = ExportService(self.models, export_dir)
         self.restore = RestoreService(self.models, tab_ids())
+        self.inside = Inside(self.models)
