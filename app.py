@@ -638,7 +638,8 @@ def wire_tabs(app_page: Page) -> None:
         )
     tree_inputs = [states.result, states.tab, states.view]
     entered["tree"].then(per_session(explorer.tree.on_tree_view), tree_inputs, [app_page.tree.view], **quiet_model)
-    app_page.tree.view.pick(per_session(explorer.tree.tree_pick), [states.result], [app_page.tree.view], **quiet_model)
+    tree_pick = per_session(launch.reads_event(explorer.tree.tree_pick))
+    app_page.tree.view.pick(tree_pick, [states.result], [app_page.tree.view], **quiet_model)
     entered["compare"].then(compare_prefill, [controls.src, compare.src], [compare.src], queue=False, **PRIVATE)
     compared = compare.run.click(None, None, [states.view], js=browser.JS_VIEW, **PRIVATE)
     compared.then(
@@ -654,7 +655,7 @@ def wire_tabs(app_page: Page) -> None:
         [compare.view, states.compare],
         **quiet_model,
     )
-    compare.view.pick(explorer.compare.compare_pick, [states.compare], [compare.view], **QUIET)
+    compare.view.pick(launch.reads_event(explorer.compare.compare_pick), [states.compare], [compare.view], **QUIET)
 
 
 def wire_inside(panels: InsidePanels, link_restored: Any) -> None:
@@ -690,10 +691,17 @@ def wire_inside(panels: InsidePanels, link_restored: Any) -> None:
     )
     yours.own.click(own_translation_as_start, [results.translation], [yours.box], queue=False, **PRIVATE)
     panels.cell_panel.cell(
-        per_session(panels.inside.cell), [states.result], [panels.cell_panel], trigger_mode="always_last", **quiet_model
+        per_session(launch.reads_event(panels.inside.cell)),
+        [states.result],
+        [panels.cell_panel],
+        trigger_mode="always_last",
+        **quiet_model,
     )
     panels.learn.view.learn(
-        per_session(panels.inside.learn), [states.model, controls.src], [panels.learn.view], **quiet_model
+        per_session(launch.reads_event(panels.inside.learn)),
+        [states.model, controls.src],
+        [panels.learn.view],
+        **quiet_model,
     )
     learn_entered = panels.learn.tab.select(None, None, [states.view], js=browser.js_enter_tab("learn"), **PRIVATE)
     learn_entered.then(tab_entered("learn"), [states.view], [states.tab, states.tab_view], queue=False, **PRIVATE)

@@ -26,7 +26,7 @@ from gradio import networking
 from starlette.middleware import Middleware
 
 from . import browser, limits
-from .checks import SessionSlots
+from .checks import SessionSlots, event_data
 
 Handler = Callable[..., Any]
 log = logging.getLogger(__name__)
@@ -151,6 +151,24 @@ def session_limited(slots: SessionSlots, generations: SessionGenerations | None 
 
     per_session.newest, per_session.translating = newest, translating
     return per_session
+
+
+def reads_event(fn: Handler) -> Handler:
+    """`fn`, whose last parameter takes an event's data as a plain dict, as a gradio handler: gradio passes the
+    event there (found by its gr.EventData annotation) and `fn` gets what it carries (`checks.event_data`: {} when
+    it is not a dict), so the explorer's services take plain values and nothing builds an event to call them."""
+    signature = inspect.signature(fn)
+    *inputs, last = signature.parameters.values()
+
+    @functools.wraps(fn)
+    def handler(*args: Any) -> Any:
+        *values, evt = args
+        return fn(*values, event_data(evt))
+
+    handler.__signature__ = signature.replace(parameters=[*inputs, last.replace(annotation=gr.EventData)])
+    handler.__annotations__ = {**gr.utils.get_type_hints(fn), last.name: gr.EventData}
+    del handler.__wrapped__  # gradio reads the signature above, not fn's
+    return handler
 
 
 # ----------------------------------------------------------------------------- the newest request wins

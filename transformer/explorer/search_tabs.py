@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checks import event_data, user_errors, view_data
+from .checks import user_errors, view_data
 from .compare import CompareSession, compare_value
 from .models import ModelService
 from .results import Result, work_on
@@ -48,10 +48,9 @@ class TreeService:
         models.keep(result)  # the recorded search counts in the store's budget
         return value
 
-    def tree_pick(self, result: Result | None, evt: Any) -> dict[str, Any] | None:
-        """A node (or layer / head) chosen in the tree panel (`evt`: its pick event): that node's prefix and
+    def tree_pick(self, result: Result | None, data: dict[str, Any]) -> dict[str, Any] | None:
+        """A node (or layer / head) chosen in the tree panel (`data`: its pick event's): that node's prefix and
         cross-attention."""
-        data = event_data(evt)
         if result is None:
             return None
         models = self.models
@@ -91,13 +90,13 @@ class CompareService:
                                  (greedy.attention, beamed.attention))
         return compare_value(session, view_data(view_json)), self.models.keep(session)
 
-    def compare_pick(self, session: CompareSession | None, evt: Any) -> dict[str, Any] | None:
-        """Another kind, layer or head in the compare panel (`evt`: its pick event): figures of the kept
+    def compare_pick(self, session: CompareSession | None, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Another kind, layer or head in the compare panel (`data`: its pick event's): figures of the kept
         translations."""
         if session is None:
             return None
         with self.models.results.using(session):
-            return compare_value(session, event_data(evt))
+            return compare_value(session, data)
 
     def on_restore_compare(self, text: str, other: str, method: str, beam: float, model: str | None,
                            length_penalty: float, tab: str, view_json: str):
