@@ -620,14 +620,14 @@ def test_tree_is_recorded_once_when_opened_and_matches_the_translation(app, monk
     # opening the tab again costs no decoding; a node, layer and head are one teacher-forced pass (cached)
     app.explorer.tree.on_tree_view(result, "tree", "")
     node = trace.nbest[-1]
-    picked = app.explorer.tree.tree_pick(result, gr.EventData(None, {"node": node, "layer": 1, "head": -1,
-                                                         "tree_rev": result.search.rev}))
+    picked = app.explorer.tree.tree_pick(result, {"node": node, "layer": 1, "head": -1,
+                                                         "tree_rev": result.search.rev})
     assert len(calls) == 2 and picked["tree"] is None  # the page has the tree already
     mean = tr.attention_for_prefix(result.translation, trace.prefix_ids(node)).cross[1].mean(axis=0)[-1]
     np.testing.assert_allclose(picked["row"], mean, atol=1e-6)
     assert picked["prefix"] == read_tokens(trace.prefix_tokens(node))  # the node's prefix, read as words
     # hostile event data falls back to defaults
-    odd = app.explorer.tree.tree_pick(result, gr.EventData(None, {"node": "<b>", "layer": 99, "head": True}))
+    odd = app.explorer.tree.tree_pick(result, {"node": "<b>", "layer": 99, "head": True})
     assert odd["selected"] == trace.nbest[0] and odd["layer"] == odd["n_layers"] - 1 and odd["head"] == -1
     assert odd["tree"] is not None
 
@@ -655,7 +655,7 @@ def test_compare_figures_hold_both_results_arrays(app):
     w_b, *_ = select_map(session.attentions[1], "cross", 1, 2)
     np.testing.assert_allclose(json.loads(value["difference"])["data"][0]["z"], w_a - w_b, atol=1e-6)  # same lengths
     # another kind, layer and head from the panel: the same two translations, no decoding
-    other = app.explorer.compare.compare_pick(session, gr.EventData(None, {"kind": "encoder", "layer": 0, "head": -1}))
+    other = app.explorer.compare.compare_pick(session, {"kind": "encoder", "layer": 0, "head": -1})
     np.testing.assert_allclose(json.loads(other["pair"])["data"][1]["z"], session.attentions[1].encoder[0].mean(0),
                                atol=1e-6)
 

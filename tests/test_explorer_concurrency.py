@@ -65,13 +65,6 @@ def test_a_link_to_a_model_not_loaded_yet_loads_the_page_while_the_model_is_busy
     assert not explorer.models.registry.is_loaded(TOYS[1])  # the link's translation loads it, as model work
 
 
-class Event:
-    """What a gradio event carries (`EventData._data`)."""
-
-    def __init__(self, data):
-        self._data = data
-
-
 def test_a_result_read_by_a_waiting_event_is_not_released_under_it(busy_explorer):
     """A clicked cell waits for the model (held busy) after its result was checked; meanwhile other sessions'
     translations fill the store past its budget. The cell is then answered with its numbers, not an error: the
@@ -86,7 +79,7 @@ def test_a_result_read_by_a_waiting_event_is_not_released_under_it(busy_explorer
     explorer.models.keep(mine)
     answers: list = []
     cell = {"kind": "cross", "layer": 0, "head": 0, "query": 0, "key": 0, "rows": "predicted"}
-    click = threading.Thread(target=lambda: answers.append(Inside(explorer.models).cell(mine, Event(cell))))
+    click = threading.Thread(target=lambda: answers.append(Inside(explorer.models).cell(mine, cell)))
     click.start()
     deadline = threading.Event()
     for _ in range(WAIT_S * 20):  # the click's model work is queued: its result was checked
@@ -100,7 +93,7 @@ def test_a_result_read_by_a_waiting_event_is_not_released_under_it(busy_explorer
     click.join(WAIT_S)
     assert not click.is_alive() and answers, "the click ended in an error"
     same, _ = run_translation(tr, explorer.models.default_model, "h e l l o", "greedy", 1, 1.0)
-    assert answers[0] == Inside(explorer.models).cell(same, Event(cell))  # the cell's numbers, as from a kept result
+    assert answers[0] == Inside(explorer.models).cell(same, cell)  # the cell's numbers, as from a kept result
     explorer.models.keep(run_translation(tr, explorer.models.default_model, "x y z", "greedy", 1, 1.0)[0])
     assert mine.released  # once no event reads it, it goes like any other
 
@@ -120,12 +113,12 @@ def test_snapshot_models_count_against_the_results_budget_and_come_back_when_ask
         steps = inside.learn_index("en-de")["steps"]
         model_bytes = sum(p.numel() * p.element_size() for p in explorer.models.default_translator.model.parameters())
         before = explorer.models.results.bytes
-        assert "translation" in inside.learn("en-de", "", Event({"step": steps[-1], "text": "A dog runs."}))
+        assert "translation" in inside.learn("en-de", "", {"step": steps[-1], "text": "A dog runs."})
         assert explorer.models.results.bytes - before >= model_bytes
         explorer.models.results.max_bytes = explorer.models.results.bytes + model_bytes // 2  # room for one snapshot model
-        assert "translation" in inside.learn("en-de", "", Event({"step": steps[-2], "text": "A dog runs."}))
+        assert "translation" in inside.learn("en-de", "", {"step": steps[-2], "text": "A dog runs."})
         assert explorer.models.results.bytes <= explorer.models.results.max_bytes
-        assert "translation" in inside.learn("en-de", "", Event({"step": steps[-1], "text": "The cat sleeps."}))
+        assert "translation" in inside.learn("en-de", "", {"step": steps[-1], "text": "The cat sleeps."})
         assert inside.snapshots.loads[("en-de", steps[-1])] == 2 and inside.snapshots.loads[("en-de", steps[-2])] == 1
     finally:
         batcher.close()

@@ -85,7 +85,7 @@ def test_events_views_and_links_answer_in_words(app, data, view):
     answers_or_says_why(lambda: app.page.on_nbest_select(result, Event({"value": data})))  # no "index"
     answers_or_says_why(lambda: app.page.on_candidate(result, data))
     answers_or_says_why(lambda: app.page.on_rerun(result, Event(data)))
-    answers_or_says_why(lambda: app.explorer.tree.tree_pick(result, Event(data)))
+    answers_or_says_why(lambda: app.explorer.tree.tree_pick(result, event_data(Event(data))))
     params = data if isinstance(data, dict) else {"text": data, "beam": data, "layer": data}
     answers_or_says_why(lambda: app.explorer.restore.restore(app.explorer.models.default_model, {str(k): v for k, v in params.items()}))
     answers_or_says_why(lambda: app.page.on_restore_translate("a b", "beam", 2, app.explorer.models.default_model, 0.6, view))

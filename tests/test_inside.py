@@ -34,13 +34,6 @@ EN_DE = ROOT / "checkpoints" / "en-de"
 SENTENCE = "My little cousin paints the kitchen after lunch."
 
 
-class Event:
-    """What gradio hands a handler for a custom gr.HTML event: its data as `_data`."""
-
-    def __init__(self, data):
-        self._data = data
-
-
 @pytest.fixture(scope="module")
 def explorer(tmp_path_factory):
     if not (EN_DE / "model.safetensors").is_file():
@@ -75,7 +68,7 @@ def softmax_of_allowed(scores, allowed) -> np.ndarray:
     ("cross", 1, 2, 3, 1), ("cross", 3, 7, 0, 6),
 ])
 def test_the_panels_numbers_reproduce_the_maps_row(inside, result, kind, layer, head, query, key):
-    value = inside.cell(result, Event({"kind": kind, "layer": layer, "head": head, "query": query, "key": key}))
+    value = inside.cell(result, {"kind": kind, "layer": layer, "head": head, "query": query, "key": key})
     weights, allowed = np.array(value["weights"]), np.array(value["allowed"])
     # softmax of the panel's scores (masked keys left out) gives the panel's weights ...
     np.testing.assert_allclose(softmax_of_allowed(value["scores"], allowed), weights, atol=1e-6)
@@ -97,7 +90,7 @@ def test_the_panels_numbers_reproduce_the_maps_row(inside, result, kind, layer, 
 
 
 def test_decoder_rows_show_the_future_as_masked(inside, result):
-    value = inside.cell(result, Event({"kind": "decoder", "layer": 1, "head": 0, "query": 2, "key": 0}))
+    value = inside.cell(result, {"kind": "decoder", "layer": 1, "head": 0, "query": 2, "key": 0})
     assert value["allowed"][:3] == [True] * 3 and not any(value["allowed"][3:])
     assert sum(value["weights"][3:]) == 0.0
     assert value["query_predicts"] is not None and value["keys"][0] == "<bos>"
@@ -106,11 +99,11 @@ def test_decoder_rows_show_the_future_as_masked(inside, result):
 def test_a_switched_off_head_says_so_and_its_map_row_is_zero(explorer, inside, result):
     tr = explorer.models.translator(result.model)
     masked = results.ablate(tr, result, [["cross", 2, 5]])
-    value = inside.cell(masked, Event({"kind": "cross", "layer": 2, "head": 5, "query": 1, "key": 0}))
+    value = inside.cell(masked, {"kind": "cross", "layer": 2, "head": 5, "query": 1, "key": 0})
     assert not value["head_on"] and sum(value["weights"]) == 0.0
     assert float(np.abs(masked.attention.cross[2, 5]).sum()) == 0.0
     assert any(value["scores"])  # what it would compute is still shown
-    assert inside.cell(masked, Event({"kind": "cross", "layer": 2, "head": 4, "query": 1, "key": 0}))["head_on"]
+    assert inside.cell(masked, {"kind": "cross", "layer": 2, "head": 4, "query": 1, "key": 0})["head_on"]
 
 
 @pytest.mark.parametrize("data,says", [
@@ -123,8 +116,8 @@ def test_a_switched_off_head_says_so_and_its_map_row_is_zero(explorer, inside, r
     ({"kind": "encoder", "layer": 0, "head": 0, "query": 0, "key": 0, "merged": True}, "Untick"),
 ])
 def test_a_bad_click_is_a_plain_message(inside, result, data, says):
-    assert says in inside.cell(result, Event(data))["message"]
-    assert "Translate a sentence first" in inside.cell(None, Event(data))["message"]
+    assert says in inside.cell(result, data)["message"]
+    assert "Translate a sentence first" in inside.cell(None, data)["message"]
 
 
 # ----------------------------------------------------------------------------- your translation
@@ -216,16 +209,16 @@ def test_the_slider_loads_each_snapshot_once_and_caches_it(toy_run, toy_explorer
     reads = []
     real = load_int8_weights
     monkeypatch.setattr("transformer.explorer.panels.inside.snapshots.load_int8_weights", lambda p: reads.append(p) or real(p))
-    first = inside.learn(label, "a b c d", Event({"step": 240}))
-    again = inside.learn(label, "a b c d", Event({"step": 240}))
-    other = inside.learn(label, "", Event({"step": 240, "text": "h g f e"}))
+    first = inside.learn(label, "a b c d", {"step": 240})
+    again = inside.learn(label, "a b c d", {"step": 240})
+    other = inside.learn(label, "", {"step": 240, "text": "h g f e"})
     assert reads == [snapshot_file(toy_run, 240)]  # three views of step 240, its weights read once
     assert inside.snapshots.loads == {(label, 240): 1}
     assert first == again and first["translation"] == "d c b a" and other["translation"] == "e f g h"
     assert inside.snapshots.value(label, toy_explorer.models.translator(label), toy_run, 240, "a b c d") is \
         inside.snapshots.value(label, toy_explorer.models.translator(label), toy_run, 240, "a b c d")
     for step in SNAPSHOT_STEPS:
-        inside.learn(label, "a b c d", Event({"step": step}))
+        inside.learn(label, "a b c d", {"step": step})
     assert len(reads) == len(SNAPSHOT_STEPS) and set(inside.snapshots.loads.values()) == {1}
     recorded = {r["step"]: r for r in json.loads((toy_run / "snapshots" / "snapshots.json").read_text())}
     assert first["score"] == recorded[240]["val_seq_acc"] and 0 < first["score"] <= 1  # the run's own val score
@@ -241,9 +234,9 @@ def test_each_snapshot_translates_with_its_own_weights(toy_run, toy_explorer):
         stored = load_int8_weights(snapshot_file(toy_run, step))
         assert all(torch.equal(tr.model.state_dict()[name], w) for name, w in stored.items())
     # the untrained model attends evenly; the trained one looks at the letter it writes
-    first = inside.learn(label, "a b c d e", Event({"step": 1}))
+    first = inside.learn(label, "a b c d e", {"step": 1})
     assert len(first["tgt_out"]) <= 2 * len(first["src"]) + 10  # an untrained model's output is cut there
-    early, late = (np.array(inside.learn(label, "a b c d e", Event({"step": s}))["maps"]["cross"]) for s in (1, 240))
+    early, late = (np.array(inside.learn(label, "a b c d e", {"step": s})["maps"]["cross"]) for s in (1, 240))
 
     def entropy(w):
         return float(-(w * np.log(np.clip(w, 1e-12, 1))).sum(-1).mean())
@@ -254,11 +247,11 @@ def test_each_snapshot_translates_with_its_own_weights(toy_run, toy_explorer):
 @pytest.mark.slow  # trains a toy model
 def test_bad_steps_and_a_model_without_snapshots(toy_explorer):
     inside, label = Inside(toy_explorer.models), toy_explorer.models.default_model
-    bad = inside.learn(label, "a b", Event({"step": 5}))
+    bad = inside.learn(label, "a b", {"step": 5})
     assert "Choose one of the snapshot steps 1, 20, 60, 240" in bad["message"]
-    assert "Choose one" in inside.learn(label, "a b", Event({"step": "240"}))["message"]
+    assert "Choose one" in inside.learn(label, "a b", {"step": "240"})["message"]
     assert inside.learn_index("toy-reverse") is None  # a checkpoint without snapshots: the tab stays hidden
-    assert "no training snapshots" in inside.learn("toy-reverse", "a b", Event({"step": 1}))["message"]
+    assert "no training snapshots" in inside.learn("toy-reverse", "a b", {"step": 1})["message"]
 
 
 def test_snapshot_records_and_their_score(tmp_path):

@@ -35,13 +35,6 @@ LONG = " ".join("abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(60))  # a lo
 WAIT_S = 120  # how long a test waits for something that must happen (never a speed bound)
 
 
-class Event:
-    """What a gradio event carries (`EventData._data`)."""
-
-    def __init__(self, data):
-        self._data = data
-
-
 @pytest.fixture(scope="module")
 def app():
     return import_app(ENV)
@@ -88,8 +81,8 @@ def test_acting_on_a_released_result_says_so_in_words(app, small_store, act):
     assert old.released
     calls = {"candidate": lambda: page.on_candidate(old, 0), "rerun": lambda: xp.reruns.rerun(old, []),
              "export": lambda: page.on_export(old), "tree": lambda: xp.tree.on_tree_view(old, "tree", "{}"),
-             "cell": lambda: app.explorer.inside.cell(old, Event({"kind": "cross", "layer": 0, "head": 0, "query": 0,
-                                                         "key": 0}))}
+             "cell": lambda: app.explorer.inside.cell(old, {"kind": "cross", "layer": 0, "head": 0, "query": 0,
+                                                         "key": 0})}
     if act == "score":  # scoring one's own translation of the same text: scored alone, never from released arrays
         forced, _ = app.explorer.inside.score(LONG, "z y x", app.explorer.models.default_model, 0.6, old)
         assert forced.own is None and not forced.released

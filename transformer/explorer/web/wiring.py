@@ -11,6 +11,8 @@ from typing import Any
 
 import gradio as gr
 
+from transformer.explorer.core.checks import event_data
+
 PRIVATE = dict(api_visibility="private")
 QUIET = dict(api_visibility="private", show_progress="minimal")
 RESTORE = dict(concurrency_limit=8, concurrency_id="restore")  # page loads run no model: never behind model work
@@ -37,15 +39,17 @@ def tab_entered(tab_id: str) -> Callable[[str], tuple[str, str]]:
 
 
 def with_event(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn(*inputs, evt)`, a service's method, as the handler of an event that carries data: gradio passes the event
-    into the last parameter, found by its gr.EventData annotation (the services import no gradio: theirs is Any,
-    and they read it with `core.checks.event_data`)."""
+    """`fn(*inputs, data)`, a service's method whose last parameter takes an event's data as a plain dict, as the
+    event's handler: gradio passes the event there (found by its gr.EventData annotation) and `fn` gets what it
+    carries (`core.checks.event_data`: {} when it is not a dict), so the services take plain values, import no
+    gradio, and nothing builds an event to call them."""
     signature = inspect.signature(fn)
     *inputs, event = signature.parameters.values()
 
     @functools.wraps(fn)
     def handler(*args: Any) -> Any:
-        return fn(*args)
+        *values, evt = args
+        return fn(*values, event_data(evt))
 
     handler.__signature__ = signature.replace(parameters=[*inputs, event.replace(annotation=gr.EventData)])
     handler.__annotations__ = {**gr.utils.get_type_hints(fn), event.name: gr.EventData}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from transformer.explorer.core import limits
-from transformer.explorer.core.checks import event_data, view_data
+from transformer.explorer.core.checks import view_data
 from transformer.explorer.core.models import ModelService
 from transformer.explorer.core.translation import TranslateService
 from transformer.explorer.core.view_state import DEFAULT_BEAM
@@ -39,13 +39,13 @@ class CompareService:
                                  (greedy.attention, beamed.attention))
         return compare_value(session, view_data(view_json)), self.models.keep(session)
 
-    def compare_pick(self, session: CompareSession | None, evt: Any) -> dict[str, Any] | None:
-        """Another kind, layer or head in the compare panel (`evt`: its pick event): figures of the kept
+    def compare_pick(self, session: CompareSession | None, data: dict[str, Any]) -> dict[str, Any] | None:
+        """Another kind, layer or head in the compare panel (`data`: its pick event's): figures of the kept
         translations."""
         if session is None:
             return None
         with self.models.results.using(session):
-            return compare_value(session, event_data(evt))
+            return compare_value(session, data)
 
     def on_restore_compare(self, text: str, other: str, method: str, beam: float, model: str | None,
                            length_penalty: float, tab: str, view_json: str):

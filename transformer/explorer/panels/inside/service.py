@@ -17,7 +17,7 @@ from transformer.serving.batching import search_work
 
 from transformer.explorer.panels.inside.snapshots import LearningSnapshots, metric_of, snapshot_records
 from transformer.explorer.core.models import ModelService
-from transformer.explorer.core.checks import event_data, user_error
+from transformer.explorer.core.checks import user_error
 from transformer.explorer.core.model_registry import examples_for
 from transformer.explorer.core.results import Result, work_on
 from transformer.explorer.core import limits
@@ -37,10 +37,10 @@ class Inside:
 
     # ------------------------------------------------------------------------- how this weight is computed
 
-    def cell(self, result: Result | None, evt: Any) -> dict[str, Any]:
-        """A cell of one head's map clicked (`evt`: {kind, layer, head, query, key, rows}): the panel's numbers,
+    def cell(self, result: Result | None, data: dict[str, Any]) -> dict[str, Any]:
+        """A cell of one head's map clicked (`data`, its event's: {kind, layer, head, query, key, rows}): the panel's
+        numbers,
         from one float32 pass of the model (the result's candidate, its heads switched off as they are)."""
-        data = event_data(evt)
         if result is None:
             return {"message": "Translate a sentence first, then click a cell of a single head's map."}
         if data.get("merged"):
@@ -119,9 +119,9 @@ class Inside:
         return {"model": label, "steps": [r["step"] for r in records], "metric": metric,
                 "history": [{"step": r["step"], "score": r.get(metric)} for r in records]}
 
-    def learn(self, label: str | None, text: Any, evt: Any) -> dict[str, Any]:
-        """The slider at a step (`evt`: {step, text}): the sentence translated by the model at that snapshot."""
-        data = event_data(evt)
+    def learn(self, label: str | None, text: Any, data: dict[str, Any]) -> dict[str, Any]:
+        """The slider at a step (`data`, its event's: {step, text}): the sentence translated by the model at that
+        snapshot."""
         index = self.learn_index(label)
         if index is None:
             return {"message": "This model ships no training snapshots."}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformer.explorer.core.checks import event_data, user_errors, view_data
+from transformer.explorer.core.checks import user_errors, view_data
 from transformer.explorer.core.models import ModelService
 from transformer.explorer.core.results import Result, work_on
 from transformer.explorer.panels.tree.search_tree import record_search, tree_value
@@ -43,10 +43,9 @@ class TreeService:
         models.keep(result)  # its search is counted in the store's budget now
         return value
 
-    def tree_pick(self, result: Result | None, evt: Any) -> dict[str, Any] | None:
-        """A node (or layer / head) chosen in the tree panel (`evt`: its pick event): that node's prefix and
+    def tree_pick(self, result: Result | None, data: dict[str, Any]) -> dict[str, Any] | None:
+        """A node (or layer / head) chosen in the tree panel (`data`: its pick event's): that node's prefix and
         cross-attention."""
-        data = event_data(evt)
         if result is None:
             return None
         models = self.models
