@@ -3,7 +3,7 @@
 `Explorer` is the app's server side put together: the models it serves (`models.ModelService`: the registry,
 the batcher every model call goes through, the results store every result is kept in) and one service per tab,
 each with one job: translate and another candidate (`translation`), heads off and norms (`reruns`), the tree and
-compare tabs (`search_tabs`), downloads (`exports`), a link's page load (`restore`). Start-up and configuration
+compare tabs (`panels/tree/service.py`, `panels/compare/service.py`), downloads (`exports`), a link's page load (`restore`). Start-up and configuration
 (threads, heap, export folder, serving path, search process) are `startup.start_explorer`'s.
 No gradio here: errors meant for the user are `checks.user_error`s.
 """
