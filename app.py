@@ -5,8 +5,9 @@
 A Hugging Face Space (README's front matter: `app_file: app.py`) runs the same command. Importing this module
 starts nothing: `create_app()` starts the explorer (threads, heap, serving path, search process) and builds the
 page; `main()` serves it. Layout and wiring only: a builder per panel returns its components as a named tuple
-(`transformer.explorer.panels.sidebar.panel`, `tab_panels`), `build_page` composes them into a `Page`, whose handlers
-answer `{component: value}`, and the `wire_*` functions connect the events. What an event computes is
+(the side column's in `transformer.explorer.panels.sidebar.panel`, each tab's declared in
+`transformer.explorer.panels.registry`), `build_page` composes them into a `Page`, whose handlers answer
+`{component: value}`, and the `wire_*` functions connect the events. What an event computes is
 `transformer.explorer.services`.
 API: `/translate` (text, method, beam_size) -> (translation, notice, n-best table), text only.
 """
@@ -575,7 +576,7 @@ def wire_offer(app_page: Page, outputs: list[Any]) -> None:
 
 
 def wire_link(demo: gr.Blocks, app_page: Page, new_result: list[Any]) -> Any:
-    """A shared link's page load: validate its parameters (explorer/share.py), restore the view, translate its
+    """A shared link's page load: validate its parameters (explorer/core/view_state.py), restore the view, translate its
     text (with its tree, when the link opens that tab), then its compare; returns the last step."""
     states, controls, results, explorer = app_page.states, app_page.controls, app_page.results, app_page.explorer
     per_session = app_page.per_session

@@ -65,7 +65,7 @@ def test_no_function_is_longer_than_80_lines():
 
 
 def test_app_py_holds_layout_and_wiring_only():
-    """app.py builds no panel itself: the panels' builders live in transformer/explorer/ (side_panels, tab_panels);
+    """app.py builds no panel itself: the panels' builders live in transformer/explorer/panels/<panel>/panel.py;
     its one builder composes them into the page."""
     import ast
 
@@ -115,11 +115,16 @@ def test_importing_app_starts_nothing():
 # ARCHITECTURE.md's claims about the code: every file it names exists, and every name it puts in backticks is
 # defined (a `Class.member` or `module.name` in that class or module, a bare name somewhere in the code).
 ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+EXPLORER = ROOT / "transformer" / "explorer"
+# where a bare file name may live: the packages, the explorer's layers and every panel's folder
 PACKAGE_DIRS = [ROOT / part for part in ("", "transformer", "transformer/explorer", "transformer/explorer/static",
+                                         "transformer/explorer/core", "transformer/explorer/maps",
+                                         "transformer/explorer/web", "transformer/explorer/panels",
                                          "transformer/training", "transformer/serving", "checkpoints/en-de")]
+PACKAGE_DIRS += sorted(path.parent for path in (EXPLORER / "panels").glob("*/panel.py"))
 FILE_SUFFIXES = (".py", ".js", ".md", ".json", ".jsonl", ".tsv", ".txt", ".css", ".pt")
 RUN_FILES = {"state.pt"}  # written into a training run's directory, never committed
-OTHER_LIBRARIES = {"gr", "demo", "window"}  # gradio's objects and the browser's
+OTHER_LIBRARIES = {"gr", "demo", "window", "nn"}  # gradio's objects, the browser's and torch.nn's
 PLACEHOLDERS = {"limits.NAME"}  # any one of limits' constants
 
 
@@ -171,7 +176,7 @@ def definitions() -> tuple[dict[str, set[str]], dict[str, set[str]], set[str]]:
                 members = classes.setdefault(node.name, set())
                 for inner in ast.walk(node):
                     members.update(defined_names(inner) if inner in node.body else self_attributes(inner))
-    scripts = sorted((ROOT / "transformer" / "explorer" / "static").glob("*.js"))
+    scripts = sorted(path for path in EXPLORER.rglob("*.js") if "vendor" not in path.parts)  # static/, each panel's
     for path in scripts:
         modules.setdefault(path.stem, set()).update(
             re.findall(r"(?:function|const|let|class)\s+(\w+)", path.read_text(encoding="utf-8")))
@@ -228,6 +233,7 @@ def test_architecture_names_only_what_exists():
 @pytest.mark.parametrize("planted, false", [
     ("`explorer/no_such_file.py`", "explorer/no_such_file.py"),
     ("`tests/test_no_such_test.py`", "tests/test_no_such_test.py"),
+    ("`core/no_such_module.py`", "core/no_such_module.py"), ("`panels/tree/no_such.js`", "panels/tree/no_such.js"),
     ("`Translator.no_such_method`", "Translator.no_such_method"), ("`heap.no_such_function`", "heap.no_such_function"),
     ("`noSuchHelper`", "noSuchHelper"), ("`python -m transformer.no_such_command`", "transformer.no_such_command")])
 def test_a_false_claim_in_the_map_is_found(planted, false):

@@ -1,6 +1,6 @@
 """The app in a real browser (Playwright + Debian chromium): translate, tabs, selectors, export, no script injection.
 
-The attention views are drawn in the browser (transformer/explorer/static/explorer.js); `test_browser_views_match_python`
+The attention views are drawn in the browser (transformer/explorer/panels/attention/explorer.js); `test_browser_views_match_python`
 checks the arrays it plots against the Python views of tests/reference_views.py for a hand-made payload.
 `UPDATE_SCREENSHOT=1 python -m pytest tests/test_browser.py` also writes the pictures of the docs: a full-page
 screenshot as docs/screenshot.png (the flagship's cross-attention when checkpoints/multi30k-en-de exists, else the

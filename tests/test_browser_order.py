@@ -34,7 +34,7 @@ OTHERS = ["The young teacher, who had moved to the quiet town in the mountains a
           "My grandmother, who grew up on a farm far from any city, still remembers the winter when the river "
           "froze and the whole village walked across the ice to the market on the other side of the valley."]
 EXPLORER = "((document.querySelector('#explorer .explorer') || {}).__explorer || {})"  # {} until it is mounted
-# what the app logs when it drops the rerun's answer, or finds it void (transformer/explorer/launch.py)
+# what the app logs when it drops the rerun's answer, or finds it void (transformer/explorer/web/sessions.py)
 ENDED = ("on_rerun: answer", "on_rerun: void")
 
 

@@ -1,4 +1,4 @@
-"""Tests for transformer/explorer/compare_view.py: two translations' maps side by side and their difference."""
+"""Tests for transformer/explorer/panels/compare/compare_view.py: two translations' maps side by side and their difference."""
 from __future__ import annotations
 
 import json

@@ -95,7 +95,7 @@ def test_dry_run_lists_the_app_and_leaves_runs_and_caches_behind():
     out = subprocess.run([sys.executable, "-m", "transformer.deploy", "--space", "someone/explorer", "--dry-run"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True).stdout
     paths = [line.split(None, 1)[1] for line in out.splitlines() if line[:12].strip().replace(",", "").isdigit()]
-    for needed in ("app.py", "README.md", "requirements.txt", "transformer/explorer/static/explorer.js",
+    for needed in ("app.py", "README.md", "requirements.txt", "transformer/explorer/panels/attention/explorer.js",
                    "checkpoints/multi30k-en-de/model.safetensors"):
         assert needed in paths, needed
     assert not [p for p in paths if p.startswith(("runs/", ".venv/", ".git/", ".pytest_cache/"))

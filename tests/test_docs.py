@@ -77,7 +77,7 @@ def explorer(tmp_path_factory):
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_app_links_restore_their_view_with_nothing_ignored(page, explorer):
     """Each link goes through the app's own page-load path (`RestoreService.restore`: the models on offer, each
-    model's layers and heads, share.py's validation) and must come back with no note of ignored parameters."""
+    model's layers and heads, core/view_state.py's validation) and must come back with no note of ignored parameters."""
     assert explorer.models.default_model == "en-de"
     for url in app_links(page):
         parts = urlsplit(url)

@@ -1,4 +1,4 @@
-"""Tests for transformer/explorer/figures.py and training_tab.py, and for the Python figures the browser tests compare
+"""Tests for transformer/explorer/maps/figures.py and panels/training/curves.py, and for the Python figures the browser tests compare
 the page with (tests/reference_views.py): structure and escaping."""
 from __future__ import annotations
 

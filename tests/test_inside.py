@@ -1,4 +1,4 @@
-"""The three ways into the model as the app computes them (transformer/explorer/inside.py): the numbers of a clicked
+"""The three ways into the model as the app computes them (transformer/explorer/panels/inside/service.py): the numbers of a clicked
 cell against the map's float32 row, a translation of one's own against the model's own scores and `attention_for`,
 and the learning slider on the snapshots of a short toy run."""
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The browser code holds no unused variable, function, import or argument, and uses no name defined nowhere:
-ESLint's no-unused-vars and no-undef over transformer/explorer/static/*.js (vendor/ left out).
+ESLint's no-unused-vars and no-undef over transformer/explorer/static/*.js (vendor/ left out) and every panel's
+modules (transformer/explorer/panels/*/*.js).
 
 ESLint is a test-only asset pinned in tests/lint/package-lock.json (`npm ci --prefix tests/lint`, which `.ci/run`
 does); without it these tests are skipped. The planted test shows both rules fail on a file that breaks them.
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LINT = ROOT / "tests" / "lint"
 ESLINT = LINT / "node_modules" / ".bin" / "eslint"
 STATIC = ROOT / "transformer" / "explorer" / "static"
+PANELS = ROOT / "transformer" / "explorer" / "panels"
 
 pytestmark = pytest.mark.skipif(not ESLINT.is_file(), reason="ESLint is not installed: npm ci --prefix tests/lint")
 
@@ -35,8 +37,9 @@ def problems(report: list[dict]) -> list[str]:
 
 
 def test_browser_code_has_no_unused_or_undefined_names():
-    report = eslint("transformer/explorer/static/*.js")
-    assert sorted(Path(entry["filePath"]).name for entry in report) == sorted(p.name for p in STATIC.glob("*.js"))
+    report = eslint("transformer/explorer/static/*.js", "transformer/explorer/panels/*/*.js")
+    modules = [*STATIC.glob("*.js"), *PANELS.glob("*/*.js")]
+    assert sorted(Path(entry["filePath"]) for entry in report) == sorted(modules)
     assert not problems(report), "\n".join(problems(report))
 
 

@@ -1,5 +1,5 @@
 """A sentence in the language the model does not read is said so, and the model that reads it offered: the detector
-(transformer/explorer/language.py) both ways, on sentences of our own, and never on names or loanwords."""
+(transformer/explorer/core/language.py) both ways, on sentences of our own, and never on names or loanwords."""
 from __future__ import annotations
 
 import sys

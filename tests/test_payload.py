@@ -1,4 +1,4 @@
-"""transformer/explorer/payload.py: what the browser gets per translation (quantisation, tokens, escaping, size)."""
+"""transformer/explorer/maps/payload.py: what the browser gets per translation (quantisation, tokens, escaping, size)."""
 from __future__ import annotations
 
 import base64

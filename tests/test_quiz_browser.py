@@ -18,7 +18,7 @@ from test_browser import chromium  # noqa: E402  (skips without chromium or play
 from playwright.sync_api import expect  # noqa: E402
 
 from transformer.explorer.panels.quiz.questions import Attended, HeadRole, make_quiz  # noqa: E402
-from transformer.explorer.panels.quiz.routes import mount_class_routes  # noqa: E402
+from transformer.explorer.panels.quiz.routes import class_router, join_address  # noqa: E402
 from transformer.explorer.panels.quiz.store import ClassStore  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -45,8 +45,9 @@ def url(tmp_path_factory):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
-    mount_class_routes(demo, store, sentence_quiz)
+    routes = class_router(store, sentence_quiz, join_address("127.0.0.1", port)).routes  # as python app.py gives them
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
+                app_kwargs={"routes": routes})
     yield demo.local_url.rstrip("/")
     demo.close()
     store.close()

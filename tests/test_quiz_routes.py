@@ -16,11 +16,11 @@ import pytest
 
 from transformer.explorer.panels.quiz.questions import Attended, HeadRole, make_quiz, parse_specs, question_from_spec
 from transformer.explorer.panels.quiz.routes import (
+    class_router,
     FLOOD_ANSWERS,
     MAX_BODY,
     JoinAddress,
     join_address,
-    mount_class_routes,
     request_base,
 )
 from transformer.explorer.panels.quiz.store import ClassStore
@@ -63,8 +63,9 @@ def server(tmp_path_factory):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
-    mount_class_routes(demo, store, quiz_maker)
+    routes = class_router(store, quiz_maker, join_address("127.0.0.1", port)).routes  # as python app.py gives them
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
+                app_kwargs={"routes": routes})
     with httpx.Client(base_url=demo.local_url.rstrip("/"), timeout=10) as client:
         yield client, clock
     demo.close()

@@ -1,4 +1,4 @@
-"""Tests for transformer/explorer/search_tree.py: the search tree figure and node naming."""
+"""Tests for transformer/explorer/panels/tree/search_tree.py: the search tree figure and node naming."""
 from __future__ import annotations
 
 import pytest

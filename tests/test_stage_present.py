@@ -178,7 +178,7 @@ def show(page, view: str) -> None:
 
 def drawn_again(page, view: str, resize) -> None:
     """Run `resize` and wait for the view on screen drawn again at its new size."""
-    if view == "compare":  # panels.js draws both figures again once the resizing settles
+    if view == "compare":  # compare.js draws both figures again once the resizing settles
         before = page.evaluate("document.querySelector('#compare-pair').__draw || 0")
         resize()
         page.wait_for_function(f"(document.querySelector('#compare-pair').__draw || 0) > {before}")

@@ -1,4 +1,4 @@
-"""Tests for transformer/explorer/token_labels.py and transforms.py: labels and the map transforms on
+"""Tests for transformer/explorer/maps/token_labels.py and transforms.py: labels and the map transforms on
 hand-computed examples."""
 from __future__ import annotations
 

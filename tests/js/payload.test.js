@@ -1,4 +1,4 @@
-// payload.js against transformer/explorer/payload.py: payloads attention_payload built (uint16, uint8, with the
+// payload.js against transformer/explorer/maps/payload.py: payloads attention_payload built (uint16, uint8, with the
 // norms) decode to exactly the float32 values payload.decode_array gives; tests/test_js.py writes them to
 // PAYLOAD_CASES.
 import assert from "node:assert";

@@ -1,7 +1,9 @@
-"""The explorer app's server side: sessions and results, the attention payload, the shareable view
-state, the page and its static files, the Plotly figures, and the Space deploy.
+"""The explorer app's server side and browser code, in layers (ARCHITECTURE.md maps them): `startup.py` (start-up)
+and `deploy.py` (the Space upload) over `services.py` (`Explorer`: one service per job) over `panels/` (one folder
+per tab, declared in `panels/registry.py`) over `web/` (the page's plumbing) over `core/` (shared state and
+services) over `maps/` (pure map computations); `static/` holds the ES modules every panel shares.
 
-Builds on the model core (`transformer.*`); never imports training. `app.py` at the repository root
-holds the Gradio layout and wiring, `callbacks.py` (`Explorer`: one service per tab) what its events compute,
-`startup.py` the start-up; here only `checks.py`, `launch.py` and the panel builders import gradio.
+Builds on the model core (`transformer.*`); never imports training. `app.py` at the repository root composes the
+page and wires its events; here only `core/checks.py`, `web/` (launch, sessions, wiring) and each panel's
+`panel.py` import gradio.
 """

@@ -321,7 +321,7 @@ def score(translator, pairs: Sequence[GoldPair], reads_german: bool = False) -> 
 def default_cross_head(checkpoint: str | Path) -> tuple[int, int] | None:
     """(layer, head), 0-based, of the head the app's cross-attention view opens on: the head tagged as an
     alignment head with the largest alignment share in the checkpoint's head_roles.json (the rule of
-    `explorer.head_analysis.alignment_head`); None without one."""
+    `explorer.core.checkpoint_heads.alignment_head`); None without one."""
     path = Path(checkpoint) / "head_roles.json"
     if not path.is_file():
         return None

@@ -127,7 +127,7 @@ class ModelService:
         return " ".join(filter(None, [precision_note(tr.precision, path.why), path.slow_note]))
 
     def heads(self, label: str | None) -> dict[str, Any] | None:
-        """The head analysis of a model's checkpoint (`head_analysis.head_info`), read once."""
+        """The head analysis of a model's checkpoint (`checkpoint_heads.head_info`), read once."""
         if label not in self._heads:
             self._heads[label] = head_info(self.registry.directory(label))
         return self._heads[label]

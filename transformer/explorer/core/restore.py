@@ -1,5 +1,5 @@
 """A page load: the checkpoints on offer now, and the view a shared link carries, validated against each model's
-layers and heads (`share.ViewState.from_query`)."""
+layers and heads (`view_state.ViewState.from_query`)."""
 from __future__ import annotations
 
 import json

@@ -1,6 +1,6 @@
 """What the page shows of one result: the n-best table and the candidate selector (each distinct translation
 once), the note while heads are switched off, and the attention payload of the candidate on screen
-(`result_payload`), which static/explorer.js draws.
+(`result_payload`), which panels/attention/explorer.js draws.
 """
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def candidate_choices(result: Result | None) -> list[tuple[str, int]]:
 def result_payload(result: Result | None, heads: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """What the browser gets for the current candidate of a result (None clears the views): with its norms
     when they were asked for, the heads switched off and the unmasked translation, and `heads` (what the
-    checkpoint's head analysis says about each head, `head_analysis.head_info`)."""
+    checkpoint's head analysis says about each head, `checkpoint_heads.head_info`)."""
     if result is None:
         return None
     ablation = None

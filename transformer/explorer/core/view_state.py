@@ -34,7 +34,7 @@ URL parameters (all optional; layer and head are 1-based as on screen):
                     tokens); the model says if the translation has no such position
 A link without layer and head opens each kind on its default (cross-attention: the read-out of the
 checkpoint's alignment.json that aligns best, its rows included, else its strongest alignment head;
-head_analysis.opening_read_outs, static/explorer.js `autoPick`).
+checkpoint_heads.opening_read_outs, static/views.js `autoPick`).
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ class ViewState:
 
     Server side, as Gradio controls: `text`, `compare`, `model`, `method`, `beam`,
     `length_penalty`, `present`, `tab` (the app's tab). Browser side, the `state` object of
-    static/explorer.js (`client()` is its initial value): `kind` (an attention kind or "steps"),
+    panels/attention/explorer.js (`client()` is its initial value): `kind` (an attention kind or "steps"),
     `layer` (0-based; None: the last), `head` (MEAN_HEADS: the mean), `rows`, `hide_special`,
     `merge_subwords`, `step` (1-based; in URLs of the steps view), `cell` (the (query, key) token positions,
     0-based, of the cell the inside panel explains once the link's translation is on screen), `align` (the

@@ -2,7 +2,7 @@
 
 The page redraws every view (layer, head, mean over heads, row labels, hidden specials, merged
 subwords, decoding step, tab) from this payload without asking the server again; see
-`transformer/explorer/static/explorer.js`. Everything the JavaScript cannot get exactly right by itself is
+`transformer/explorer/panels/attention/explorer.js`. Everything the JavaScript cannot get exactly right by itself is
 computed here, in pure Python, and sent ready-made:
 
 * weights quantised to integers (`QUANT_SCALE`, little-endian, deflated, base64): `(L, H, Q, K)` per kind;
@@ -189,7 +189,7 @@ def attention_payload(att: Attention, *, model: str = "", candidate: int = 0, n_
     `source` and `translation` (raw text; the page shows them with textContent) caption the views.
     `norms` (the same candidate's ‖α f(x)‖, `Translator.attention_for(..., attention_measure="norm")`) adds a
     row-normalised "norm" array to each kind; `ablation` ({"off": [[kind, layer, head], ...], "unmasked":
-    text}) and `heads` (`head_analysis.head_info`) go as they are.
+    text}) and `heads` (`checkpoint_heads.head_info`) go as they are.
 
     att: encoder (L, H, S, S), decoder (L, H, T, T), cross (L, H, T, S). Weights go as uint16 for a short
     sentence, or uint8 when uint16's raw bytes would exceed `max_weight_bytes`; both deflated (`_pack`).

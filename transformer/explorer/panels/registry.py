@@ -5,7 +5,7 @@ its script (an ES module) and stylesheet sit beside it; what it computes is its 
 shared services of `core/`. Everything that walks the tabs reads this list: the page's tabs and their events
 (`app.py`), the tab a link may open (`core/view_state.py`, through the restore service), the answer that follows a
 new result (`follows_result`), the scripts the page preloads and serves, the stylesheets in its head, and the
-tests that walk every tab (tests/test_stage.py, tests/test_a11y.py through it).
+tests that walk every tab (tests/test_panels.py, tests/test_stage.py's accessibility walk).
 """
 from __future__ import annotations
 

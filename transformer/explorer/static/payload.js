@@ -1,4 +1,4 @@
-// One translation's payload (transformer/explorer/payload.py builds it) decoded into arrays: each entry is
+// One translation's payload (transformer/explorer/maps/payload.py builds it) decoded into arrays: each entry is
 // base64 of raw DEFLATE (`inflate`) over uint8 or uint16 quantised values (or plain float32). A pure ES module,
 // unit-tested under Node against payload.py's own payloads and its `decode_array` (tests/js/payload.test.js).
 

@@ -1,9 +1,9 @@
 // The view the page shows, shared by the attention explorer, the tree and compare panels and the page URL:
 // {state, share, explorer, viewJson}, kept as window.__attention (tests and benches read it). Whichever part
 // asks first creates it (gradio mounts the components of a tab when it first shows). The URL parameters and
-// their validation are in transformer/explorer/share.py: the server validates a link when the page opens
-// (browser.JS_RESTORE applies the result); from then on the address bar follows the view (history.replaceState).
-// An ES module: the explorer, the panels and the page's event functions import it (browser.py).
+// their validation are in transformer/explorer/core/view_state.py: the server validates a link when the page opens
+// (web/page.py's JS_RESTORE applies the result); from then on the address bar follows the view (history.replaceState).
+// An ES module: the explorer, the panels and the page's event functions import it (web/page.py).
 
 export function attentionView() {
   if (window.__attention) return [window.__attention, false];
@@ -25,7 +25,7 @@ export function attentionView() {
     if (typeof v.hide === "boolean") state.hide = v.hide;
     if (typeof v.merge === "boolean") state.merge = v.merge;
     state.align = v.align === true;  // the cross view as an alignment drawing (sent only when on)
-    if (Array.isArray(v.off)) state.off = v.off;  // validated by the server (share.py), like the rest
+    if (Array.isArray(v.off)) state.off = v.off;  // validated by the server (core/view_state.py), like the rest
     if (["weight", "norm"].includes(v.measure)) state.measure = v.measure;
     // a linked cell: explorer.js asks the inside panel for it once the link's translation is drawn
     const cell = Array.isArray(v.cell) && v.cell.length === 2 && v.cell.every(Number.isInteger) ? v.cell : null;

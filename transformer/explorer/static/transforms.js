@@ -1,4 +1,4 @@
-// The view transforms, as transformer/explorer/transforms.py computes them (hide_special, merge_subwords): a pure ES
+// The view transforms, as transformer/explorer/maps/transforms.py computes them (hide_special, merge_subwords): a pure ES
 // module, unit-tested under Node against the Python functions' own answers (tests/js/transforms.test.js, through
 // tests/test_js.py). A map is an array of rows; an axis (`axis`) follows its tokens through the transforms.
 

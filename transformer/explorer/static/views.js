@@ -129,14 +129,14 @@ export function hiddenText(masses) {
   return `Attention mass hidden on <bos>/<eos>/<pad> in the focus views (rows renormalised): ${parts}.`;
 }
 
-// what a view opens on while no layer or head is chosen (head_analysis.opening_read_outs), null where it has none
+// what a view opens on while no layer or head is chosen (checkpoint_heads.opening_read_outs), null where it has none
 export function opensOn(data, view) {
   const open = data && data.heads && data.heads.opens_on;
   return open && open[view] ? open[view] : null;
 }
 
 // Until a layer or head is chosen (state.auto), each kind opens on its own default: cross-attention on the
-// read-out that agrees best with people's word alignments (layer, head and rows: head_analysis.opening_read_outs;
+// read-out that agrees best with people's word alignments (layer, head and rows: checkpoint_heads.opening_read_outs;
 // the rows it sets are given back on leaving it), the steps on the best one of the rows being chosen, every
 // other kind on its last layer, mean. Sets state.layer, head and rows; `autoRows` is the rows before the cross
 // default set its own (null when none are held), and the value to hold next is returned.
@@ -158,7 +158,7 @@ export function autoPick(data, state, autoRows) {
 }
 
 // how far the cross read-out on screen agrees with a person (alignment.json: the opening one's sentence with
-// eflomal's figures, any other head or layer mean from head_analysis.read_out_agreements); weights only, the heads
+// eflomal's figures, any other head or layer mean from checkpoint_heads.read_out_agreements); weights only, the heads
 // on; "" if none
 export function agreementText(data, state) {
   if (!data || state.tab !== "cross" || showNorm(data, state)) return "";

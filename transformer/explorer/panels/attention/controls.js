@@ -106,7 +106,7 @@ function wireFocusKeyboard(ex) {
   }
 }
 
-// "Go to the map" beside the source box (side_panels.build_controls): focus the map on screen, in one Tab
+// "Go to the map" beside the source box (panels/sidebar/panel.py, build_controls): focus the map on screen, in one Tab
 // instead of a walk through the whole side column
 function wireSkipToMap(ex) {
   document.addEventListener("click", (e) => {

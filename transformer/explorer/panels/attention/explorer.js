@@ -1,5 +1,5 @@
 // The attention explorer's views, drawn in the browser from one payload per translation
-// (transformer/explorer/payload.py builds it). Every view change (tab, layer, head, mean over heads, row labels,
+// (transformer/explorer/maps/payload.py builds it). Every view change (tab, layer, head, mean over heads, row labels,
 // hide specials, merge subwords, decoding step, head-summary click) redraws here, without the server,
 // and only the views of the tab on screen are drawn.
 //
@@ -120,7 +120,7 @@ export function initExplorer(root, props, watch, trigger) {
     drawStep(root, sv);
   }
 
-  // a click on a cell of the focus map: the inside panel (static/inside.js) shows how that weight is computed
+  // a click on a cell of the focus map: the inside panel (panels/inside/inside.js) shows how that weight is computed
   function cellClicked(kind, e) {
     const point = e && e.points && e.points[0], view = $(`#focus-${kind} .plot`).__view;
     if (!point || !view) return;

@@ -104,7 +104,7 @@ def html_template() -> str:
 
 @cache
 def js_on_load() -> str:
-    """Starts static/explorer.js on the component (`element`, `props`, `watch` from gr.HTML); it asks the
+    """Starts explorer.js on the component (`element`, `props`, `watch` from gr.HTML); it asks the
     server for a model pass (heads switched off, norms) with gr.HTML's `trigger("rerun", ...)`."""
     return start_module(SCRIPT, "initExplorer", ("rerun",))
 

@@ -4,7 +4,7 @@
 
 import {LABEL_MIN} from "../../static/figures.js";
 import {PANEL_CONFIG, panelTools} from "../../static/panel_tools.js";
-import {fitToWindow, withPlotly} from "../../static/share.js";
+import {attentionView, fitToWindow, withPlotly} from "../../static/share.js";
 
 // Column labels of the compare maps are written at -60 degrees: two of them stand a column's width times this apart
 const SLANT = Math.sin(Math.PI / 3);

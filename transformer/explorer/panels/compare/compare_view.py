@@ -1,6 +1,6 @@
 """The compare tab: two translations (two sentences, or one sentence decoded greedily and by beam search), one
 attention map of both side by side and their difference, as the compare panel gets it (`compare_value`, drawn by
-static/panels.js: figures as JSON text and plain texts).
+compare.js: figures as JSON text and plain texts).
 """
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def compare_template() -> str:
         f'<div class="compare-texts">{side.format("left")}{side.format("right")}</div>'
         '<div class="controls">' + select_control("compare-kind", "Attention") + select_control("compare-layer", "Layer")
         + select_control("compare-head", "Head") + "</div>"
-        '<p id="compare-fit" class="note" hidden></p>'  # panels.js: when the maps cannot fit the screen
+        '<p id="compare-fit" class="note" hidden></p>'  # compare.js: when the maps cannot fit the screen
         '<div class="compare-figures"><div id="compare-pair" class="plot"></div>'
         '<div id="compare-diff" class="plot"></div></div>'
         '<p id="compare-note" class="note" hidden></p>'

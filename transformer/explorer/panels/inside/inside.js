@@ -1,5 +1,5 @@
-// Three ways into the model (gr.HTML components; transformer/explorer/browser.py builds their skeletons,
-// transformer/explorer/inside.py computes their values):
+// Three ways into the model (gr.HTML components; panel.py beside this file builds their skeletons,
+// service.py computes their values):
 //   initInsidePanel: how one weight of one head is computed. explorer.js sends a click on a cell of a single
 //     head's map as a document event "attention-cell"; this panel asks the server (trigger("cell", ...)) for the
 //     numbers of one float32 pass and draws them. Nothing here is recomputed from the rounded payload.
@@ -7,7 +7,7 @@
 //     top alternatives on hover.
 //   initLearn: the model at each training snapshot; a step seen once is kept here and redrawn without the server.
 // Text from users and tokens reach the page only as textContent or as Plotly labels escaped here (`esc`).
-// An ES module: browser.py's scripts import it.
+// An ES module: the `js_on_load` of panel.py's components imports it (web/page.py's start_module).
 
 import {attentionView, withPlotly} from "../../static/share.js";
 

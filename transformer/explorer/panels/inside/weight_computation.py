@@ -1,4 +1,4 @@
-"""How one weight of one head is computed, as the inside panel shows it (static/inside.js draws the value).
+"""How one weight of one head is computed, as the inside panel shows it (inside.js draws the value).
 
 `inside_value`: one cell (query i, key j) of one head's map, from `transformer.inside_head.HeadRow` (one float32
 pass of the model, never recomputed from the rounded payload): q_i and k_j, their elementwise products, the score,

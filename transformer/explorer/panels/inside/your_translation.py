@@ -1,6 +1,6 @@
 """A translation of one's own, as the "Your translation" box shows it: the text checked (`check_yours`) and scored
 by the model token by token (`yours_value`, from `Translator.force`): log-probabilities, the model's own top
-alternatives at each token, and the total beside the model's own translation. static/inside.js draws the value.
+alternatives at each token, and the total beside the model's own translation. inside.js draws the value.
 
 No gradio and no torch here: a `Translation` in, a JSON-ready dict out; errors are ValueErrors with a plain message.
 """

@@ -3,5 +3,5 @@
 `questions.py` builds a quiz's questions from one translation and the checkpoint's head roles (pure: arrays and
 token lists in, `Question`s out); `model_quiz.py` runs the model for it; `store.py` keeps classes, students and
 answers in SQLite; `routes.py` serves the JSON API and the two light pages (`quiz.html`, `board.html`) under
-`/class/`. No gradio here: `mount_class_routes` adds the routes to the app gradio serves.
+`/class/`. No gradio here but `panel.py`: `panel.routes` gives the routes to the app gradio makes at launch.
 """

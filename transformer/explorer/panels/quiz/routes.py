@@ -1,7 +1,7 @@
 """The class quiz's HTTP side: plain JSON endpoints and two light pages under `/class/`, beside gradio's app.
 
-    app = create_app(); launch.serve(app.demo, when_up=...)   # then, once launched:
-    mount_class_routes(demo, ClassStore(default_path()), make_quiz=QuizMaker(...))
+    class_router(ClassStore(default_path()), QuizMaker(...), join_address(host, port)).routes
+    # given to the app gradio makes at launch (panel.routes, launch.serve)
 
 Pages (static files of this folder, no build step, nothing from the network): `GET /class` and `/class/{code}`
 the student's page (`quiz.html`, `quiz.js`), `GET /class/board` the teacher's projector (`board.html`,
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import segno
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -353,22 +353,4 @@ def class_router(store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Q
                                   ("summary", routes.summary, "GET")):
         router.add_api_route(f"/api/{{code}}/{path}", json_errors(handler), methods=[method])
     router.add_api_route("/{code}", page("quiz.html"), methods=["GET"], include_in_schema=False)
-    return router
-
-
-def mount_class_routes(target: Any, store: ClassStore,
-                       make_quiz: Callable[[dict[str, Any]], list[Question]] | None = None,
-                       host: str | None = None, port: int | None = None) -> APIRouter:
-    """Add the `/class` routes to `target`: a FastAPI app, or a launched gr.Blocks (its `app`, the FastAPI app
-    gradio serves: `demo.launch(prevent_thread_lock=True)` first). Phones are told to join where it listens
-    (`host`, `port`: by default the Blocks' server_name and server_port)."""
-    app = target if isinstance(target, FastAPI) else getattr(target, "app", None)
-    if not isinstance(app, FastAPI):
-        raise TypeError("mount_class_routes needs a FastAPI app or a launched gr.Blocks "
-                        "(demo.launch(prevent_thread_lock=True) first)")
-    host = host if host is not None else getattr(target, "server_name", None)
-    port = port if port is not None else getattr(target, "server_port", None) or 7860
-    router = class_router(store, make_quiz, join_address(host, port))
-    app.include_router(router)
-    log.info("class quiz routes at /class (phones: %s)", join_address(host, port).note)
     return router

@@ -30,7 +30,7 @@ def tree_template() -> str:
         "translation; blue: the other n-best; grey: kept, then dropped; pale: pruned. Orange dashes: greedy "
         "decoding. Hover a node for its probability and score; click it (or choose it below) to see its "
         "prefix and where it looked in the source.</p>"
-        '<p id="tree-fit" class="note" hidden></p>'  # panels.js: when the tree cannot fit the screen
+        '<p id="tree-fit" class="note" hidden></p>'  # tree.js: when the tree cannot fit the screen
         '<div id="tree-plot" class="plot"></div>'
         '<div class="controls">' + select_control("tree-node", "Node") + select_control("tree-layer", "Layer")
         + select_control("tree-head", "Head") + "</div>"

@@ -8,7 +8,7 @@ teacher-forced pass over its prefix (`Translator.attention_for_prefix`), kept pe
 the `SearchTrace` (transformer/search_trace.py); `node_choices` and `node_label` name its nodes for the selector.
 
 The panel's value is JSON-ready: figures as JSON text (`figures.figure_json`) and plain texts (shown with
-`textContent`, never as markup), drawn by static/panels.js. No gradio here: errors are `ValueError`s.
+`textContent`, never as markup), drawn by tree.js. No gradio here: errors are `ValueError`s.
 """
 from __future__ import annotations
 
