@@ -81,23 +81,25 @@ def test_the_app_serves_its_browser_modules_whole_as_javascript(tmp_path):
     import urllib.error
     import urllib.request
 
+    from transformer.explorer.panels.registry import scripts
     from transformer.explorer.web import page
 
     server = shared_app(ENV)
     with urllib.request.urlopen(server.url, timeout=60) as answer:
         assert answer.status == 200
-    modules = sorted(page.STATIC_DIR.glob("*.js"))
-    assert {"explorer.js", "payload.js", "views.js", "share.js"} <= {m.name for m in modules}
+    modules = [*page.STATIC_DIR.glob("*.js"), *scripts()]  # the shared modules and every panel's
+    assert {"explorer.js", "payload.js", "views.js", "share.js", "tree.js"} <= {m.name for m in modules}
     for module in modules:
-        with urllib.request.urlopen(server.url + page.module_url(module.name), timeout=60) as answer:
+        with urllib.request.urlopen(server.url + page.module_url(module), timeout=60) as answer:
             assert answer.status == 200 and answer.read() == module.read_bytes(), module.name
             assert answer.headers.get_content_type() in JAVASCRIPT_TYPES, (module.name, answer.headers["content-type"])
             assert answer.headers["cache-control"] == "no-cache", module.name  # never an old module after an update
     outside = tmp_path / "secret.js"
     outside.write_text("1")
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(f"{server.url}gradio_api/file={outside.as_posix()}", timeout=60)
-    assert refused.value.code == 403
+    for private in (outside, page.EXPLORER_DIR / "panels" / "tree" / "service.py"):  # a panel's Python stays private
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{server.url}gradio_api/file={private.as_posix()}", timeout=60)
+        assert refused.value.code == 403, private
 
 
 def values(app, out: dict, *paths: str) -> list:

@@ -53,23 +53,23 @@ class Panel:
 def plot_drawn(elem_id: str) -> str:
     """`ready` of a server-drawn panel: gradio's Plot `elem_id` shows its figure (or its empty box, for none)."""
     return (f"(() => {{ const c = window.gradio_config.components.find((c) => (c.props || {{}}).elem_id === '{elem_id}');"
-            f" const plot = document.querySelector('#{elem_id}');"
+            f" const plot = document.querySelector('#{elem_id}'); if (!c) return false;"
             " return Boolean(plot && plot.querySelector(c.props.value ? '.js-plotly-plot' : \"[aria-label='Empty value']\")); })()")
 
 
 PANELS: tuple[Panel, ...] = (
     Panel("attention", "Attention", attention.build, attention.SCRIPTS,
-          ready="(document.querySelector('#explorer .explorer').dataset.views || '').startsWith('views-')"),
+          ready="(document.querySelector('#explorer .explorer')?.dataset.views || '').startsWith('views-')"),
     Panel("tree", "Beam-search tree", tree.build, tree.SCRIPTS, tree.STYLES, follows_result=tree.follow_result,
           wire=tree.wire,
-          ready="(document.querySelector('#tree-panel').dataset.ready || '').startsWith('tree-')"),
+          ready="(document.querySelector('#tree-panel')?.dataset.ready || '').startsWith('tree-')"),
     Panel("compare", "Compare", compare.build, compare.SCRIPTS, compare.STYLES, wire=compare.wire,
-          ready="['empty', 'compare-'].some((r) => (document.querySelector('#compare-panel').dataset.ready || '')"
+          ready="['empty', 'compare-'].some((r) => (document.querySelector('#compare-panel')?.dataset.ready || '')"
                 ".startsWith(r))"),
     Panel("training", "Training", training.build, follows_model=training.follow_model, ready=plot_drawn("train-plot")),
     Panel("heads", "Heads", heads.build, follows_model=heads.follow_model, ready=plot_drawn("heads-plot")),
     Panel("learn", "Watch it learn", inside.build_learn, inside.SCRIPTS, inside.STYLES,
-          ready="(document.querySelector('#learn-panel').dataset.ready || '') !== 'busy'"),
+          ready="(document.querySelector('#learn-panel')?.dataset.ready || '') !== 'busy'"),
     Panel("quiz", "Class quiz", quiz.build, follows_result=quiz.follow_result, routes=quiz.routes,
           ready="!!document.querySelector('#quiz-board')"),
 )

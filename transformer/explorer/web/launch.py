@@ -33,13 +33,14 @@ def launch_options(head: str = "") -> dict[str, Any]:
 
 
 class RevalidateModules:
-    """ASGI middleware: the page's ES modules (`page.STATIC_DIR`) go out with `Cache-Control: no-cache`, so a
+    """ASGI middleware: the page's ES modules (the explorer's files served: `static/` and each panel's scripts) go
+    out with `Cache-Control: no-cache`, so a
     browser asks again each time (an unchanged module costs a 304) and never runs a cached old module beside the
     new ones after the app is updated; the modules import each other, so one stale file breaks the page."""
 
     def __init__(self, app) -> None:
         self.app = app
-        self.marker = page.STATIC_DIR.as_posix() + "/"
+        self.marker = page.EXPLORER_DIR.as_posix() + "/"
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or self.marker not in scope.get("path", ""):
