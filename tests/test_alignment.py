@@ -3,6 +3,7 @@ into word maps by hand, our gold set, and the command end to end on a few gold p
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -184,8 +185,13 @@ def test_the_command_scores_gold_pairs_of_the_shipped_model(tmp_path):
         for p in pairs[:3] + pairs[-3:])]
     gold = tmp_path / "gold.tsv"
     gold.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = al.main(["--checkpoint", str(CHECKPOINT), "--gold", str(gold), "--json", str(tmp_path / "a.json")])
+    same, other = (_anchor_result(tmp_path / f"{n}.json", pairs) for n, pairs in (
+        ("same", {"dev": 3, "test": 3}), ("other", {"dev": 50, "test": 112})))
+    result = al.main(["--checkpoint", str(CHECKPOINT), "--gold", str(gold), "--json", str(tmp_path / "a.json"),
+                      "--anchor", str(same)])
     assert result["pairs"] == {"dev": 3, "test": 3}
+    assert result["anchor"] == al.read_anchor(same)[1]
+    assert json.loads((tmp_path / "a.json").read_text(encoding="utf-8")) == result
     assert len(result["read_outs"]) == 2 * (4 * 8 + 4 + 1)
     dev = [r["dev"]["aer"] for r in result["read_outs"]]
     assert all(0 <= x <= 100 for x in dev)
@@ -193,6 +199,8 @@ def test_the_command_scores_gold_pairs_of_the_shipped_model(tmp_path):
     assert result["opens_on"][0]["kind"] == "head" and len(result["opens_on"]) == 2
     # a model whose attention knew nothing of the words would not get most of six short sentences right
     assert result["best"]["dev"]["aer"] < 50
+    # an anchor run on other sentences is left out of the report
+    assert "anchor" not in al.main(["--checkpoint", str(CHECKPOINT), "--gold", str(gold), "--anchor", str(other)])
 
 
 # --- what the app opens on and says ----------------------------------------------------------------------
@@ -213,8 +221,6 @@ def test_the_cross_view_opens_on_the_best_read_out_and_the_steps_on_the_best_pre
     """alignment.json's `best` (here a shifted head) opens the cross view with its rows; the steps view opens
     on the predicting read-out with the lowest dev AER the page can show (a layer mean here; the mean of all
     is left out); without the file, both open on the head analysis' alignment head, rows by predicted word."""
-    import json
-
     from transformer.explorer.core import checkpoint_heads as hv
 
     assert hv.opening_read_outs(tmp_path, CROSS) == {
@@ -231,25 +237,54 @@ def test_the_cross_view_opens_on_the_best_read_out_and_the_steps_on_the_best_pre
     assert "90 in 100" in opens["cross"]["agreement"] and "88 in 100" in opens["cross"]["agreement"]
 
 
-def test_the_agreement_reads_its_numbers_and_says_nothing_without_them(tmp_path):
-    """The sentence takes the best read-out's test precision and recall, and eflomal's only where the anchor
-    was run on the same gold split; no scores, no sentence."""
-    import json
-
+def test_the_agreement_reads_its_numbers_and_says_nothing_without_them():
+    """The sentence takes the best read-out's test precision and recall, and the anchor's where alignment.json
+    carries one (the app reads nothing else); no scores, no sentence."""
     from transformer.explorer.core.checkpoint_heads import agreement
 
     scores = _scores(_read_out("head", 0, 1, "shifted", 9.0, (90.32, 87.6)), [])
-    missing = tmp_path / "none.json"
-    assert agreement(scores, missing) == ("Of the links this map draws, 90 in 100 are ones a person also drew; of a "
-                                          "person's links, it finds 88 in 100 (our own 5 test sentences).")
-    anchor = tmp_path / "anchor.json"
-    eflomal = {"grow_diag_final_and": {"test": {"precision": 98.36, "recall": 93.08}}}
-    anchor.write_text(json.dumps({"gold_pairs": {"dev": 3, "test": 5}, "aer": eflomal}), encoding="utf-8")
-    assert agreement(scores, anchor).endswith("(our own 5 test sentences). A statistical aligner, eflomal, gets "
-                                              "98 and 93.")
-    anchor.write_text(json.dumps({"gold_pairs": {"dev": 3, "test": 6}, "aer": eflomal}), encoding="utf-8")
-    assert "eflomal" not in agreement(scores, anchor)
-    assert agreement({"pairs": {"test": 5}}, anchor) == ""
+    assert agreement(scores) == ("Of the links this map draws, 90 in 100 are ones a person also drew; of a "
+                                 "person's links, it finds 88 in 100 (our own 5 test sentences).")
+    anchor = {"aligner": "eflomal", "test": {"aer": 4.29, "precision": 98.36, "recall": 93.08}}
+    assert agreement({**scores, "anchor": anchor}).endswith(
+        "(our own 5 test sentences). A statistical aligner, eflomal, gets 98 and 93.")
+    assert agreement({**scores, "anchor": {"aligner": "eflomal"}}) == agreement(scores)  # no test scores: left out
+    assert agreement({"pairs": {"test": 5}, "anchor": anchor}) == ""
+
+
+def _anchor_result(path: Path, gold_pairs: dict) -> Path:
+    """bench/alignment_anchor.py's JSON, as much of it as the command reads."""
+    links = {s: {"aer": 4.0, "precision": 98.0, "recall": 94.0} for s in ("dev", "test", "all")}
+    path.write_text(json.dumps({"gold_pairs": gold_pairs, "date": "then", "aer": {
+        "forward": links, al.ANCHOR_LINKS: links}}), encoding="utf-8")
+    return path
+
+
+def test_an_anchor_run_on_the_gold_pairs_is_read_and_anything_else_refused(tmp_path):
+    gold_pairs, anchor = al.read_anchor(_anchor_result(tmp_path / "anchor.json", {"dev": 3, "test": 5}))
+    assert gold_pairs == {"dev": 3, "test": 5}
+    assert anchor == {"aligner": "eflomal", "links": al.ANCHOR_LINKS, "date": "then", "from": str(tmp_path / "anchor.json"),
+                      "dev": {"aer": 4.0, "precision": 98.0, "recall": 94.0},
+                      "test": {"aer": 4.0, "precision": 98.0, "recall": 94.0}}
+    (tmp_path / "other.json").write_text('{"aer": {}}', encoding="utf-8")
+    for bad in (tmp_path / "other.json", tmp_path / "missing.json"):
+        with pytest.raises(ValueError, match="not a result of bench/alignment_anchor.py"):
+            al.read_anchor(bad)
+    with pytest.raises(SystemExit):  # the command says so before it loads a model
+        al.main(["--anchor", str(tmp_path / "missing.json")])
+
+
+def test_the_shipped_alignment_scores_carry_the_anchor_of_the_same_gold_pairs():
+    """What the Heads tab and the cross view say of eflomal comes from the checkpoint's own alignment.json: its
+    `anchor`, the bench result's numbers, on the same gold pairs."""
+    if not al.DEFAULT_ANCHOR.is_file():
+        pytest.skip("no bench/results/alignment_anchor.json")
+    gold_pairs, anchor = al.read_anchor(al.DEFAULT_ANCHOR)
+    for name in ("en-de", "de-en"):
+        path = ROOT / "checkpoints" / name / "alignment.json"
+        if path.is_file():
+            scores = json.loads(path.read_text(encoding="utf-8"))
+            assert scores["pairs"] == gold_pairs and scores["anchor"] == anchor, name
 
 
 def test_every_read_out_the_page_can_show_carries_its_agreement():

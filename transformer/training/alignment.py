@@ -12,10 +12,12 @@ weighs most. Two read-outs of the rows: "predicting", the row whose output is th
 shows by default), and "shifted", the row where that piece is the decoder's input, one step later (Chen et
 al. 2020: the decoder has then seen the word it aligns). Every head, each layer's mean, and the mean of all
 heads are scored with both; the read-out with the lowest AER on the gold set's dev part is reported on its
-test part.
+test part. A statistical aligner's scores on the same gold pairs (`--anchor`: bench/alignment_anchor.py's
+result, eflomal's grow-diag-final-and links, read when present) go into the report under `anchor`, so that the
+checkpoint's alignment.json carries everything the app says about agreement.
 
     python -m transformer.training.alignment --checkpoint checkpoints/en-de [--gold tests/data/alignment/gold.tsv]
-        [--json checkpoints/en-de/alignment.json]
+        [--json checkpoints/en-de/alignment.json] [--anchor bench/results/alignment_anchor.json]
     python -m transformer.training.alignment --pharaoh EN DE LINKS   # tokenized files, English index first
 
 Gold files: tests/data/alignment/README.md (the format, who wrote them, the linking guidelines).
@@ -39,6 +41,8 @@ log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_GOLD = ROOT / "tests" / "data" / "alignment" / "gold.tsv"
+DEFAULT_ANCHOR = ROOT / "bench" / "results" / "alignment_anchor.json"  # bench/alignment_anchor.py: eflomal
+ANCHOR_LINKS = "grow_diag_final_and"  # the anchor's links the report keeps: the usual symmetrisation
 ROWS = ("predicting", "shifted")
 SPLITS = ("dev", "test")
 # A word: letters and digits, with apostrophes and hyphens inside it ("don't", "father's", "T-shirt");
@@ -350,6 +354,21 @@ def report(scores: Scores, opens_on: tuple[int, int] | None = None) -> dict[str,
     return out
 
 
+def read_anchor(path: str | Path) -> tuple[dict[str, int], dict[str, Any]]:
+    """(the gold pairs it was run on, the report's `anchor`) of bench/alignment_anchor.py's JSON at `path`: eflomal's
+    grow-diag-final-and AER, precision and recall on each split, in %. ValueError when it is not such a result."""
+    try:
+        anchor = json.loads(Path(path).read_text(encoding="utf-8"))
+        links = anchor["aer"][ANCHOR_LINKS]
+        splits = {s: {k: float(links[s][k]) for k in ("aer", "precision", "recall")} for s in SPLITS if s in links}
+        gold_pairs = {s: int(n) for s, n in anchor["gold_pairs"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"{path} is not a result of bench/alignment_anchor.py ({e!r})") from e
+    shown = Path(path).resolve()
+    return gold_pairs, {"aligner": "eflomal", "links": ANCHOR_LINKS, "date": anchor.get("date"),
+                        "from": str(shown.relative_to(ROOT)) if shown.is_relative_to(ROOT) else str(path), **splits}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", default="checkpoints/en-de")
@@ -359,7 +378,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--dev", type=int, default=0, help="with --pharaoh: the first DEV pairs are the dev part")
     p.add_argument("--limit", type=int, default=None, help="only the first LIMIT pairs (a quick look)")
     p.add_argument("--json", default=None, help="write the report here")
+    p.add_argument("--anchor", default=None,
+                   help="a statistical aligner's scores on the same gold pairs (bench/alignment_anchor.py --json), "
+                        f"kept in the report as `anchor`; default {DEFAULT_ANCHOR.relative_to(ROOT)} when present")
     args = p.parse_args(argv)
+    anchor_path = args.anchor or (DEFAULT_ANCHOR if DEFAULT_ANCHOR.is_file() else None)
+    try:
+        anchor = read_anchor(anchor_path) if anchor_path is not None else None
+    except ValueError as e:
+        p.error(f"--anchor: {e}")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
     from transformer.hub import checkpoint_languages, resolve_checkpoint  # the model only when asked for
@@ -375,6 +402,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               "method": f"forced gold {target}; rows of a word's pieces averaged, columns summed, specials left "
                         f"out, each {target} word linked to its argmax {source} word; AER per Och & Ney 2003, in %",
               **report(scores, default_cross_head(args.checkpoint))}
+    if anchor is not None and anchor[0] == result["pairs"]:
+        result["anchor"] = anchor[1]
+    elif anchor is not None:  # other sentences: its scores say nothing beside these
+        log.warning("%s was run on other gold pairs (%s, not %s): no anchor", anchor_path, anchor[0], result["pairs"])
     for key in ("opens_on", "mean_of_all"):
         for e in result.get(key, []):
             log.info("%-10s %-26s %s", key, e["name"], {s: e[s]["aer"] for s in SPLITS if s in e})
@@ -382,6 +413,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         b = result["best"]
         log.info("best on dev: %s (dev AER %.1f, test AER %s)", b["name"], b["dev"]["aer"],
                  b.get("test", {}).get("aer"))
+    if "anchor" in result:
+        log.info("anchor: %s %s", result["anchor"]["aligner"], {s: result["anchor"][s]["aer"] for s in SPLITS
+                                                                if s in result["anchor"]})
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

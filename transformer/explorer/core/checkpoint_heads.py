@@ -24,7 +24,6 @@ log = logging.getLogger(__name__)
 KINDS = ATTENTION_KINDS
 HEAD_FILES = ("head_importance.json", "head_roles.json")
 ALIGNMENT_FILE = "alignment.json"  # `python -m transformer.training.alignment`: every read-out's AER on our gold set
-ANCHOR_FILE = Path(__file__).resolve().parents[2] / "bench" / "results" / "alignment_anchor.json"  # eflomal on it
 ROWS_OF = {"shifted": ROWS_INPUT, "predicting": ROWS_PREDICTED}  # alignment.py's read-outs as the page's rows
 ROLE_CODES = {"prev": "P", "next": "N", "self": "S", "rare": "R", "sink": "K", "align": "A"}  # cell letters
 
@@ -171,20 +170,18 @@ def read_out_agreements(scores: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"template": template, "read_outs": shown} if shown else None
 
 
-def agreement(scores: dict[str, Any], anchor_path: Path = ANCHOR_FILE) -> str:
+def agreement(scores: dict[str, Any]) -> str:
     """How far the read-out the cross view opens on agrees with a person, in plain words: its precision and
-    recall on the gold set's test part, and eflomal's on the same sentences where the anchor was run on them
-    (bench/alignment_anchor.py); "" when the scores say too little."""
+    recall on the gold set's test part, and a statistical aligner's on the same sentences where alignment.json
+    carries them (its `anchor`: `python -m transformer.training.alignment --anchor`); "" when the scores say too
+    little."""
     try:
         text = _agreement_of(scores["best"], scores)
     except (KeyError, TypeError, ValueError):
         return ""
     try:
-        anchor = json.loads(anchor_path.read_text(encoding="utf-8"))
-        if anchor["gold_pairs"] != scores["pairs"]:  # another gold set: not the same sentences
-            return text
-        eflomal = anchor["aer"]["grow_diag_final_and"]["test"]
-        return (text + f" A statistical aligner, eflomal, gets {_in_100(eflomal['precision'])} and "
-                f"{_in_100(eflomal['recall'])}.")
-    except (OSError, ValueError, KeyError, TypeError):
+        anchor = scores["anchor"]
+        return (text + f" A statistical aligner, {anchor['aligner']}, gets {_in_100(anchor['test']['precision'])} "
+                f"and {_in_100(anchor['test']['recall'])}.")
+    except (KeyError, TypeError, ValueError):
         return text
