@@ -41,6 +41,24 @@ def served():
     searcher.close()
 
 
+@pytest.fixture
+def answered(monkeypatch):
+    """`answered(searcher)`: a list of the answers the child gives from now on, one per search of `searcher` that
+    returns (a search returns only the child's answer: when the child cannot answer, it raises
+    `SearchProcessLost` and the batcher searches in the app). Watched for this test only."""
+    def watch(searcher: SearchProcess) -> list:
+        answers, real = [], searcher.search
+
+        def search(*args, **kwargs):
+            answers.append(real(*args, **kwargs))
+            return answers[-1]
+
+        monkeypatch.setattr(searcher, "search", search)
+        return answers
+
+    return watch
+
+
 def gone(pid: int, within_s: float = 20.0) -> bool:
     """Whether process `pid` has ended (or is a zombie) within `within_s`."""
     deadline = time.monotonic() + within_s
@@ -69,21 +87,21 @@ def test_a_search_in_the_child_gives_the_bits_of_the_same_search_here(served, op
         assert_identical(got, expected)
 
 
-def test_the_batcher_serves_concurrent_clients_their_lone_answers_through_the_child(served):
+def test_the_batcher_serves_concurrent_clients_their_lone_answers_through_the_child(served, answered):
     """Eight client threads at once, mixed options: each answer is the sentence's alone, searched in this
     process; the everyday searches ran in the child."""
     tr, searcher = served
     options = [("beam", 5, None), ("beam", 3, 1.0), ("greedy", 1, None)]
     jobs = [(i, options[i % len(options)]) for i in range(0, len(SENTENCES), 2)]
     expected = {i: tr.translate(SENTENCES[i], *opt) for i, opt in jobs}
-    before = searcher.searches
+    answers = answered(searcher)
     batcher = Batcher(window_s=0.05, searcher=searcher)
     try:
         results = concurrent_answers(batcher, tr, jobs)
     finally:
         batcher.close()
     assert batcher.stats.largest > 1  # requests were decoded together
-    assert searcher.searches > before  # ... in the child
+    assert answers  # ... in the child
     for i, _ in jobs:
         assert_identical(results[i], expected[i])
 
@@ -233,7 +251,7 @@ def toy_child(toy):
     searcher.close()
 
 
-def test_a_checkpoint_the_child_cannot_load_is_searched_here(toy, toy_child, tmp_path, caplog):
+def test_a_checkpoint_the_child_cannot_load_is_searched_here(toy, toy_child, tmp_path, caplog, answered):
     """The app loaded a checkpoint that is corrupt by the time the child loads it: a preload in the background
     logs it, the search is done in the app and answers as alone; the child goes on serving."""
     import shutil
@@ -245,7 +263,7 @@ def test_a_checkpoint_the_child_cannot_load_is_searched_here(toy, toy_child, tmp
     tr = load_pretrained(copy)
     (copy / "model.safetensors").write_bytes(b"not a checkpoint")
     alone = tr.translate("h e l l o", "greedy")
-    pid, searches = searcher.pid, searcher.searches
+    pid, answers = searcher.pid, answered(searcher)
     batcher = Batcher(searcher=searcher)
     try:
         with caplog.at_level("ERROR", logger="transformer.serving.search_process"):
@@ -255,10 +273,10 @@ def test_a_checkpoint_the_child_cannot_load_is_searched_here(toy, toy_child, tmp
             searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))
         assert pid is not None
         assert_identical(batcher.translate(tr, *asked(tr, "h e l l o", "greedy"), timeout_s=120), alone)
-        assert searcher.pid == pid and searcher.searches == searches
+        assert searcher.pid == pid and not answers
         toy_tr, toy_alone = toy  # the child goes on serving the checkpoints it can load
         assert_identical(searcher.search(toy_tr, [toy_tr.source("h e l l o")], toy_tr.decoding_options("greedy", 1, 1.0))[0], toy_alone)
-        assert searcher.pid == pid and searcher.searches == searches + 1
+        assert searcher.pid == pid and len(answers) == 1
     finally:
         batcher.close()
 
@@ -315,18 +333,19 @@ def test_after_failures_the_child_is_tried_again_after_a_backoff_and_comes_back(
         searcher.close()
 
 
-def test_a_replacement_child_gets_the_start_up_time_to_load_its_checkpoint(toy):
+def test_a_replacement_child_gets_the_start_up_time_to_load_its_checkpoint(toy, answered):
     """A search timeout far shorter than importing torch: the first child and a replacement for a killed one
     both get the start-up time (they load the checkpoint), so neither counts as lost."""
     tr, alone = toy
     searcher = SearchProcess(threads=torch.get_num_threads(), timeout_s=0.2)
+    answers = answered(searcher)
     try:
         assert_identical(searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))[0], alone)
         old = searcher.pid
         os.kill(old, signal.SIGKILL)
         assert wait_until(lambda: searcher.pid is None, within_s=20)
         assert_identical(searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))[0], alone)
-        assert searcher.pid not in (None, old) and searcher.searches == 2
+        assert searcher.pid not in (None, old) and len(answers) == 2
     finally:
         searcher.close()
 
@@ -409,7 +428,7 @@ WHOLE = "return real(self, sources, *args, **kwargs)"
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_an_answer_that_cannot_come_back_whole_is_searched_in_the_app(toy, faulty_child, fault):
+def test_an_answer_that_cannot_come_back_whole_is_searched_in_the_app(toy, faulty_child, fault, answered):
     """A real child whose answer fails on its way back: the search raises `SearchProcessLost` (no other error,
     no caller left waiting); the batcher answers each press from the app; the child goes on, and answers whole
     once its answers can travel again."""
@@ -420,20 +439,20 @@ def test_an_answer_that_cannot_come_back_whole_is_searched_in_the_app(toy, fault
     batcher = Batcher(window_s=0.2, searcher=searcher)
     try:
         sources = [tr.source("h e l l o"), tr.source("w o r l d")]
-        pid, searches = searcher.pid, searcher.searches
+        pid, answers = searcher.pid, answered(searcher)
         with pytest.raises(SearchProcessLost):
             searcher.search(tr, sources, tr.decoding_options("greedy", 1, 1.0))
         futures = [batcher.submit(tr, *asked(tr, text, "greedy", 1, 1.0)) for text in ("h e l l o", "w o r l d")]
         got = [f.result(60) for f in futures]
         assert_identical(got[0], alone)
         assert_identical(got[1], tr.translate("w o r l d", "greedy", 1, 1.0))
-        assert searcher.pid == pid and searcher.searches == searches
+        assert searcher.pid == pid and not answers
     finally:
         batcher.close()
         mode.write_text("whole")
     assert wait_until(lambda: searcher.available, within_s=10)  # past a short backoff if the failures reached it
     assert_identical(searcher.search(tr, [tr.source("h e l l o")], tr.decoding_options("greedy", 1, 1.0))[0], alone)
-    assert searcher.pid == pid and searcher.searches == searches + 1 and searcher.failures == 0
+    assert searcher.pid == pid and len(answers) == 1 and searcher.failures == 0
 
 
 def test_a_child_that_stops_halfway_through_its_answer_is_lost_after_the_timeout(toy, faulty_child):
@@ -465,7 +484,7 @@ def test_a_child_that_stops_halfway_through_its_answer_is_lost_after_the_timeout
         searcher.timeout_s = search_process.SEARCH_TIMEOUT_S
 
 
-def test_a_checkpoint_rewritten_after_the_app_loaded_it_is_searched_in_the_app(toy, toy_child, tmp_path):
+def test_a_checkpoint_rewritten_after_the_app_loaded_it_is_searched_in_the_app(toy, toy_child, tmp_path, answered):
     """A training export rewrites the weights while the app serves the old ones: the replacement child sees
     the files are not the ones the app loaded and does not load them, so the answer is still the app's model's
     (a reverse task's weights replaced by a copy task's of the same shapes)."""
@@ -479,19 +498,19 @@ def test_a_checkpoint_rewritten_after_the_app_loaded_it_is_searched_in_the_app(t
     batcher = Batcher(searcher=searcher)
     try:
         searcher.preload(tr)  # the shared child (or a new one) loads the copy
-        searches = searcher.searches
+        answers = answered(searcher)
         shutil.copyfile(ROOT / "checkpoints" / "toy-copy" / "model.safetensors", copy / "model.safetensors")
         old = searcher.pid
         os.kill(old, signal.SIGKILL)
         assert wait_until(lambda: searcher.pid is None, within_s=20)
         assert_identical(batcher.translate(tr, *asked(tr, "h e l l o", "greedy", 1, 1.0), timeout_s=120), alone)
-        assert not searcher.serves(tr) and searcher.searches == searches
+        assert not searcher.serves(tr) and not answers
         assert searcher.pid not in (None, old)  # the replacement started, and refused the rewritten copy
     finally:
         batcher.close()
 
 
-def test_a_lost_child_costs_only_time(toy, toy_child):
+def test_a_lost_child_costs_only_time(toy, toy_child, answered):
     """A child found dead is replaced before the search; one that stops answering mid-search is killed after the
     timeout, and the batcher searches here; either way the answer is the lone one. (It kills the shared child: the
     last test to use it.)"""
@@ -507,16 +526,16 @@ def test_a_lost_child_costs_only_time(toy, toy_child):
         while searcher.pid is not None and time.monotonic() < deadline:  # reaped (all its threads ended)
             time.sleep(0.05)
         assert searcher.pid is None
-        searches = searcher.searches
+        answers = answered(searcher)
         assert_identical(batcher.translate(tr, *asked(tr, "h e l l o", "beam", 5), timeout_s=300), alone)
         new = searcher.pid
-        assert new not in (None, old) and searcher.searches == searches + 1  # a new child answered
+        assert new not in (None, old) and len(answers) == 1  # a new child answered
         os.kill(new, signal.SIGSTOP)  # alive, never answering
         searcher.timeout_s = 1  # it has loaded the toy: the search's own timeout, which a toy search is far within
         try:
             assert_identical(batcher.translate(tr, *asked(tr, "h e l l o", "beam", 5), timeout_s=300), alone)
         finally:
             searcher.timeout_s = search_process.SEARCH_TIMEOUT_S
-        assert gone(new) and searcher.pid is None and searcher.searches == searches + 1 and searcher.available
+        assert gone(new) and searcher.pid is None and len(answers) == 1 and searcher.available
     finally:
         batcher.close()

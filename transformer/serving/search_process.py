@@ -66,7 +66,6 @@ class SearchProcess:
         self._failures = 0
         self._retry_at = 0.0  # monotonic time before which no new child is started (the backoff)
         self._closed = False
-        self.searches = 0  # searches the children answered
         self._loaded: set[Origin] = set()
         self._refused: dict[Origin, str] = {}  # checkpoints the child could not load (or found changed): why
 
@@ -140,7 +139,6 @@ class SearchProcess:
                 got = len(results) if isinstance(results, list) else type(results).__name__
                 raise SearchProcessLost(f"the search process answered {got} for {len(sources)} sources")
             self._loaded.add(origin)
-            self.searches += 1
         return results
 
     def close(self, timeout_s: float = 5.0) -> None:

@@ -164,11 +164,6 @@ class SessionGenerations:
             s = self._sessions.get(session)
             return bool(s and s.replacing)
 
-    def sessions(self) -> int:
-        """Sessions with a request in flight (what is kept)."""
-        with self._lock:
-            return len(self._sessions)
-
 
 def newest_answer(generations: SessionGenerations) -> Callable[[str], Callable[[Handler], Handler]]:
     """A decorator over `generations`: see `newest` inside."""
