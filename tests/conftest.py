@@ -1,5 +1,6 @@
 """Shared fixtures: tiny model configs and a deterministic torch setup for the engine tests; plotly's validation
-and the shipped multi30k-en-de translator for the explorer's figure tests.
+and the shipped multi30k-en-de translator for the explorer's figure tests; the app on the toy checkpoint, in
+this process, for the explorer's service and page tests (`app`).
 
 Every model in these tests is tiny, and for tiny tensors torch's intra-op thread pool costs far more
 than it gives (a busy 2-core machine makes a 2-thread forward pass many times slower than a 1-thread one),
@@ -67,6 +68,19 @@ def flagship():
     from transformer.translator import load_pretrained
 
     return load_pretrained(Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de")
+
+
+@pytest.fixture(scope="module")
+def app():
+    """The app (`app.create_app()`) in this process, on the toy checkpoint as default (tests/toy_app.py) with one
+    torch thread: built once per test process (app_server.import_app), whichever module asks first."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from app_server import import_app
+    from toy_app import ENV
+
+    built = import_app({**ENV, "TRANSFORMER_PRECISION": ""})  # measured, whatever the caller's shell sets
+    assert built.explorer.models.default_translator is not None, built.explorer.models.startup_error
+    return built
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from transformer.training import evaluate
@@ -144,3 +145,20 @@ def test_bleu_regression_guard(loaded, directory, corpus, floor):
         pytest.skip(f"{corpus} data not present")
     hypotheses = loaded(directory).translate_batch(sources[:200], method="greedy")
     assert score_translations(hypotheses, references[:200])["bleu"] >= floor
+
+
+@pytest.mark.parametrize("name", ["en-de"])
+def test_shipped_head_analysis_is_complete(name):
+    """The committed JSON of a shipped checkpoint: every kind's importance grid, curves and roles."""
+    directory = ROOT / "checkpoints" / name  # python -m transformer.training.head_analysis wrote them
+    importance = json.loads((directory / "head_importance.json").read_text(encoding="utf-8"))
+    roles = json.loads((directory / "head_roles.json").read_text(encoding="utf-8"))
+    cfg = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    layers = {"encoder": cfg["n_encoder_layers"], "decoder": cfg["n_decoder_layers"], "cross": cfg["n_decoder_layers"]}
+    for kind, n_layers in layers.items():
+        assert np.array(importance["importance"][kind]).shape == (n_layers, cfg["n_heads"])
+        curves = importance["pruning"][kind]
+        assert curves["importance"]["removed"][-1] == curves["n_heads"] == n_layers * cfg["n_heads"]
+        assert len(curves["random"]["seeds"]) == 3 and "reverse" in curves
+        assert len(roles["kinds"][kind]["tags"]) == n_layers
+    assert sum(importance["sample"]["sentences"].values()) >= 100

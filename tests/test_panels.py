@@ -3,7 +3,6 @@ from it agrees with the declaration: the tabs in order, their scripts served and
 head, a link's tab checked against it, and each panel's room holding what it says."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import gradio as gr
@@ -12,9 +11,6 @@ import pytest
 from transformer.explorer.core.view_state import ViewState
 from transformer.explorer.panels.registry import PANELS, scripts, styles, tab_ids
 from transformer.explorer.web import page
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_app import app  # noqa: E402,F401,F811  (the app on the toy checkpoints)
 
 ROOMS = Path(page.EXPLORER_DIR) / "panels"
 

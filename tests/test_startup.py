@@ -1,7 +1,8 @@
 """`python app.py` on a slow, busy machine: it starts, passes gradio's check of its own page, and stays up.
 
 Gradio's launch fetches the app's own page once with a short limit and exits when that fetch times out, although
-the page answers; start-up work that can wait (the search process's model load) runs after that check.
+the page answers; start-up work that can wait (the search process's model load) runs after that check. And how
+many threads the model gets (`startup.torch_threads`).
 """
 from __future__ import annotations
 
@@ -25,8 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from app_server import running_app  # noqa: E402
 
-pytestmark = pytest.mark.slow
-
 SERVING = "serving at http"  # what `launch.serve` logs once gradio's launch, and its check, returned
 PRELOADED = "search process loaded"  # what the search process logs once it has loaded a checkpoint
 
@@ -40,6 +39,7 @@ def busy_cores(per_core: int) -> list[subprocess.Popen]:
 TOY = Path(__file__).resolve().parents[1] / "checkpoints" / "toy-reverse"
 
 
+@pytest.mark.slow  # a running app in its own process, every core busy
 @pytest.mark.timeout(600)
 def test_the_app_starts_and_stays_up_while_every_core_is_busy():
     """A checkpoint that loads in a moment (start-up is then mostly importing gradio and torch, the part every
@@ -87,6 +87,7 @@ def page_answering_after(delay_s: float) -> Iterator[str]:
         server.server_close()
 
 
+@pytest.mark.slow  # a page that answers after seconds
 def test_launch_waits_for_a_page_slower_than_gradios_own_check():
     original = networking.url_ok
     with page_answering_after(3.5) as url:
@@ -96,3 +97,18 @@ def test_launch_waits_for_a_page_slower_than_gradios_own_check():
     assert networking.url_ok is original
     with page_answering_after(1.5) as url:
         assert not launch.page_answers(url, limit_s=0.5)  # and it still gives up, at its own limit
+
+
+def test_the_model_gets_every_core_but_one_unless_told(monkeypatch):
+    """The model's torch threads (`startup.torch_threads`): every core but one, or TRANSFORMER_THREADS when it is a
+    positive whole number."""
+    from transformer.explorer.startup import torch_threads
+
+    monkeypatch.delenv("TRANSFORMER_THREADS", raising=False)
+    assert [torch_threads(cores) for cores in (1, 2, 4, 16)] == [1, 1, 3, 15]
+    assert torch_threads() == max(1, (os.cpu_count() or 1) - 1)
+    monkeypatch.setenv("TRANSFORMER_THREADS", "2")
+    assert torch_threads(2) == 2
+    for bad in ("0", "-1", "two", ""):
+        monkeypatch.setenv("TRANSFORMER_THREADS", bad)
+        assert torch_threads(4) == 3
