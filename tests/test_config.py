@@ -57,12 +57,15 @@ def test_all_problems_are_reported_at_once():
     assert "divisible" in message and "activation" in message and "dropout" in message
 
 
-def test_edge_values_are_accepted():
-    ModelConfig(dropout=0.0)
-    ModelConfig(dropout=0.99)
-    ModelConfig(n_encoder_layers=0, n_decoder_layers=0)
-    ModelConfig(src_vocab_size=4, tgt_vocab_size=4)  # exactly the four specials
-    ModelConfig(src_vocab_size=50, tgt_vocab_size=60, tie_embeddings=False)
+@pytest.mark.parametrize("values", [
+    {"dropout": 0.0}, {"dropout": 0.99}, {"n_encoder_layers": 0, "n_decoder_layers": 0},
+    {"src_vocab_size": 4, "tgt_vocab_size": 4},  # exactly the four specials
+    {"src_vocab_size": 50, "tgt_vocab_size": 60, "tie_embeddings": False}])
+def test_edge_values_are_accepted_as_given(values):
+    """No ValueError, the values kept as given (nothing clamped), and through config.json and back unchanged."""
+    config = ModelConfig(**values)
+    assert {name: getattr(config, name) for name in values} == values
+    assert ModelConfig.from_dict(config.to_dict()) == config
 
 
 def test_from_dict_rejects_unknown_fields_by_name():
