@@ -23,6 +23,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import ROOT, app_env, shared_app  # noqa: E402
+from gradio_client import Client  # noqa: E402
+
+from transformer.explorer.core.view_state import DEFAULT_BEAM  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -288,6 +291,10 @@ def test_browser_end_to_end(tmp_path):
         n_maps = page.evaluate("document.querySelector('#model-encoder canvas').__maps.length")
         assert n_maps == 2 * 4  # every layer x head of the toy model
         translation = page.locator("#translation textarea, #translation input").first.input_value()
+        # the server's own translation at the page's settings, whichever model serves (a trained toy-reverse or
+        # the untrained stand-in); the reversal itself where the model was trained for it
+        served = Client(server.url, verbose=False).predict("h e l l o", "beam", DEFAULT_BEAM, api_name="/translate")
+        assert translation == served[0] and translation.strip()
         if WHICH == "toy-reverse":
             assert translation == "o l l e h"
         assert page.locator("#nbest [data-testid='cell-0-1']").text_content().strip() == translation
