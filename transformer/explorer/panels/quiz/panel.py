@@ -23,16 +23,24 @@ INTRO = ("**Where will it look?** Before the class sees a map, each student gues
          "word a head looks at when the model writes a German word; then the board reveals the head's true weights "
          "beside the class's guesses. The board opens in a new tab for the projector: start the class there, and "
          "the students join with its room code, link or QR code. No names or accounts; a class is deleted after "
-         "4 hours.")
+         "4 hours. A student working alone takes the same questions from the practice link, each revealed after "
+         "the guess.")
 
 
 def board_link(text: str | None) -> str:
-    """The tab's content: the link that opens the board on `text` (the sentence on screen), or on its own."""
+    """The tab's content: the links that open the board on `text` (the sentence on screen), or on its own, and
+    the practice quiz on it for a student alone."""
     text = (text or "").strip()[:MAX_INPUT_CHARS]
     query = f"?{urlencode({'text': text})}" if text else ""
     on = f" on &ldquo;{html.escape(text)}&rdquo;" if text else ""
-    return (f'<p class="quiz-start"><a id="quiz-board" href="class/board{html.escape(query)}" target="_blank" '
-            f'rel="noopener">Open the board{on}</a> (a new tab, for the projector)</p>')
+    board = (f'<a id="quiz-board" href="class/board{html.escape(query)}" target="_blank" rel="noopener">'
+             f'Open the board{on}</a> (a new tab, for the projector)')
+    if not text:
+        return f'<p class="quiz-start">{board}</p>'
+    practice = (f'<a id="quiz-practice" href="class/practice{html.escape(query)}" target="_blank" rel="noopener">'
+                f'Practise alone on this sentence</a> (about 5 questions, each revealed after the guess: a link '
+                f'to give students working on their own)')
+    return f'<ul class="quiz-start"><li>{board}</li><li>{practice}</li></ul>'
 
 
 def build(start: PanelStart) -> HtmlTab:
