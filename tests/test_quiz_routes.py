@@ -36,6 +36,8 @@ def quiz_maker(body: dict) -> list:
     """Questions over fixed maps (a teacher's specs, or a quiz), with the teacher's sentence as the questions'
     text (markup and all)."""
     MADE.append(body)
+    if body.get("sentence") == "The model breaks.":
+        raise RuntimeError("a model that fails")
     cross = np.full((1, 3, len(TGT), len(SRC)), 0.02, np.float32)
     for t in range(len(TGT)):
         cross[:, :, t, t] = 0.88
@@ -259,6 +261,15 @@ def test_bad_practice_links_get_a_clear_error(server, query, status, says):
     assert says in message and "<" not in message
     assert len(MADE) <= made + 1  # the model is asked nothing it can refuse up front
     assert client.get(f"/class/practice?{query}").status_code == 200  # the page shows the error it gets
+
+
+def test_a_model_that_fails_is_a_json_error_and_is_asked_again(server):
+    client, _ = server
+    made = len(MADE)
+    for path in ("/class/api/practice?text=The+model+breaks.", "/class/api/practice?text=The+model+breaks."):
+        assert "could not make" in error(client.get(path), 503)
+    assert "could not make" in error(client.post("/class/api/classes", json={"sentence": "The model breaks."}), 503)
+    assert len(MADE) == made + 3  # a failure is not kept
 
 
 def test_markup_in_a_practice_link_is_data(server):

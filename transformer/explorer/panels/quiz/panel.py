@@ -12,8 +12,9 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-from transformer.explorer.core.limits import MAX_INPUT_CHARS
+from transformer.explorer.core.limits import MAX_INPUT_CHARS, REQUEST_TIMEOUT_S
 from transformer.explorer.panels.quiz.model_quiz import QuizMaker
+from transformer.explorer.panels.quiz.questions import SpecError
 from transformer.explorer.panels.quiz.routes import class_router, join_address
 from transformer.explorer.panels.quiz.store import ClassStore, default_path
 from transformer.explorer.panels.start import PanelStart
@@ -64,7 +65,12 @@ def routes(explorer: Any, host: str, port: int) -> list[Any]:
     label = models.default_model
 
     def translate(text: str) -> Any:
-        return models.batcher.translate(models.translator(label), text, method="beam")
+        tr = models.translator(label)
+        try:
+            source = tr.source(text[:MAX_INPUT_CHARS])
+        except ValueError as err:
+            raise SpecError(str(err)) from None
+        return models.batcher.translate(tr, source, tr.decoding_options("beam"), timeout_s=REQUEST_TIMEOUT_S)
 
     maker = QuizMaker(translate, models.registry.directory(label), language=models.reads(label) or "en")
     return class_router(ClassStore(default_path()), maker, join_address(host, port)).routes

@@ -83,6 +83,10 @@ class TooLarge(ClassError):
     status = 413
 
 
+class ModelFailed(ClassError):
+    status = 503
+
+
 # ----------------------------------------------------------------------------- where the phones connect
 
 
@@ -321,8 +325,8 @@ class ClassRoutes:
             except ClassError:
                 raise
             except Exception:
-                log.exception("practice quiz on %d characters", len(key[0]))
-                raise ClassError("The model could not make this quiz: try another sentence.") from None
+                log.exception("a practice quiz on %d characters", len(key[0]))
+                raise ModelFailed("The model could not make this quiz: try again, or another sentence.") from None
         self.practised.move_to_end(key)
         questions = self.practised[key]
         return {"sentence": key[0], "count": len(questions), "questions": questions,
@@ -347,6 +351,11 @@ class ClassRoutes:
             questions = await run_in_threadpool(self.make_quiz, body)
         except SpecError as err:
             raise BadRequest(str(err)) from None
+        except ClassError:
+            raise
+        except Exception:
+            log.exception("a class's quiz")
+            raise ModelFailed("The model could not make this quiz: try again, or another sentence.") from None
         code, token = self.store.create_class(questions)
         where = request_base(request, self.listening)
         return {"code": code, "teacher_token": token, "join_url": f"{where.base}/class/{code}",
