@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_browser import TIMEOUT_MS, chromium  # noqa: E402  (skips without chromium or playwright)
+from test_browser import TIMEOUT_MS, chromium  # noqa: E402, I001  (skips without chromium or playwright)
 from playwright.sync_api import expect  # noqa: E402
 from app_server import ROOT, running_app  # noqa: E402
 
@@ -235,6 +235,7 @@ def test_a_student_alone_practises_on_a_phone_from_the_keyboard(real_app):
             assert "your guess" in first.text_content() and re.search(r"\d+%", first.text_content())
             assert phone.locator("#bars li.top .tag.top").count() >= 1 and phone.text_content("#role")
             assert phone.evaluate("document.activeElement.id") == "next"
+            assert "&head=" in phone.get_attribute("#question-link", "href")  # the question's own link
             if index == 0:
                 assert smallest_text_px(phone) >= 16
                 assert phone.evaluate("document.scrollingElement.scrollWidth") <= 390
@@ -253,3 +254,27 @@ def test_a_student_alone_practises_on_a_phone_from_the_keyboard(real_app):
         assert "layers" in phone.text_content("#error")
         found += axe_problems(phone, "practice, a bad link")
     assert found == [] and dialogs == [] and errors == []
+
+
+def test_the_lessons_quiz_is_what_the_app_asks(real_app):
+    """docs/teaching.md's 5-minute quiz: the board's and the practice links answer, and the questions, the words
+    the heads look at and their weights are what the page says, on `python app.py` (en-de)."""
+    import httpx
+
+    lesson = (ROOT / "docs" / "teaching.md").read_text().split("## A 5-minute class quiz")[1]
+    links = re.findall(r"\(http://127\.0\.0\.1:7860(/class/[^)\s]+)\)", lesson)
+    assert len(links) == 4 and links[0].startswith("/class/board?text=") and OURS.replace(" ", "+") in links[0]
+    quiz = httpx.get(real_app + links[1].replace("/class/practice", "/class/api/practice"), timeout=120).json()
+
+    def said(q: dict) -> tuple:
+        top = max(q["answers"], key=lambda i: q["weights"][i])
+        return q["translation"][q["target"]], q["head"], q["words"][top], f"{round(100 * q['weights'][top])}%"
+
+    table = re.findall(r'\| writing "(\w+)", head (\d\.\d) \| "(\w+)" \((\d+%)\)', lesson)
+    assert [said(q) for q in quiz["questions"]] == table and len(table) == 5
+    assert " ".join(quiz["questions"][0]["translation"][:-1]).replace(" .", ".") in lesson
+    listed = re.findall(r'Writing "(\w+)", where does head (\d\.\d) look\?\]\([^)]*\)\s+\("(\w+)", (\d+%)', lesson)
+    assert len(listed) == 2
+    for link, (word, head, top, weight) in zip(links[2:], listed):
+        one = httpx.get(real_app + link.replace("/class/practice", "/class/api/practice"), timeout=120).json()
+        assert [said(q) for q in one["questions"]] == [(word, head, top, weight)]

@@ -110,8 +110,11 @@ function renderReveal(question) {
     const tags = [];
     if (question.answers.includes(i)) { item.classList.add("top"); tags.push(tag("most weight", "top")); }
     if (state.chosen.includes(i)) { item.classList.add("guess"); tags.push(tag("your guess", "guess")); }
-    if (tags.length) item.append(Object.assign(document.createElement("span"), { className: "tags" }));
-    if (tags.length) item.lastChild.append(...tags);
+    if (tags.length) {
+      const box = Object.assign(document.createElement("span"), { className: "tags" });
+      box.append(...tags);
+      item.append(box);
+    }
     bars.append(item);
   });
   $("role").textContent = question.role;
@@ -186,6 +189,8 @@ function showPractice() {
   render(practiceView());
   $("send").textContent = "Check my guess";
   $("reveal-wait").hidden = true;
+  $("link-line").hidden = !p.revealed;
+  $("question-link").href = p.questions[p.index].link;
   $("next").hidden = !p.revealed;
   $("next").textContent = p.index + 1 < p.questions.length ? "Next question" : "See my score";
 }
