@@ -263,6 +263,18 @@ def test_bad_practice_links_get_a_clear_error(server, query, status, says):
     assert client.get(f"/class/practice?{query}").status_code == 200  # the page shows the error it gets
 
 
+def test_a_huge_practice_link_is_refused_and_the_server_goes_on(server):
+    client, _ = server
+    made = len(MADE)
+    assert "2000" in error(client.get("/class/api/practice?text=" + "a" * 5000), 400)  # a text over the cap
+    try:  # an address longer than the server reads at all: refused, or the connection closed
+        assert 400 <= client.get("/class/api/practice?text=" + "a" * 60_000).status_code < 500
+    except httpx.RemoteProtocolError:
+        pass
+    assert len(MADE) == made
+    assert client.get("/class/api/practice?text=Two+owls+watch+the+moon.").status_code == 200
+
+
 def test_a_model_that_fails_is_a_json_error_and_is_asked_again(server):
     client, _ = server
     made = len(MADE)
