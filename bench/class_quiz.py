@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import random
@@ -48,6 +47,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from app_server import free_port
 from load import percentile
 from machine import cpu_model
+from report import write_result
 
 log = logging.getLogger("class_quiz")
 GOALS = {"answers_lost": 0, "ack_p95_s": 0.5, "tally_lag_max_s": 2.0, "translation_p95_s": 1.5}
@@ -369,9 +369,8 @@ def main() -> None:
             stop.set()
             app.stop()
         out = report(args, record, result) | out
-    text = json.dumps(out, indent=1)
-    Path(args.json).write_text(text + "\n", encoding="utf-8")
-    sys.stdout.write(text + "\n")
+    write_result(args.json, out)  # with the date and the command
+    sys.stdout.write(Path(args.json).read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":

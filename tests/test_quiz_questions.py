@@ -119,7 +119,8 @@ def test_the_en_de_model_makes_a_quiz_one_can_reason_out():
     from transformer.translator import load_pretrained
 
     translator = load_pretrained(EN_DE)
-    maker = QuizMaker(translator.translate, EN_DE)
+    asked: list[str] = []
+    maker = QuizMaker(lambda text: asked.append(text) or translator.translate(text), EN_DE)
     quiz = maker({"sentence": "The tired farmer sold three brown cows at the market yesterday."})
     assert 4 <= len(quiz) <= 5
     assert len({(q.layer, q.head) for q in quiz}) >= 4  # several heads, each with its role
@@ -128,3 +129,7 @@ def test_the_en_de_model_makes_a_quiz_one_can_reason_out():
         assert max(q.weights) >= 0.5 and q.role and q.kind == "cross"
     spec = maker({"questions": [{"sentence": "My sister paints small boats.", "head": "3.2", "target": 1}]})
     assert spec[0].head_label == "3.2" and spec[0].words == ["My", "sister", "paints", "small", "boats", "."]
+    again = maker({"questions": [{"sentence": "My sister paints small boats.", "head": "1.2", "target": 2}]})
+    assert again[0].head_label == "1.2" and maker({"sentence": "My sister paints small boats."})
+    assert asked == ["The tired farmer sold three brown cows at the market yesterday.",
+                     "My sister paints small boats."]  # the model runs once per sentence

@@ -29,11 +29,15 @@ QUIZ_DIR = Path(__file__).resolve().parents[1] / "transformer" / "explorer" / "p
 SRC = ["▁Two", "▁owls", "▁watch", "▁the", "▁moon", ".", "<eos>"]
 TGT = ["▁Zwei", "▁Eulen", "▁beobachten", "▁den", "▁Mond", ".", "<eos>"]
 MARKUP = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+MADE: list[dict] = []  # every request quiz_maker was given
 
 
 def quiz_maker(body: dict) -> list:
     """Questions over fixed maps (a teacher's specs, or a quiz), with the teacher's sentence as the questions'
     text (markup and all)."""
+    MADE.append(body)
+    if body.get("sentence") == "The model breaks.":
+        raise RuntimeError("a model that fails")
     cross = np.full((1, 3, len(TGT), len(SRC)), 0.02, np.float32)
     for t in range(len(TGT)):
         cross[:, :, t, t] = 0.88
@@ -191,7 +195,7 @@ def test_markup_is_only_ever_data(server):
 def test_the_pages_and_their_files_are_served_light_and_closed(server):
     client, _ = server
     code, _ = start(client)
-    for path in ("/class", f"/class/{code}", "/class/board"):
+    for path in ("/class", f"/class/{code}", "/class/board", "/class/practice?text=x"):
         page = client.get(path)
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         assert "script-src 'self'" in page.headers["content-security-policy"]
@@ -202,6 +206,90 @@ def test_the_pages_and_their_files_are_served_light_and_closed(server):
     qr = client.get(f"/class/qr/{code}.svg")
     assert qr.headers["content-type"] == "image/svg+xml" and qr.text.startswith('<svg xmlns="http://www.w3.org/2000/svg"')
     assert client.get("/").status_code == 200  # gradio's own page is still there
+
+
+def test_a_practice_link_is_a_whole_quiz_made_once_per_sentence(server):
+    client, _ = server
+    made = len(MADE)
+    first = client.get("/class/api/practice", params={"text": "  Two owls   watch the moon. "})
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert body["sentence"] == "Two owls watch the moon." and body["count"] == 3 and body["more"] is None
+    q = body["questions"][0]  # everything the page needs to reveal after the guess: nothing is asked again
+    assert q["words"] == ["Two", "owls", "watch", "the", "moon", "."] and q["answers"] == [0]
+    assert q["weights"][0] == pytest.approx(0.88, abs=0.01) and q["role"] == "role 0 English"
+    again = client.get("/class/api/practice?text=Two+owls+watch+the+moon.")
+    assert again.json() == body and len(MADE) == made + 1  # one quiz per sentence, kept for the next student
+    assert MADE[-1] == {"sentence": "Two owls watch the moon."}
+
+
+def test_a_teachers_question_links_ask_their_own_questions(server):
+    client, _ = server
+    one = client.get("/class/api/practice", params={"text": "Two owls watch the moon.", "head": "1.2",
+                                                    "target": "3"}).json()
+    assert one["count"] == 1 and one["more"] == "/class/practice?text=Two+owls+watch+the+moon."
+    q = one["questions"][0]
+    assert (q["head"], q["translation"][q["target"]], q["answers"]) == ("1.2", "den", [3])
+    assert q["link"] == "/class/practice?text=Two+owls+watch+the+moon.&head=1.2&target=3"
+    # a question's own link asks it again; several head/target pairs make a quiz of several questions
+    assert client.get(q["link"]).status_code == 200
+    again = client.get(q["link"].replace("/class/practice", "/class/api/practice")).json()
+    assert again["questions"] == one["questions"]
+    two = client.get("/class/api/practice?text=Two+owls.&head=1.1&target=0&head=1.3&target=4&kind=cross").json()
+    assert [(x["head"], x["target"]) for x in two["questions"]] == [("1.1", 0), ("1.3", 4)]
+
+
+@pytest.mark.parametrize("query, status, says", [
+    ("", 400, "text"),
+    ("text=", 400, "characters"),
+    ("text=a&text=b", 400, "one text"),
+    ("text=" + "a" * 2001, 400, "2000"),
+    ("text=a%00b", 400, "control"),
+    ("text=Two+owls.&head=9.1&target=0", 400, "1 layers"),
+    ("text=Two+owls.&head=1.1&target=99", 400, "output tokens 0 to"),
+    ("text=Two+owls.&head=1.1", 400, "each head with its target"),
+    ("text=Two+owls.&head=%3Cscript%3E&target=0", 400, "layer.head"),
+    ("text=Two+owls.&head=1.1&target=-1", 400, "number of an output token"),
+    ("text=Two+owls.&head=1.1&target=%EF%BC%91", 400, "number of an output token"),  # a full-width digit
+    ("text=Two+owls.&head=1.1&target=0&kind=encoder", 400, "kind must be"),
+    ("text=Two+owls.&kind=cross", 400, "kind goes with"),
+    ("text=Two+owls.&" + "&".join(["head=1.1&target=0"] * 11), 400, "at most 10"),
+])
+def test_bad_practice_links_get_a_clear_error(server, query, status, says):
+    client, _ = server
+    made = len(MADE)
+    message = error(client.get(f"/class/api/practice?{query}"), status)
+    assert says in message and "<" not in message
+    assert len(MADE) <= made + 1  # the model is asked nothing it can refuse up front
+    assert client.get(f"/class/practice?{query}").status_code == 200  # the page shows the error it gets
+
+
+def test_a_huge_practice_link_is_refused_and_the_server_goes_on(server):
+    client, _ = server
+    made = len(MADE)
+    assert "2000" in error(client.get("/class/api/practice?text=" + "a" * 5000), 400)  # a text over the cap
+    try:  # an address longer than the server reads at all: refused, or the connection closed
+        assert 400 <= client.get("/class/api/practice?text=" + "a" * 60_000).status_code < 500
+    except httpx.RemoteProtocolError:
+        pass
+    assert len(MADE) == made
+    assert client.get("/class/api/practice?text=Two+owls+watch+the+moon.").status_code == 200
+
+
+def test_a_model_that_fails_is_a_json_error_and_is_asked_again(server):
+    client, _ = server
+    made = len(MADE)
+    for path in ("/class/api/practice?text=The+model+breaks.", "/class/api/practice?text=The+model+breaks."):
+        assert "could not make" in error(client.get(path), 503)
+    assert "could not make" in error(client.post("/class/api/classes", json={"sentence": "The model breaks."}), 503)
+    assert len(MADE) == made + 3  # a failure is not kept
+
+
+def test_markup_in_a_practice_link_is_data(server):
+    client, _ = server
+    body = client.get("/class/api/practice", params={"text": MARKUP}).json()
+    assert body["sentence"] == MARKUP and body["questions"][0]["sentence"] == MARKUP
+    assert "innerHTML" not in (QUIZ_DIR / "quiz.js").read_text()
 
 
 def test_join_addresses_say_where_phones_connect():

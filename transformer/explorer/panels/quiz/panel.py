@@ -12,8 +12,9 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-from transformer.explorer.core.limits import MAX_INPUT_CHARS
+from transformer.explorer.core.limits import MAX_INPUT_CHARS, REQUEST_TIMEOUT_S
 from transformer.explorer.panels.quiz.model_quiz import QuizMaker
+from transformer.explorer.panels.quiz.questions import SpecError
 from transformer.explorer.panels.quiz.routes import class_router, join_address
 from transformer.explorer.panels.quiz.store import ClassStore, default_path
 from transformer.explorer.panels.start import PanelStart
@@ -23,16 +24,24 @@ INTRO = ("**Where will it look?** Before the class sees a map, each student gues
          "word a head looks at when the model writes a German word; then the board reveals the head's true weights "
          "beside the class's guesses. The board opens in a new tab for the projector: start the class there, and "
          "the students join with its room code, link or QR code. No names or accounts; a class is deleted after "
-         "4 hours.")
+         "4 hours. A student working alone takes the same questions from the practice link, each revealed after "
+         "the guess.")
 
 
 def board_link(text: str | None) -> str:
-    """The tab's content: the link that opens the board on `text` (the sentence on screen), or on its own."""
+    """The tab's content: the links that open the board on `text` (the sentence on screen), or on its own, and
+    the practice quiz on it for a student alone."""
     text = (text or "").strip()[:MAX_INPUT_CHARS]
     query = f"?{urlencode({'text': text})}" if text else ""
     on = f" on &ldquo;{html.escape(text)}&rdquo;" if text else ""
-    return (f'<p class="quiz-start"><a id="quiz-board" href="class/board{html.escape(query)}" target="_blank" '
-            f'rel="noopener">Open the board{on}</a> (a new tab, for the projector)</p>')
+    board = (f'<a id="quiz-board" href="class/board{html.escape(query)}" target="_blank" rel="noopener">'
+             f'Open the board{on}</a> (a new tab, for the projector)')
+    if not text:
+        return f'<p class="quiz-start">{board}</p>'
+    practice = (f'<a id="quiz-practice" href="class/practice{html.escape(query)}" target="_blank" rel="noopener">'
+                f'Practise alone on this sentence</a> (about 5 questions, each revealed after the guess: a link '
+                f'to give students working on their own)')
+    return f'<ul class="quiz-start"><li>{board}</li><li>{practice}</li></ul>'
 
 
 def build(start: PanelStart) -> HtmlTab:
@@ -56,7 +65,12 @@ def routes(explorer: Any, host: str, port: int) -> list[Any]:
     label = models.default_model
 
     def translate(text: str) -> Any:
-        return models.batcher.translate(models.translator(label), text, method="beam")
+        tr = models.translator(label)
+        try:
+            source = tr.source(text[:MAX_INPUT_CHARS])
+        except ValueError as err:
+            raise SpecError(str(err)) from None
+        return models.batcher.translate(tr, source, tr.decoding_options("beam"), timeout_s=REQUEST_TIMEOUT_S)
 
     maker = QuizMaker(translate, models.registry.directory(label), language=models.reads(label) or "en")
     return class_router(ClassStore(default_path()), maker, join_address(host, port)).routes

@@ -1,5 +1,7 @@
-// The student's page of the class quiz: join, guess, see where the head really looks. Every text is written
-// with textContent (nothing a server or another student sends is ever read as HTML). No build step.
+// The student's page of the class quiz: join, guess, see where the head really looks. At /class/practice?text=...
+// the same page runs a quiz alone: the questions come with their answers, and each is revealed right after the
+// guess (nothing is sent back). Every text is written with textContent (nothing a server or another student
+// sends is ever read as HTML). No build step.
 
 const POLL_MS = 1500;
 const CODE = /^[A-HJ-NP-Z2-9]{6}$/;
@@ -10,6 +12,16 @@ export function codeFromPath(path) {
   return CODE.test(code) ? code : "";
 }
 
+/** Whether `path` is the practice page. */
+export function isPractice(path) {
+  return path.replace(/\/+$/, "") === "/class/practice";
+}
+
+/** Whether a guess names one of the head's top words. */
+export function matches(chosen, answers) {
+  return chosen.some((i) => answers.includes(i));
+}
+
 /** The chosen words after a tap on word `i`: toggled; a third choice drops the oldest (at most two). */
 export function toggleChoice(chosen, i) {
   if (chosen.includes(i)) return chosen.filter((j) => j !== i);
@@ -17,7 +29,7 @@ export function toggleChoice(chosen, i) {
 }
 
 const $ = (id) => document.getElementById(id);
-const state = { code: "", token: "", index: -1, revealed: null, chosen: [], sent: null };
+const state = { code: "", token: "", index: -1, revealed: null, chosen: [], sent: null, practice: null };
 
 async function api(path, options = {}) {
   const headers = { "Content-Type": "application/json", "X-Student-Token": state.token };
@@ -74,27 +86,41 @@ function renderWords(question, locked) {
   });
 }
 
+function tag(text, className) {
+  return Object.assign(document.createElement("span"), { className: `tag ${className}`, textContent: text });
+}
+
+// the head's row over the words: a bar per word with its weight written, the top word and the guess named in
+// words (colour is never the only cue)
 function renderReveal(question) {
   const bars = $("bars");
   bars.replaceChildren();
   $("reveal-head").textContent = question.head;
   question.words.forEach((word, i) => {
     const item = document.createElement("li");
-    if (state.chosen.includes(i)) item.classList.add("guess");
-    if (question.answers.includes(i)) item.classList.add("top");
+    const percent = Math.round(question.weights[i] * 100);
     const label = Object.assign(document.createElement("span"), { className: "word", textContent: word });
     const bar = Object.assign(document.createElement("span"), { className: "bar" });
+    bar.setAttribute("aria-hidden", "true");
     const fill = document.createElement("span");
-    fill.style.width = `${Math.round(question.weights[i] * 100)}%`;
+    fill.style.width = `${percent}%`;
     bar.append(fill);
-    const value = Object.assign(document.createElement("span"), { textContent: `${Math.round(question.weights[i] * 100)}%` });
+    const value = Object.assign(document.createElement("span"), { className: "value", textContent: `${percent}%` });
     item.append(label, bar, value);
+    const tags = [];
+    if (question.answers.includes(i)) { item.classList.add("top"); tags.push(tag("most weight", "top")); }
+    if (state.chosen.includes(i)) { item.classList.add("guess"); tags.push(tag("your guess", "guess")); }
+    if (tags.length) {
+      const box = Object.assign(document.createElement("span"), { className: "tags" });
+      box.append(...tags);
+      item.append(box);
+    }
     bars.append(item);
   });
   $("role").textContent = question.role;
-  const hit = state.chosen.some((i) => question.answers.includes(i));
   $("status").textContent = state.chosen.length === 0 ? "You did not guess this one." :
-    hit ? "Your guess matches the head's top word." : "The head looked elsewhere than you guessed.";
+    matches(state.chosen, question.answers) ? "Your guess matches the head's top word." :
+      "The head looked elsewhere than you guessed.";
 }
 
 function render(view) {
@@ -117,6 +143,7 @@ function render(view) {
   $("reveal").hidden = !view.revealed;
   if (view.revealed) renderReveal(question);
   state.revealed = view.revealed;
+  document.body.dataset.question = `${view.index}${view.revealed ? "-revealed" : ""}`;  // for tests: drawn
 }
 
 async function poll() {
@@ -149,7 +176,82 @@ async function send() {
   $("send").disabled = state.chosen.length === 0 || state.revealed;
 }
 
+// ----------------------------------------------------------------------------- practice alone
+
+function practiceView() {
+  const p = state.practice;
+  return { index: p.index, count: p.questions.length, revealed: p.revealed, finished: false,
+    question: p.questions[p.index], my_answer: null };
+}
+
+function showPractice() {
+  const p = state.practice;
+  render(practiceView());
+  $("send").textContent = "Check my guess";
+  $("reveal-wait").hidden = true;
+  $("link-line").hidden = !p.revealed;
+  $("question-link").href = p.questions[p.index].link;
+  $("next").hidden = !p.revealed;
+  $("next").textContent = p.index + 1 < p.questions.length ? "Next question" : "See my score";
+}
+
+function checkGuess() {
+  const p = state.practice;
+  if (p.revealed || state.chosen.length === 0) return;
+  p.revealed = true;
+  if (matches(state.chosen, p.questions[p.index].answers)) p.matched += 1;
+  showPractice();
+  $("next").focus();
+}
+
+function nextPractice() {
+  const p = state.practice;
+  if (p.index + 1 < p.questions.length) {
+    Object.assign(p, { index: p.index + 1, revealed: false });
+    showPractice();
+    $("prompt").setAttribute("tabindex", "-1");
+    $("prompt").focus();
+    return;
+  }
+  $("question").hidden = true;
+  $("practice-end").hidden = false;
+  $("score").textContent = `You matched the head's top word ${p.matched} time${p.matched === 1 ? "" : "s"} out of ${p.questions.length}.`;
+  $("more-line").hidden = !p.more;
+  if (p.more) $("more").href = p.more;
+  document.body.dataset.question = "end";
+  $("again").focus();
+}
+
+function restartPractice() {
+  Object.assign(state.practice, { index: 0, revealed: false, matched: 0 });
+  state.index = -1;
+  $("practice-end").hidden = true;
+  showPractice();
+  $("prompt").setAttribute("tabindex", "-1");
+  $("prompt").focus();
+}
+
+async function startPractice() {
+  $("loading").hidden = false;
+  $("send").addEventListener("click", checkGuess);
+  $("next").addEventListener("click", nextPractice);
+  $("again").addEventListener("click", restartPractice);
+  try {
+    const response = await fetch(`/class/api/practice${location.search}`);
+    const body = await response.json().catch(() => ({ error: "The app did not answer." }));
+    if (!response.ok) throw new Error(body.error || "The quiz could not be made: try again.");
+    document.title = "Where will it look? Practice";
+    state.practice = { questions: body.questions, more: body.more, index: 0, revealed: false, matched: 0 };
+    showPractice();
+  } catch (err) {
+    showError(err.message);
+    document.body.dataset.question = "error";
+  }
+  $("loading").hidden = true;
+}
+
 function start() {
+  if (isPractice(location.pathname)) return startPractice();
   $("send").addEventListener("click", send);
   $("join-form").addEventListener("submit", (event) => {
     event.preventDefault();

@@ -4,8 +4,9 @@
     # given to the app gradio makes at launch (panel.routes, launch.serve)
 
 Pages (static files of this folder, no build step, nothing from the network): `GET /class` and `/class/{code}`
-the student's page (`quiz.html`, `quiz.js`), `GET /class/board` the teacher's projector (`board.html`,
-`board.js`), `GET /class/files/{name}` their files, `GET /class/qr/{code}.svg` the join link's QR code (segno).
+the student's page (`quiz.html`, `quiz.js`), `GET /class/practice?text=...` the same page for a student alone,
+`GET /class/board` the teacher's projector (`board.html`, `board.js`), `GET /class/files/{name}` their files,
+`GET /class/qr/{code}.svg` the join link's QR code (segno).
 API (`/class/api/...`, JSON in and out; a student's token in the X-Student-Token header, the teacher's in
 X-Teacher-Token, never in a URL that is projected):
 
@@ -16,6 +17,9 @@ X-Teacher-Token, never in a URL that is projected):
     GET  {code}/board           teacher: count answered, guesses per word, the true weights, reveal state
     POST {code}/reveal, /next   teacher
     GET  {code}/summary         teacher: the heads that surprised the class most
+    GET  practice?text=...      a student alone: the quiz on a sentence, answers included (nothing is kept
+                                per student: the page reveals after each guess); &head=3.6&target=2[&kind=]
+                                (repeatable) asks a teacher's own questions, so a lesson's links are a quiz
 
 Every error is JSON {"error": message}: 400 malformed, 403 not joined or not the teacher, 404 no such class
 (or expired), 409 not the open question, 413 a body over its cap (read bounded), 429 a flood or a cap. Nothing a
@@ -25,6 +29,7 @@ class runs the model, in a worker thread.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import io
 import ipaddress
@@ -34,18 +39,22 @@ import re
 import socket
 import threading
 import time
-from collections import deque
+import unicodedata
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import segno
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from .questions import MAX_CHOICES, Question, SpecError
+from transformer.explorer.core.limits import MAX_INPUT_CHARS
+
+from .questions import KINDS, MAX_CHOICES, MAX_QUESTIONS, Question, SpecError
 from .store import CODE_ALPHABET, CODE_LENGTH, ClassError, ClassState, ClassStore, Forbidden, NotFound, TooMany
 
 log = logging.getLogger(__name__)
@@ -60,6 +69,8 @@ MAX_BODY = 4096  # bytes of an answer's or a join's body
 MAX_CLASS_BODY = 16384  # a teacher's list of questions
 CODE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LENGTH}}}")
 FLOOD_ANSWERS, FLOOD_WINDOW_S = 10, 10.0  # answers one student may send in a window
+PRACTICE_KEPT = 128  # practice quizzes kept (each one sentence's questions, a few kB)
+PRACTICE_MAKING = 8  # practice quizzes the model may be making at once (the rest are asked to retry)
 LOOPBACK_NOTE = ("The app listens on {host} only: phones cannot reach it. Start it with GRADIO_SERVER_NAME=0.0.0.0 "
                  "to listen on the local network (it then offers the network what it offers this browser).")
 
@@ -70,6 +81,10 @@ class BadRequest(ClassError):
 
 class TooLarge(ClassError):
     status = 413
+
+
+class ModelFailed(ClassError):
+    status = 503
 
 
 # ----------------------------------------------------------------------------- where the phones connect
@@ -213,6 +228,45 @@ def answer_of(body: Any) -> tuple[int, list[int]]:
     return question, words
 
 
+def practice_request(params: Any) -> tuple[tuple, dict[str, Any]]:
+    """A practice link's query (`text`, and optionally `head`, `target`, `kind`, the first two repeated
+    together) -> (a key for the cache, the request for `make_quiz`); BadRequest saying what is wrong (never
+    echoing it). Other parameters are left alone (a lesson's page may add its own)."""
+    texts, heads, targets, kinds = (params.getlist(name) for name in ("text", "head", "target", "kind"))
+    if len(texts) != 1:
+        raise BadRequest("A practice link needs one text: /class/practice?text=a+sentence")
+    text = texts[0].strip()
+    if not text or len(text) > MAX_INPUT_CHARS:
+        raise BadRequest(f"The text must be 1 to {MAX_INPUT_CHARS} characters.")
+    if any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\t\n" for c in text):
+        raise BadRequest("The text holds control characters.")
+    text = " ".join(text.split())
+    if len(heads) != len(targets) or len(heads) > MAX_QUESTIONS:
+        raise BadRequest(f"Give each head with its target (head=3.6&target=2), at most {MAX_QUESTIONS} of them.")
+    if kinds and (not heads or len(kinds) not in (1, len(heads))):
+        raise BadRequest("kind goes with head and target: once for all questions, or once for each.")
+    if not all(t.isascii() and t.isdigit() and len(t) <= 3 for t in targets):
+        raise BadRequest("target must be the number of an output token, from 0.")
+    if not all(k in KINDS for k in kinds):
+        raise BadRequest(f"kind must be one of {', '.join(KINDS)}.")
+    kinds = kinds * len(heads) if len(kinds) == 1 else kinds or ["cross"] * len(heads)
+    specs = [{"sentence": text, "head": h, "target": int(t), "kind": k} for h, t, k in zip(heads, targets, kinds)]
+    key = (text, tuple((s["head"], s["target"], s["kind"]) for s in specs))
+    return key, ({"questions": specs} if specs else {"sentence": text})
+
+
+def practice_link(question: Question) -> str:
+    """The link that asks `question` alone (a teacher copies it into a lesson)."""
+    query = {"text": question.sentence, "head": question.head_label, "target": question.row}
+    return "/class/practice?" + urlencode(query | ({"kind": question.kind} if question.kind != "cross" else {}))
+
+
+def practice_view(question: Question) -> dict[str, Any]:
+    """A practice question as the page gets it: all of it, answers included (the page reveals them after the
+    student's guess; nothing is kept per student), and its own link."""
+    return {**question.public(True), "link": practice_link(question)}
+
+
 def _small_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10000
 
@@ -248,6 +302,44 @@ class ClassRoutes:
                  listening: JoinAddress):
         self.store, self.make_quiz, self.listening = store, make_quiz, listening
         self.flood = Flood()
+        self.practised: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()  # key -> the questions' views
+        self.making: dict[tuple, asyncio.Future] = {}  # practice quizzes being made: one model run per key
+
+    async def practice(self, request: Request) -> dict[str, Any]:
+        """A student's practice quiz on a sentence (or a teacher's questions on it), made once per link by the
+        same `make_quiz` as a class's, kept for the next student (PRACTICE_KEPT links); nothing per student."""
+        key, body = practice_request(request.query_params)
+        if key not in self.practised:
+            if self.make_quiz is None:
+                raise ClassError("This app cannot make quizzes: no model is loaded.")
+            making = self.making.get(key)
+            if making is None:
+                if len(self.making) >= PRACTICE_MAKING:
+                    raise TooMany("Many quizzes are being made right now: try again in a moment.")
+                making = self.making[key] = asyncio.ensure_future(run_in_threadpool(self.make_quiz, body))
+                making.add_done_callback(functools.partial(self._made, key))
+            try:
+                await asyncio.shield(making)
+            except SpecError as err:
+                raise BadRequest(str(err)) from None
+            except ClassError:
+                raise
+            except Exception:
+                log.exception("a practice quiz on %d characters", len(key[0]))
+                raise ModelFailed("The model could not make this quiz: try again, or another sentence.") from None
+        self.practised.move_to_end(key)
+        questions = self.practised[key]
+        return {"sentence": key[0], "count": len(questions), "questions": questions,
+                "more": "/class/practice?" + urlencode({"text": key[0]}) if key[1] else None}
+
+    def _made(self, key: tuple, made: asyncio.Future) -> None:
+        """A practice quiz made (kept, the oldest dropped past PRACTICE_KEPT) or failed (not kept: asked again)."""
+        self.making.pop(key, None)
+        if made.cancelled() or made.exception() is not None:
+            return
+        self.practised[key] = [practice_view(q) for q in made.result()]
+        while len(self.practised) > PRACTICE_KEPT:
+            self.practised.popitem(last=False)
 
     async def create(self, request: Request) -> dict[str, Any]:
         body = await read_json(request, MAX_CLASS_BODY)
@@ -259,6 +351,11 @@ class ClassRoutes:
             questions = await run_in_threadpool(self.make_quiz, body)
         except SpecError as err:
             raise BadRequest(str(err)) from None
+        except ClassError:
+            raise
+        except Exception:
+            log.exception("a class's quiz")
+            raise ModelFailed("The model could not make this quiz: try again, or another sentence.") from None
         code, token = self.store.create_class(questions)
         where = request_base(request, self.listening)
         return {"code": code, "teacher_token": token, "join_url": f"{where.base}/class/{code}",
@@ -344,9 +441,11 @@ def class_router(store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Q
     router = APIRouter(prefix="/class")
     router.add_api_route("", page("quiz.html"), methods=["GET"], include_in_schema=False)
     router.add_api_route("/board", page("board.html"), methods=["GET"], include_in_schema=False)
+    router.add_api_route("/practice", page("quiz.html"), methods=["GET"], include_in_schema=False)
     router.add_api_route("/files/{name}", static_file, methods=["GET"], include_in_schema=False)
     router.add_api_route("/qr/{code}.svg", json_errors(routes.qr), methods=["GET"], include_in_schema=False)
     router.add_api_route("/api/classes", json_errors(routes.create), methods=["POST"])
+    router.add_api_route("/api/practice", json_errors(routes.practice), methods=["GET"])
     for path, handler, method in (("join", routes.join, "POST"), ("question", routes.question, "GET"),
                                   ("answer", routes.answer, "POST"), ("board", routes.board, "GET"),
                                   ("reveal", routes.reveal, "POST"), ("next", routes.next, "POST"),
