@@ -12,10 +12,9 @@ commits). Bounded: at most MAX_CLASSES live classes, MAX_STUDENTS per class, MAX
 question; a class expires CLASS_HOURS after it starts and is deleted (at open, and lazily every PURGE_EVERY_S).
 No names, no addresses: a student is a random token (kept hashed, as the teacher's is), a join time and answers.
 Safe for many threads: one connection under a lock (`mode="shared"`, the default) or a connection per thread
-(`mode="thread"`, which waits on SQLite's own write lock instead). Measured with 8 threads answering at once
-(`bench/class_quiz.py --store`, AMD EPYC, 2 cores): 10.3k against 8.3k answers/s in one run, 7.9k against 8.3k
-in the next: no difference that matters, both far above a class's needs. The routes call the store from the
-server's one event loop, where the shared connection is one file handle.
+(`mode="thread"`, which waits on SQLite's own write lock instead): both measure alike, far above a class's needs
+(`bench/class_quiz.py --store`, docs/benchmarks.md). The routes call the store from the server's one event loop,
+where the shared connection is one file handle.
 """
 from __future__ import annotations
 
