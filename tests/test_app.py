@@ -290,3 +290,30 @@ def test_what_ends_a_page_load_or_follows_a_translation_leaves_the_users_newer_w
     # heads switched off with one's own translation on screen: its scores come in the rerun's own answer
     rerun = next(fn for fn in fns if fn.name == "on_rerun")
     assert app.page.yours.view in rerun.outputs and not [fn for fn in fns if fn.name == "yours_of"]
+
+
+def test_one_press_prepares_tokenises_and_checks_its_request_once(app, monkeypatch):
+    """One way in: a Translate press resolves and checks its options once (`Translator.decoding_options`),
+    prepares and tokenises its text once (`Translator.source`, `prepare`, the tokenizer), and hands the `Source`
+    on; before, the text was prepared and tokenised twice (checked, then batched)."""
+    from transformer.translator import Translator
+
+    tr = app.explorer.models.default_translator
+    calls: dict[str, int] = {}
+
+    def counted(owner, name):
+        real = getattr(owner, name)
+
+        def count(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, count)
+
+    for name in ("decoding_options", "source", "prepare"):
+        counted(Translator, name)
+    counted(type(tr.tokenizer), "encodings")
+    model = app.explorer.models.default_model
+    out = app.page.on_translate_view("h e l l o", "beam", 3, model, 0.6, "attention", "")
+    assert out[app.page.results.translation]
+    assert calls == {"decoding_options": 1, "source": 1, "prepare": 1, "encodings": 1}, calls
