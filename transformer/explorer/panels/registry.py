@@ -58,7 +58,7 @@ def plot_drawn(elem_id: str) -> str:
 
 
 PANELS: tuple[Panel, ...] = (
-    Panel("attention", "Attention", attention.build, attention.SCRIPTS,
+    Panel("attention", "Attention", attention.build, attention.SCRIPTS, attention.STYLES,
           ready="(document.querySelector('#explorer .explorer')?.dataset.views || '').startsWith('views-')"),
     Panel("tree", "Beam-search tree", tree.build, tree.SCRIPTS, tree.STYLES, follows_result=tree.follow_result,
           wire=tree.wire,

@@ -23,6 +23,7 @@ from transformer.explorer.web.page import head_html, start_module
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "explorer.js"
 SCRIPTS = (SCRIPT, HERE / "controls.js")
+STYLES = (HERE / "attention.css",)
 HtmlTab = namedtuple("HtmlTab", "tab view")  # a tab holding one gr.HTML panel
 
 TABS = {**KIND_TITLES, "steps": "Step by step"}
