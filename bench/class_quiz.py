@@ -47,6 +47,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from app_server import free_port
 from load import percentile
 from machine import cpu_model
+from browser_latency import commit_of
 from report import write_result
 
 log = logging.getLogger("class_quiz")
@@ -369,6 +370,7 @@ def main() -> None:
             stop.set()
             app.stop()
         out = report(args, record, result) | out
+    out["commit"] = commit_of(ROOT)  # the code measured
     write_result(args.json, out)  # with the date and the command
     sys.stdout.write(Path(args.json).read_text(encoding="utf-8"))
 
