@@ -21,6 +21,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY_CHECKPOINT = ROOT / "checkpoints" / "toy-reverse"
+# The app on the shipped checkpoints (en-de first, the default of `python app.py`) with int8 search weights, the
+# serving path the docs quote: one `shared_app` key for every test of the shipped models, so that a test process
+# starts it once, whichever of them ask (each start loads the models and measures the serving path).
+SHIPPED_ENV = {"TRANSFORMER_THREADS": "1", "TRANSFORMER_PRECISION": "int8"}
 
 
 def free_port() -> int:
@@ -42,6 +46,22 @@ class AppServer:
     def log_tail(self, n_chars: int = 4000) -> str:
         try:
             return self.log_path.read_text(encoding="utf-8", errors="replace")[-n_chars:]
+        except OSError:
+            return ""
+
+    def log_size(self) -> int:
+        """How many bytes the app has logged so far (`log_since` reads what comes after)."""
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_since(self, size: int) -> str:
+        """What the app has logged after its first `size` bytes (a shared app's log holds earlier tests' lines)."""
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(size)
+                return log.read().decode("utf-8", errors="replace")
         except OSError:
             return ""
 

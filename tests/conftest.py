@@ -94,9 +94,17 @@ def _after_each_module():
             getattr(module, ends)()
 
 
+# The longest modules, longest first (their summed test times in bench/results/test_suite.json, whole suite):
+# handed out before the other modules with slow tests, so that the last module a worker takes is a short one.
+LONGEST = ("test_stage.py", "test_stage_present.py", "test_stage_lesson.py", "test_batch_invariance.py",
+           "test_browser.py", "test_search_process.py", "test_browser_inside.py", "test_lesson_quotes.py",
+           "test_train.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Modules with slow tests first, each module's tests in their own order (pytest.ini hands whole modules to two
-    workers in collection order): the long ones start early and the quick ones fill the end, so neither worker
-    idles while the other finishes a long module."""
+    """The longest modules first (`LONGEST`), then the other modules with slow tests, then the rest, each module's
+    tests in their own order (pytest.ini hands whole modules to two workers in collection order): the long ones
+    start early and the quick ones fill the end, so neither worker idles while the other finishes a long module."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)
+    rank = {name: i for i, name in enumerate(LONGEST)}
+    items.sort(key=lambda item: (item.path not in slow, rank.get(item.path.name, len(LONGEST))))

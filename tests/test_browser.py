@@ -96,11 +96,15 @@ def selected(page, elem_id: str) -> str:
 
 
 _LAUNCHED: list = []  # [(playwright, browser)]: the Chromium of the test module running now
+_KEPT: list = []  # [page]: the one page `page_at` hands out on that Chromium, kept from one test to the next
+_WATCHERS: dict = {}  # page -> the handlers `watch_page` put on it, taken off when the page is handed out again
 
 
 def close_chromium() -> None:
     """Close the module's Chromium (conftest.py does after every module): a running sync Playwright marks this
     thread's asyncio loop as running, which the tests of other modules must not inherit."""
+    _KEPT.clear()
+    _WATCHERS.clear()
     while _LAUNCHED:
         playwright, browser = _LAUNCHED.pop()
         try:
@@ -112,8 +116,9 @@ def close_chromium() -> None:
 @contextmanager
 def chromium() -> Iterator[sync_api.Browser]:
     """The system's Chromium under Playwright, launched once per test module. Every `new_page`/`new_context` is a
-    fresh context (no cookies, storage or cache from before); the test's contexts are closed when it ends, and a
-    test that fails takes the browser down with it, so the next one starts on a fresh launch."""
+    fresh context (no cookies, storage or cache from before); the test's contexts are closed when it ends, but for
+    the page `page_at` keeps, and a test that fails takes the browser down with it, so the next one starts on a
+    fresh launch."""
     if not (_LAUNCHED and _LAUNCHED[0][1].is_connected()):
         close_chromium()
         playwright = sync_api.sync_playwright().start()
@@ -129,18 +134,49 @@ def chromium() -> Iterator[sync_api.Browser]:
         close_chromium()
         raise
     try:
+        kept = {page.context for page in _KEPT if not page.is_closed()}
         for context in browser.contexts:
-            context.close()
+            if context not in kept:
+                context.close()
     except BaseException:
         close_chromium()
         raise
 
 
-def open_page(browser):
-    """A desktop-sized page with the test timeout, and what `watch_page` collects on it."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def page_at(browser, width: int, height: int):
+    """A page of `width` x `height` with the test timeout, and what `watch_page` collects on it from now on.
+
+    One page, kept across the tests of the module's Chromium: a new tab costs Chromium a renderer process and the
+    compile of gradio's and plotly's scripts (1.5-2 s of a busy 2-core machine's CPU, each time), and every test
+    loads its page by `goto` anyway, a new document (its scripts run anew, a new gradio session). What a page
+    could carry from a test before is taken off: the handlers of `watch_page`, routes, cookies, the storage of
+    the origin it is on (the explorer keeps nothing there; gradio's tokens would), the mouse over a map (a
+    hover label on the next document). A test that needs a page of its own (init scripts, downloads, two pages
+    at once) makes one with `browser.new_page`."""
+    page = _KEPT[0] if _KEPT and not _KEPT[0].is_closed() and _KEPT[0].context.browser is browser else None
+    if page is None:
+        _KEPT.clear()
+        page = browser.new_page(viewport={"width": width, "height": height})
+        _KEPT.append(page)
+    else:
+        try:
+            for event, handler in _WATCHERS.pop(page, ()):
+                page.remove_listener(event, handler)
+            page.unroute_all(behavior="ignoreErrors")
+            page.context.clear_cookies()
+            page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
+            page.mouse.move(0, 0)
+            page.set_viewport_size({"width": width, "height": height})
+        except sync_api.Error:  # left mid-navigation, or gone: a new page instead
+            page.context.close()
+            return page_at(browser, width, height)
     page.set_default_timeout(TIMEOUT_MS)
     return page, watch_page(page)
+
+
+def open_page(browser):
+    """A desktop-sized page with the test timeout, and what `watch_page` collects on it (`page_at`)."""
+    return page_at(browser, 1400, 1000)
 
 
 def watch_page(page) -> tuple[list[str], list[str], list[str]]:
@@ -148,10 +184,13 @@ def watch_page(page) -> tuple[list[str], list[str], list[str]]:
     dialogs: list[str] = []
     external: list[str] = []
     errors: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.on("request", lambda r: external.append(r.url)
-            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    handlers = (("dialog", lambda d: (dialogs.append(d.message), d.dismiss())),
+                ("request", lambda r: external.append(r.url)
+                 if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None),
+                ("pageerror", lambda e: errors.append(str(e))))
+    for event, handler in handlers:
+        page.on(event, handler)
+    _WATCHERS.setdefault(page, []).extend(handlers)
     return dialogs, external, errors
 
 
@@ -405,9 +444,7 @@ def test_browser_presentation_mode():
     server = shared_app(ENV)
     flagship = (ROOT / "checkpoints" / FLAGSHIP / "model.safetensors").is_file()
     with chromium() as browser:
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        page.set_default_timeout(TIMEOUT_MS)
-        dialogs, external, errors = watch_page(page)
+        page, (dialogs, external, errors) = page_at(browser, 1280, 720)
         page.goto(server.url + "?present=1")
         page.wait_for_function("document.body.classList.contains('present')")
         assert page.locator("#present input").is_checked()

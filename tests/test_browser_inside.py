@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_server import ROOT, app_env, shared_app  # noqa: E402
+from app_server import ROOT, SHIPPED_ENV, app_env, shared_app  # noqa: E402
 from test_browser import CHROMIUM, SHOTS, chromium, docs_picture, open_page, sync_api, views_drawn  # noqa: E402,F401
 from toy_snapshots import SNAPSHOT_STEPS, toy_run_with_snapshots  # noqa: E402
 from transformer.explorer.web.page import PLOTLY_JS  # noqa: E402
@@ -311,7 +311,7 @@ EN_YOURS = "Mein kleiner Cousin streicht nach dem Mittagessen die Küche."
 def test_browser_en_de_your_translation_and_a_cross_attention_weight():
     """The shipped English-German model: a German translation of one's own scored, and how one cross-attention
     weight of it is computed (the README's pictures, with UPDATE_SCREENSHOT=1)."""
-    server = shared_app({"TRANSFORMER_CHECKPOINT": str(EN_DE), "TRANSFORMER_THREADS": "1"})
+    server = shared_app(SHIPPED_ENV)
     with chromium() as browser:
         page, (dialogs, external, errors) = open_page(browser)
         translate(page, server.url, EN_SOURCE)

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_server import ROOT, QueueSession, endpoints, running_app  # noqa: E402
+from app_server import ROOT, SHIPPED_ENV, QueueSession, endpoints, shared_app  # noqa: E402
 from test_browser import TIMEOUT_MS, chromium, open_page, sync_api  # noqa: E402
 
 EN_DE = ROOT / "checkpoints" / "en-de"
@@ -43,8 +43,9 @@ pytestmark = pytest.mark.slow  # Chromium: `pytest -m "not slow"` leaves it out
 
 @pytest.fixture(scope="module")
 def server():
-    with running_app({"TRANSFORMER_CHECKPOINT": str(EN_DE), "TRANSFORMER_THREADS": "1"}) as app:
-        yield app
+    """The app on the shipped checkpoints, en-de the default (app_server.SHIPPED_ENV): the one other test
+    modules share."""
+    return shared_app(SHIPPED_ENV)
 
 
 def payload_where(page, condition: str) -> dict:
@@ -72,12 +73,12 @@ def busy_elsewhere(url: str) -> list[threading.Thread]:
     return threads
 
 
-def wait_for_the_long_rerun(page, server, deadline_s: float = TIMEOUT_MS / 1000) -> None:
-    """Until the app has dropped the long sentence's heads-off answer, or found it void (its log says so); fails
-    as soon as the page shows that answer instead."""
+def wait_for_the_long_rerun(page, server, logged: int, deadline_s: float = TIMEOUT_MS / 1000) -> None:
+    """Until the app has dropped the long sentence's heads-off answer, or found it void (its log after its first
+    `logged` bytes says so); fails as soon as the page shows that answer instead."""
     stale = f"(() => {{ const p = {EXPLORER}.payload; return Boolean(p && p.source === {LONG!r}); }})()"
     end = time.monotonic() + deadline_s
-    while not any(line in server.log_tail(200_000) for line in ENDED):
+    while not any(line in server.log_since(logged) for line in ENDED):
         try:
             page.wait_for_function(stale, timeout=250)
         except sync_api.TimeoutError:
@@ -90,6 +91,7 @@ def wait_for_the_long_rerun(page, server, deadline_s: float = TIMEOUT_MS / 1000)
 def test_an_older_heads_off_answer_never_replaces_a_newer_translation(server):
     """Heads off on a long sentence at beam 10, then a short sentence translated: the short one is answered
     first; the rerun's answer, older, is dropped: the page keeps the short sentence, and its heads-off view."""
+    logged = server.log_size()  # what the app logs from here on is this test's
     with chromium() as browser:
         page, (dialogs, external, errors) = open_page(browser)
         page.goto(server.url + "?" + urlencode({"text": LONG, "beam": 10, "model": "en-de"}))
@@ -105,7 +107,7 @@ def test_an_older_heads_off_answer_never_replaces_a_newer_translation(server):
                       "document.querySelector('#translate').click(); }")
         payload_where(page, f"p.source === {SHORT!r}")  # the short translation, served first
 
-        wait_for_the_long_rerun(page, server)
+        wait_for_the_long_rerun(page, server, logged)
         # the page asks again for the heads it has off, now of the short sentence
         final = payload_where(page, f"p.source === {SHORT!r} && p.ablation && p.ablation.off.length === 1")
         page.wait_for_function("(t) => document.querySelector('#translation textarea, #translation input').value "

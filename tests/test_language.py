@@ -96,7 +96,6 @@ def test_the_page_offers_the_model_that_reads_the_sentence(en_de_int8):
         assert page.locator("#model input").input_value() == "de-en"
         assert "looks" not in page.locator(notes).input_value() and not page.locator(offer).is_visible()
         assert page.locator("#translation textarea").input_value().strip()
-        page.close()
         for model, text, offered in (("de-en", ENGLISH[0], "Translate with en-de"), ("en-de", "I love Sauerkraut", None)):
             page, (_, _, more) = open_at(browser, en_de_int8.url + "?" + urlencode({"text": text, "model": model}),
                                          1280, 720)
@@ -106,5 +105,4 @@ def test_the_page_offers_the_model_that_reads_the_sentence(en_de_int8):
             else:
                 assert not page.locator(offer).is_visible() and "looks" not in page.locator(notes).input_value()
             errors += more
-            page.close()
         assert errors == []

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_server import ROOT, shared_app  # noqa: E402
+from app_server import ROOT, SHIPPED_ENV, shared_app  # noqa: E402
 from test_docs import app_links  # noqa: E402
 
 PAGES = {"teaching.md": ROOT / "docs" / "teaching.md", "README.md": ROOT / "README.md"}
@@ -136,10 +136,11 @@ def test_holds_reads_whole_words():
 
 @pytest.fixture(scope="module")
 def en_de_int8():
-    """The app on the shipped checkpoints (en-de first) with int8 search weights, as the docs quote it."""
+    """The app on the shipped checkpoints (en-de first) with int8 search weights, as the docs quote it
+    (app_server.SHIPPED_ENV: the app the other tests of the shipped models share)."""
     if not (ROOT / "checkpoints" / "en-de" / "model.safetensors").is_file():
         pytest.skip("checkpoints/en-de is not here")
-    return shared_app({"TRANSFORMER_THREADS": "1", "TRANSFORMER_PRECISION": "int8"})
+    return shared_app(SHIPPED_ENV)
 
 
 def quote_link(server, q: Quote) -> str:
@@ -203,7 +204,6 @@ def test_every_quote_is_what_the_app_shows(en_de_int8):
                     if got != w.value:
                         wrong.append((q.page, q.link, q.params, w, got))
             assert errors == [], (q, errors)
-            page.close()
     assert not wrong, wrong
 
 
@@ -255,7 +255,6 @@ def test_a_decoding_setting_changed_translates_again(en_de_int8):
             if slider == "#beam":
                 page.wait_for_function("location.search.includes('beam=4')")  # from the keyboard
         assert errors == []
-        page.close()
 
 
 @pytest.mark.slow
@@ -274,20 +273,19 @@ def test_a_model_switch_clears_the_translation_and_its_maps(en_de_int8):
         page.wait_for_function("document.querySelector('#explorer .explorer').dataset.ready === 'empty'")
         assert page.locator("#explorer .js-plotly-plot g.hm").count() == 0
         assert errors == []
-        page.close()
 
 
 @pytest.mark.slow
 def test_an_empty_enter_says_what_to_do_in_presentation_mode(en_de_int8):
     """Enter in the empty box in presentation mode at 1280x720: the message names only what is on that screen (the
     box at the top and Translate), not the examples presentation mode hides."""
-    from test_browser import chromium
+    from test_browser import chromium, page_at
     from test_stage_lesson import box, on_screen
 
     from transformer.explorer.core.results import EMPTY_TEXT
 
     with chromium() as browser:
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page, _ = page_at(browser, 1280, 720)
         page.goto(en_de_int8.url + "?present=1")
         page.wait_for_selector("#explorer .explorer[data-ready]")
         page.locator("#source textarea").press("Enter")
@@ -297,4 +295,3 @@ def test_an_empty_enter_says_what_to_do_in_presentation_mode(en_de_int8):
         for selector in ("#source", "#translate"):
             assert on_screen(box(page, selector), 1280, 720), selector
         assert not page.locator("#examples").is_visible()
-        page.close()

@@ -14,9 +14,9 @@ from urllib.parse import parse_qs, urlencode, urlparse
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_server import ROOT, app_env, shared_app  # noqa: E402
+from app_server import ROOT, SHIPPED_ENV, app_env, shared_app  # noqa: E402
 from transformer.explorer.panels.registry import PANELS  # noqa: E402
-from test_browser import TIMEOUT_MS, chromium, watch_page  # noqa: E402
+from test_browser import TIMEOUT_MS, chromium, page_at, watch_page  # noqa: E402
 
 ENV, WHICH = app_env()
 AXE = ROOT / "tests" / "a11y" / "node_modules" / "axe-core" / "axe.min.js"
@@ -31,9 +31,9 @@ pytestmark = pytest.mark.slow  # Chromium: `pytest -m "not slow"` leaves it out
 
 
 def open_at(browser, url: str, width: int, height: int):
-    page = browser.new_page(viewport={"width": width, "height": height})
-    page.set_default_timeout(TIMEOUT_MS)
-    problems = watch_page(page)
+    """`url` loaded at `width` x `height` on the kept page (test_browser.page_at), its first payload in: (page,
+    what `watch_page` collects on it)."""
+    page, problems = page_at(browser, width, height)
     page.goto(url)
     page.wait_for_function(f"(() => {{ const x = {EXPLORER}; return x && x.payload && x.asked === null; }})()")
     return page, problems
@@ -101,7 +101,6 @@ def test_one_screen_holds_the_sentence_the_translation_and_the_whole_map():
             assert box(page, "#focus-cross .plot")["height"] >= height / 2, where
             assert page.evaluate("document.documentElement.scrollWidth") <= width, where
             assert dialogs == [] and external == [] and errors == [], where
-            page.close()
 
 
 def test_the_normal_page_and_a_phone_put_the_map_near_the_top():
@@ -112,7 +111,6 @@ def test_the_normal_page_and_a_phone_put_the_map_near_the_top():
         page, _ = open_at(browser, link(server, kind="cross"), 1366, 768)
         focus_drawn(page, "cross")
         assert box(page, "#focus-cross .plot")["y"] < 1.5 * 768
-        page.close()
         page, (dialogs, external, errors) = open_at(browser, link(server, kind="cross"), 390, 844)
         focus_drawn(page, "cross")
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
@@ -148,7 +146,6 @@ def test_a_resize_never_draws_one_view_over_another():
                 plot = boxes["#focus-encoder .plot"]
                 assert svg["y"] + svg["height"] <= plot["bottom"] + 1, (width, height, svg, plot)
             assert errors == []
-            page.close()
 
 
 def press_until(page, key: str, condition: str, limit: int = 200) -> None:
@@ -167,9 +164,7 @@ def test_every_control_works_from_the_keyboard():
     ring is drawn on what has focus."""
     server = shared_app(ENV)
     with chromium() as browser:
-        page = browser.new_page(viewport={"width": 1366, "height": 768})
-        page.set_default_timeout(TIMEOUT_MS)
-        _, _, errors = watch_page(page)
+        page, (_, _, errors) = page_at(browser, 1366, 768)
         page.goto(server.url)
         page.wait_for_selector(".explorer[data-ready]")
         press_until(page, "Tab", "a.closest('#source')")
@@ -227,9 +222,10 @@ PENDING = ("() => Boolean(document.querySelector(\"#translation [data-testid='st
 
 
 def full_app():
-    """The app on the shipped checkpoints (en-de first) where they are here, else the test checkpoint."""
+    """The app on the shipped checkpoints (en-de first, app_server.SHIPPED_ENV) where they are here, else the test
+    checkpoint."""
     if (ROOT / "checkpoints" / "en-de" / "model.safetensors").is_file():
-        return shared_app({"TRANSFORMER_THREADS": "1"}), "The small boat reached the harbour before the storm."
+        return shared_app(SHIPPED_ENV), "The small boat reached the harbour before the storm."
     return shared_app(ENV), TEXT
 
 
@@ -277,7 +273,6 @@ def test_axe_core_finds_no_critical_serious_or_moderate_violation():
             page.locator("#translate").click()
             page.wait_for_function(PENDING, polling="raf")
             audit(page, f"present={present} pending", settle=False)
-            page.close()
     print("\n".join(map(str, found)))
     assert not [f for f in found if f[1] in AXE_FAILS], found
 
@@ -291,7 +286,6 @@ def test_links_hold_the_step_and_heads_switched_off_without_a_flash():
         page.wait_for_function("document.querySelector('#step-text').textContent.startsWith('Step 4 of')")
         assert page.locator("#step input").input_value() == "4"
         assert parse_qs(urlparse(page.url).query).get("step") == ["4"]
-        page.close()
         page = browser.new_page(viewport={"width": 1366, "height": 768})
         page.set_default_timeout(TIMEOUT_MS)
         page.add_init_script("""window.__seen = []; setInterval(() => {
@@ -322,7 +316,6 @@ def test_greedy_vs_beam_leaves_the_second_sentence_out_of_the_link():
                                ".includes('greedy')")
         page.wait_for_function("!new URLSearchParams(location.search).has('compare')")
         url = page.url
-        page.close()
         page, _ = open_at(browser, url, 1366, 768)
         page.wait_for_function("document.querySelector('#compare-left .label').textContent.toLowerCase()"
                                ".includes('greedy')")
@@ -354,8 +347,7 @@ def test_cross_attention_opens_on_the_read_out_that_aligns_best():
     title = "(s) => { const t = document.querySelector(s + ' .gtitle'); return t ? t.textContent : ''; }"
     checked = "document.querySelector('#rows input:checked').value"
     with chromium() as browser:
-        page = browser.new_page(viewport={"width": 1366, "height": 768})
-        page.set_default_timeout(TIMEOUT_MS)
+        page, _ = page_at(browser, 1366, 768)
         page.goto(server.url)
         page.wait_for_selector(".explorer[data-ready]")
         page.wait_for_function(f"!!{EXPLORER}")  # the explorer's own object, not only a ready mark on the page

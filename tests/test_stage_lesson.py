@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_server import shared_app  # noqa: E402
+from app_server import SHIPPED_ENV, shared_app  # noqa: E402
 from test_browser import chromium  # noqa: E402
 from test_stage import EXPLORER, open_at, redrawn_after, views_drawn  # noqa: E402  (a page at a size, its first payload drawn)
 from toy_snapshots import toy_run_with_snapshots  # noqa: E402
@@ -66,7 +66,6 @@ def test_presentation_mode_shows_the_step_translation_the_notes_and_copy_link(se
         assert step.is_visible() and step.text_content().strip()
         assert on_screen(box(page, "#learn-translation"), 1280, 720), box(page, "#learn-translation")
         assert errors == []
-        page.close()
 
 
 # ----------------------------------------------------------------------------- views that open where their point shows
@@ -85,11 +84,9 @@ def test_greedy_against_beam_and_your_translation_open_on_cross_attention(server
             options = page.locator("#compare-kind select option").evaluate_all("(os) => os.map((o) => o.value)")
             assert "encoder" not in options, options
             assert errors == []
-            page.close()
         page, (_, _, errors) = open_at(browser, link(server, yours="e d c b a"), 1280, 720)
         page.wait_for_function(f"({READY})('#yours-panel').startsWith('scored-')")
         assert page.evaluate(f"{EXPLORER}.state.tab") == "cross"
-        page.close()
         page, (_, _, errors) = open_at(browser, link(server, kind="encoder"), 1280, 720)
         views_drawn(page)
         page.locator("#yours textarea, #yours input").first.fill("e d c b a")
@@ -99,7 +96,6 @@ def test_greedy_against_beam_and_your_translation_open_on_cross_attention(server
         views_drawn(page)
         assert page.locator("#focus-cross .plot").is_visible()
         assert errors == []
-        page.close()
 
 
 # ----------------------------------------------------------------------------- one screen of a projector
@@ -116,7 +112,6 @@ def test_compare_maps_and_the_step_chart_fit_720p(server):
             page.wait_for_selector("#compare-pair .main-svg")
             assert page.evaluate("window.scrollY") == 0
             assert on_screen(box(page, "#compare-pair .main-svg"), 1280, 720), (present, box(page, "#compare-pair"))
-            page.close()
             page, (_, _, errors) = open_at(browser, link(server, text="a b c d e f g", kind="steps",
                                                          present=present), 1280, 720)
             page.wait_for_function(f"document.querySelector('#explorer .explorer').dataset.views === "
@@ -124,7 +119,6 @@ def test_compare_maps_and_the_step_chart_fit_720p(server):
             page.wait_for_selector("#step-plot .main-svg")
             assert on_screen(box(page, "#step-plot .main-svg"), 1280, 720), (present, box(page, "#step-plot"))
             assert errors == []
-            page.close()
 
 
 LESSON = Path(__file__).resolve().parents[1] / "docs" / "teaching.md"
@@ -143,10 +137,11 @@ COMPARE_MAPS = """(s) => { const div = document.querySelector(s), f = div._fullL
 
 @pytest.fixture(scope="module")
 def en_de():
-    """The app on the shipped checkpoints (en-de first), as the lesson's links open it."""
+    """The app on the shipped checkpoints (en-de first, int8 as the docs quote it: app_server.SHIPPED_ENV), as the
+    lesson's links open it."""
     if not (Path(__file__).resolve().parents[1] / "checkpoints" / "en-de" / "model.safetensors").is_file():
         pytest.skip("checkpoints/en-de is not here")
-    return shared_app({"TRANSFORMER_THREADS": "1"})
+    return shared_app(SHIPPED_ENV)
 
 
 def lesson_link(server, n: int, **params) -> str:
@@ -202,7 +197,6 @@ def test_greedy_against_beam_fits_720p_with_its_difference_map(en_de):
                 found = page.evaluate(CLEAR, s)
                 assert found["titles"] and found["ticks"] and not found["overlaps"], (present, s, found)
             assert errors == []
-            page.close()
 
 
 @pytest.mark.timeout(900)
@@ -225,7 +219,6 @@ def test_every_lesson_map_fits_720p_in_presentation_mode(en_de):
             if "off=" in url:
                 assert "switched off" in page.locator("#notice textarea").input_value(), n
             assert errors == [], n
-            page.close()
 
 
 # ----------------------------------------------------------------------------- resizing
@@ -267,7 +260,6 @@ def test_a_resize_either_way_keeps_the_map_in_its_place_and_full_size(server):
                     redrawn_after(page, lambda: page.set_viewport_size({"width": w, "height": h}))
                     check_layout(page, ((width, height), "->", (w, h)))
             assert errors == []
-            page.close()
 
 
 # ----------------------------------------------------------------------------- the keyboard
@@ -300,7 +292,6 @@ def test_the_keyboard_goes_from_the_source_box_to_a_map_cell_and_its_weight_pane
         ready = page.evaluate(f"({READY})('#inside-panel')")
         assert ready == f"cell-cross-0-0-{view['q']['index'][1]}-{view['k']['index'][1]}", ready
         assert errors == []
-        page.close()
 
 
 def test_the_model_list_closes_when_focus_leaves_the_model_field(server):
@@ -336,7 +327,6 @@ def test_the_model_list_closes_when_focus_leaves_the_model_field(server):
         closed()
         assert field.input_value() == page.evaluate("new URLSearchParams(location.search).get('model')")
         assert errors == []
-        page.close()
 
 
 # ----------------------------------------------------------------------------- labels
@@ -376,7 +366,6 @@ def test_map_labels_stay_legible_up_to_40_columns(server):
                                           "{ const r = t.getBoundingClientRect(); return {y: r.top, height: r.height}; })"))
                 assert all(a[1] <= b[0] + 0.5 for a, b in zip(ys, ys[1:])), where
             assert errors == []
-            page.close()
 
 
 def test_a_short_sentence_keeps_every_label_at_720p(server):
@@ -392,7 +381,6 @@ def test_a_short_sentence_keeps_every_label_at_720p(server):
             assert m["xstep"] == 1 and m["ystep"] == 1, (kind, m)
             assert m["xsize"] >= 10 and m["xsize"] * 1.25 <= max(m["col"], m["row"]) + 1, (kind, m)
         assert errors == []
-        page.close()
 
 
 CLEAR = """(root) => { const boxes = (s) => [...document.querySelectorAll(root + ' ' + s)].filter((t) => t.textContent)
@@ -414,7 +402,6 @@ def test_titles_stay_clear_of_the_labels_in_watch_it_learn_and_the_weight_panel(
         page.wait_for_selector("#learn-map .gtitle")
         found = page.evaluate(CLEAR, "#learn-map")
         assert found["titles"] and found["ticks"] and not found["overlaps"], found
-        page.close()
         page, (_, _, errors) = open_at(browser, link(server, kind="cross", layer=1, head=1, cell="2.2"), 1366, 768)
         page.wait_for_function(f"({READY})('#inside-panel').startsWith('cell-')")
         for plot in ("#inside-qk", "#inside-scores", "#inside-weights", "#inside-values"):
@@ -422,7 +409,6 @@ def test_titles_stay_clear_of_the_labels_in_watch_it_learn_and_the_weight_panel(
             found = page.evaluate(CLEAR, plot)
             assert found["ticks"] and not found["overlaps"], (plot, found)
         assert errors == []
-        page.close()
 
 
 # ----------------------------------------------------------------------------- the ranked list
@@ -457,7 +443,6 @@ def test_the_ranked_list_reads_as_a_table(server):
             assert found["cells"] and found["headers"] and not found["numbers"] and not found["heads"], found
             assert found["ranks"] == [str(i + 1) for i in range(len(found["ranks"]))], found
             assert errors == []
-            page.close()
 
 
 def test_the_ranked_list_and_the_candidate_selector_are_numbered_by_rank():
