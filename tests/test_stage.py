@@ -269,7 +269,8 @@ def test_axe_core_finds_no_critical_serious_or_moderate_violation():
                     audit(page, panel.title)
                 page.get_by_role("tab", name="Attention").click()
             # a translation on its way: the page as it is while the model works
-            page.locator("#source textarea").fill(" ".join([text] * 3))  # long enough to audit while it runs
+            page.locator("#source textarea").fill(" ".join([text] * 6))  # long enough to audit while it runs (the page
+            # fades every output's status tracker in and out: a shorter one could end between two checks of PENDING)
             page.locator("#translate").click()
             page.wait_for_function(PENDING, polling="raf")
             audit(page, f"present={present} pending", settle=False)
