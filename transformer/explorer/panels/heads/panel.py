@@ -3,18 +3,14 @@ the roles its heads carry (`figures.py`, from the checkpoint's head analysis), d
 model."""
 from __future__ import annotations
 
-from collections import namedtuple
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
-
-import gradio as gr
 
 from transformer.explorer.core import texts
 from transformer.explorer.panels.heads.figures import head_figures
 from transformer.explorer.panels.start import PanelStart
-
-PlotTab = namedtuple("PlotTab", "tab plot table")  # a figure and a table
+from transformer.explorer.web.plot_tab import PlotTab, build_plot_tab, followed
 
 
 @lru_cache(maxsize=16)
@@ -25,15 +21,8 @@ def model_view(label: str | None, directory: Path | None) -> tuple[Any, Any]:
 
 def build(start: PanelStart) -> PlotTab:
     """The tab, showing the default model."""
-    figure, roles = model_view(start.label, start.directory)
-    with gr.Tab("Heads", id="heads", elem_id="tab-heads") as tab:
-        gr.Markdown(texts.HEADS_FURTHER, elem_classes="further")
-        plot = gr.Plot(figure, label="Head importance and pruning", elem_id="heads-plot")
-        table = gr.Dataframe(roles, label="Head roles", interactive=False, elem_id="head-roles")
-    return PlotTab(tab, plot, table)
+    return build_plot_tab("heads", "Heads", texts.HEADS_FURTHER, model_view(start.label, start.directory),
+                          "Head importance and pruning", "heads-plot", "Head roles", "head-roles")
 
 
-def follow_model(tab: PlotTab, label: str | None, directory: Path | None) -> dict:
-    """Another model on screen: its figure and role table."""
-    figure, roles = model_view(label, directory)
-    return {tab.plot: figure, tab.table: roles}
+follow_model = partial(followed, model_view)  # another model on screen: its figure and table
