@@ -29,6 +29,7 @@ TINY_RUN = [
     "--max-tokens", "256", "--lr", "3e-3", "--warmup-steps", "10", "--max-epochs", "100",
     "--seed", "7", "--val-batch-size", "32", "--no-progress", "--no-export",
     "--threads", "1",  # in-process and subprocess runs must use the same kernels to agree bit for bit
+    "--precision", "fp32",  # and the same precision: "auto" times a matmul, and a loaded machine can choose apart
 ]
 N_STEPS = 80  # about seven epochs
 
