@@ -1,6 +1,6 @@
 """Attention explorer: translate a sentence and look at every layer and head of the Transformer's attention.
 
-    python app.py   # http://127.0.0.1:7860; GRADIO_SERVER_NAME/PORT, TRANSFORMER_PRECISION, TRANSFORMER_CHECKPOINT
+    python app.py   # http://127.0.0.1:7860; GRADIO_SERVER_NAME/PORT, TRANSFORMER_INT8_KERNEL, TRANSFORMER_CHECKPOINT
 
 A Hugging Face Space (README's front matter: `app_file: app.py`) runs the same command. Importing this module
 starts nothing: `create_app()` starts the explorer (threads, heap, serving path, search process) and builds the

@@ -24,7 +24,7 @@ TOY_CHECKPOINT = ROOT / "checkpoints" / "toy-reverse"
 # The app on the shipped checkpoints (en-de first, the default of `python app.py`) with int8 search weights, the
 # serving path the docs quote: one `shared_app` key for every test of the shipped models, so that a test process
 # starts it once, whichever of them ask (each start loads the models and measures the serving path).
-SHIPPED_ENV = {"TRANSFORMER_THREADS": "1", "TRANSFORMER_PRECISION": "int8"}
+SHIPPED_ENV = {"TRANSFORMER_THREADS": "1"}
 
 
 def free_port() -> int:

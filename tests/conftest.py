@@ -78,7 +78,7 @@ def app():
     from app_server import import_app
     from toy_app import ENV
 
-    built = import_app({**ENV, "TRANSFORMER_PRECISION": ""})  # measured, whatever the caller's shell sets
+    built = import_app({**ENV, "TRANSFORMER_INT8_KERNEL": ""})  # measured, whatever the caller's shell sets
     assert built.explorer.models.default_translator is not None, built.explorer.models.startup_error
     return built
 

@@ -4,7 +4,7 @@
 weights the text cites. `test_quotes_are_the_docs_own` keeps the table and the pages in step (each quote is in
 its link's part of the page, and every full quoted sentence and every two-decimal weight of a link's part is in
 the table); `test_every_quote_is_what_the_app_shows` opens each link in Chromium on the shipped checkpoints and
-compares. The app runs with int8 search weights, the serving path the docs quote (`TRANSFORMER_PRECISION`).
+compares. The app runs on the kernels it measures; `test_exact_search.py` checks the quotes on every other kernel.
 """
 from __future__ import annotations
 

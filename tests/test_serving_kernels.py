@@ -1,5 +1,5 @@
-"""The serving path is chosen by measuring: injected timings decide the precision and each layer's int8 kernel,
-an override still wins, the probe times the model's own step shapes, and a slow CPU is told so."""
+"""The serving path is chosen by measuring: injected timings decide each layer's int8 kernel, an override still
+wins, the probe times the model's own step shapes, every kernel gives the same bits, and a slow CPU is told so."""
 from __future__ import annotations
 
 import time
@@ -23,38 +23,39 @@ SMALL = ModelConfig(src_vocab_size=300, tgt_vocab_size=300, d_model=32, n_heads=
 SHAPES = [(256, 768), (256, 256), (256, 1024), (1024, 256), (256, 8008)]
 
 
-def timings(fp32: list[float], int_mm: list[float] | None, packed: list[float] | None) -> dict:
+def timings(int_mm: list[float], packed: list[float] | None, float_: list[float] | None) -> dict:
     """`time_layers`' form from per-shape milliseconds (None: that kernel is not there)."""
-    out = {"fp32": dict(zip(SHAPES, fp32, strict=True))}
-    for name, ms in (("int8:int_mm", int_mm), ("int8:packed", packed)):
+    out = {}
+    for name, ms in (("int8:int_mm", int_mm), ("int8:packed", packed), ("int8:float", float_)):
         if ms is not None:
             out[name] = dict(zip(SHAPES, ms, strict=True))
     return out
 
 
-def test_an_avx2_cpu_whose_int_mm_is_a_scalar_loop_serves_int8_on_the_packed_kernel():
-    path = choose(timings([3, 3, 3, 3, 7], [49, 48, 67, 80, 196], [1.0, 1.9, 1.3, 1.5, 6.7]))
+def test_an_avx2_cpu_whose_int_mm_is_a_scalar_loop_serves_the_packed_kernel():
+    path = choose(timings([49, 48, 67, 80, 196], [1.0, 1.9, 1.3, 1.5, 6.7], [3, 3, 3, 3, 7]))
     assert path.precision == "int8"
     assert dict(path.kernels) == dict.fromkeys(SHAPES, "packed")
     assert path.step_ms["int8"] == pytest.approx(1.0 + 1.9 + 1.3 + 1.5 + 6.7)
 
 
-def test_each_layer_shape_takes_its_faster_int8_kernel():
-    path = choose(timings([1.5, 2, 2, 2.1, 5.6], [0.58, 1.14, 0.9, 0.6, 2.5], [0.66, 1.48, 0.76, 0.88, 1.38]))
-    assert dict(path.kernels) == {(256, 768): "int_mm", (256, 256): "int_mm", (256, 1024): "packed",
+def test_each_layer_shape_takes_its_fastest_kernel():
+    path = choose(timings([0.58, 1.14, 0.9, 0.6, 2.5], [0.66, 1.48, 0.76, 0.88, 1.38], [1.5, 1.0, 2, 2.1, 5.6]))
+    assert dict(path.kernels) == {(256, 768): "int_mm", (256, 256): "float", (256, 1024): "packed",
                                   (1024, 256): "int_mm", (256, 8008): "packed"}
-    assert path.step_ms["int8"] < min(path.step_ms["int8:int_mm"], path.step_ms["int8:packed"])
+    assert path.step_ms["int8"] < min(path.step_ms[k] for k in ("int8:int_mm", "int8:packed", "int8:float"))
 
 
-def test_float32_serves_where_it_measures_faster_than_both_int8_kernels():
-    path = choose(timings([1, 1, 1, 1, 1], [9, 9, 9, 9, 9], [2, 2, 2, 2, 2]))
-    assert (path.precision, path.kernels) == ("fp32", ())
-    assert "5.0 ms a search step against 10.0 ms in int8" in path.why
+def test_the_float_kernel_serves_where_it_measures_fastest():
+    path = choose(timings([9, 9, 9, 9, 9], [2, 2, 2, 2, 2], [1, 1, 1, 1, 1]))
+    assert (path.precision, set(dict(path.kernels).values())) == ("int8", {"float"})
+    assert "5.0 ms a search step" in path.why
 
 
-def test_without_quantised_kernels_only_float32_is_timed_and_served():
-    path = choose(timings([1, 1, 1, 1, 1], None, None))
-    assert path.precision == "fp32" and set(path.step_ms) == {"fp32"}
+def test_without_quantised_engines_int_mm_and_float_are_timed_and_served():
+    path = choose(timings([2, 2, 2, 2, 2], None, [1, 1, 1, 3, 3]))
+    assert path.precision == "int8" and set(path.step_ms) == {"int8", "int8:int_mm", "int8:float"}
+    assert dict(path.kernels)[(1024, 256)] == "int_mm"
 
 
 def test_a_cpu_whose_fastest_path_is_still_slow_is_told_so_and_a_fast_one_is_not():
@@ -69,14 +70,12 @@ def test_the_probe_times_the_decoders_own_step_shapes():
     """Every linear an incremental step runs (the cross-attention keys and values are cached per sentence),
     counted per decoder layer, and the output projection once."""
     model = Transformer(SMALL).eval()
-    search = quantize.quantize_linear_int8(torch.nn.ModuleDict({"d": model.decoder, "g": model.generator})) \
-        if int8_available() else None
+    search = quantize.quantize_linear_int8(torch.nn.ModuleDict({"d": model.decoder, "g": model.generator}))
     per_step = {(lin.in_features, lin.out_features) for lin in step_linears(SMALL)}
     expected = {(32, 96), (32, 32), (32, 64), (64, 32), (32, 300)}
     assert per_step == expected
-    if search is not None:
-        built = {(m.in_features, m.out_features) for m in search.modules() if isinstance(m, RowInt8Linear)}
-        assert built == per_step  # every shape the search model multiplies by is timed
+    built = {(m.in_features, m.out_features) for m in search.modules() if isinstance(m, RowInt8Linear)}
+    assert built == per_step  # every shape the search model multiplies by is timed
     counts = {(lin.in_features, lin.out_features): lin.count for lin in step_linears(SMALL)}
     assert counts[(32, 32)] == 3 * SMALL.n_decoder_layers and counts[(32, 300)] == 1
 
@@ -85,7 +84,7 @@ def test_the_probe_times_the_decoders_own_step_shapes():
 def test_the_real_probe_times_every_candidate_on_every_shape():
     layer_ms = time_layers(SMALL, budget_s=0.5)
     shapes = {(lin.in_features, lin.out_features) for lin in step_linears(SMALL)}
-    assert set(layer_ms) == {"fp32", "int8:int_mm", "int8:packed"}
+    assert set(layer_ms) == {"int8:int_mm", "int8:packed", "int8:float"}
     assert all(set(per_shape) == shapes and all(ms > 0 for ms in per_shape.values()) for per_shape in layer_ms.values())
     assert len(PROBE_ROWS) >= 2  # one beam and a batch: the kernels rank differently by row count
 
@@ -101,9 +100,9 @@ def test_the_chosen_kernels_build_the_search_model_and_give_the_same_bits(monkey
     default = quantize.search_model(model, "int8")
     quantize.use_int8_kernels(every_packed)
     packed = quantize.search_model(model, "int8")
-    assert all(not m.int_mm for m in packed.decoder.modules() if isinstance(m, RowInt8Linear)
+    assert all(m.kernel == "packed" for m in packed.decoder.modules() if isinstance(m, RowInt8Linear)
                if (m.in_features, m.out_features) in every_packed)
-    assert any(m.int_mm for m in default.decoder.modules() if isinstance(m, RowInt8Linear))
+    assert any(m.kernel == "int_mm" for m in default.decoder.modules() if isinstance(m, RowInt8Linear))
     x = torch.randn(3, 5, SMALL.d_model)
     with torch.inference_mode():
         for a, b in zip(default.decoder.layers, packed.decoder.layers, strict=True):
@@ -117,27 +116,33 @@ def test_a_bad_kernel_name_is_a_clear_error():
         RowInt8Linear(torch.nn.Linear(4, 4), kernel="fast")
 
 
-def measured(precision: str) -> ServingPath:
-    """A probe's result as `serving_choice` gets it, with float32 or int8 the faster."""
-    fp32, int8 = (1.0, 2.0) if precision == "fp32" else (2.0, 1.0)
-    return choose(timings([fp32] * 5, [int8] * 5, [int8 * 1.5] * 5))
+def measured() -> ServingPath:
+    """A probe's result as `serving_choice` gets it: the packed kernel the fastest."""
+    return choose(timings([2.0] * 5, [1.0] * 5, [3.0] * 5))
 
 
-@pytest.mark.parametrize("env,probed,expected,why", [
-    ("", "int8", "int8", "measured fastest"), ("", "fp32", "fp32", "measured fastest"),
-    ("fp32", "int8", "fp32", "set by TRANSFORMER_PRECISION"), ("int8", "fp32", "int8", "set by TRANSFORMER_PRECISION"),
-    ("int8", "int8", "int8", "set by TRANSFORMER_PRECISION"),
-    ("int4", "fp32", "fp32", "measured fastest"),
+@pytest.mark.parametrize("env,expected,why", [
+    ("", "packed", "kernels measured fastest"), ("float", "float", "kernel set by TRANSFORMER_INT8_KERNEL"),
+    (" INT_MM ", "int_mm", "kernel set by TRANSFORMER_INT8_KERNEL"), ("int4", "packed", "kernels measured fastest"),
 ])
-def test_the_environment_overrides_the_measured_precision(monkeypatch, env, probed, expected, why):
-    monkeypatch.setenv("TRANSFORMER_PRECISION", env)
+def test_the_environment_sets_every_layers_kernel(monkeypatch, env, expected, why):
+    monkeypatch.setenv("TRANSFORMER_INT8_KERNEL", env)
     monkeypatch.setattr(quantize, "_process_kernels", {})
     asked = []
-    choice = startup.serving_choice(SMALL, probe=lambda config: asked.append(config) or measured(probed))
-    assert choice.precision == expected and choice.why.startswith(why)
-    assert asked == ([] if env == "fp32" else [SMALL])  # float32 set by hand needs no measuring
-    if expected == "int8" and int8_available():  # int8 set by hand still gets each shape's faster kernel
-        assert quantize._process_kernels == dict.fromkeys(SHAPES, "int_mm")
+    choice = startup.serving_choice(SMALL, probe=lambda config: asked.append(config) or measured())
+    shapes = {(lin.in_features, lin.out_features) for lin in step_linears(SMALL)} if expected != "packed" \
+        else set(SHAPES)
+    assert choice.precision == "int8" and choice.why.startswith(why)
+    assert asked == ([] if "set by" in why else [SMALL])  # a kernel set by hand needs no measuring
+    assert quantize._process_kernels == dict.fromkeys(shapes, expected)
+
+
+def test_the_retired_precision_setting_is_said_and_changes_nothing(monkeypatch, caplog):
+    monkeypatch.setenv("TRANSFORMER_PRECISION", "fp32")
+    monkeypatch.delenv("TRANSFORMER_INT8_KERNEL", raising=False)
+    monkeypatch.setattr(quantize, "_process_kernels", {})
+    choice = startup.serving_choice(SMALL, probe=lambda config: measured())
+    assert choice.precision == "int8" and "TRANSFORMER_PRECISION is no longer read" in caplog.text
 
 
 @needs_int8

@@ -1,9 +1,9 @@
-"""The weights the search runs, chosen per CPU, and batch-invariant: a sentence's search computes the
-same bits whatever else is decoded beside it.
+"""The search's int8 copy of the decoder: one arithmetic on every CPU, batch-invariant (a sentence's search
+computes the same bits whatever else is decoded beside it), on whichever kernel is fastest here.
 
     from transformer import load_pretrained
-    tr = load_pretrained("checkpoints/en-de", quantize="int8")   # tr.precision == "int8"
-    serving.kernels.choose_serving_path(config)                  # which of them this CPU runs fastest
+    tr = load_pretrained("checkpoints/en-de", quantize="int8")   # tr.precision == "int8": what the app serves
+    serving.kernels.choose_serving_path(config)                  # which kernel this CPU runs fastest, per layer
 
 At beam 5 a decoding step reads every decoder and output weight for a handful of rows, so it is bound by
 memory traffic: int8 weights (a quarter of the bytes) make the search faster. What stays float32, and
@@ -20,7 +20,9 @@ multiplies in int8 with int32 accumulation, which is exact: the integer sums do 
 blocks the rows, and the float scaling after it is elementwise. It runs on torch's own quantised kernels
 (fbgemm/oneDNN, `quantized.linear_dynamic`), which choose their activation scale from the batch's min and
 max: an extra row holding -64 and 63 fixes that scale at exactly 1, so the integers pass through unchanged.
-Float32 matrix products are not batch-invariant on CPU (MKL picks other kernels for other row counts, e.g.
+Exact on every kernel: `RowInt8Linear`'s three kernels form the same integer sums (module
+`RowInt8Linear`, docs/serving.md "One arithmetic on every computer"). The float32 search ("fp32", the library's
+default, not served by the app) is another arithmetic. Float32 matrix products are not batch-invariant on CPU (MKL picks other kernels for other row counts, e.g.
 a gemv for one row, and splits long reductions over threads differently): `RowBlockLinear` (the float32
 search) multiplies in blocks of `ROW_BLOCK` rows, one call per block, so every row sees the same call shape
 whatever the batch; the tests check on each machine that this holds.
@@ -45,43 +47,76 @@ PRECISIONS = ("fp32", "int8")
 ENGINES = ("x86", "fbgemm", "onednn", "qnnpack")  # torch's quantised CPU kernels, one of them is enough
 ROW_BLOCK = 16  # rows per float32 matrix product in the search: one call shape, whatever the batch
 _ACTIVATION_LEVELS = 63  # a row is quantised to [-63, 63]: 7 bits, as fbgemm's reduce_range expects
+_WEIGHT_LEVELS = 127  # a weight is quantised to [-127, 127], one scale per output channel
+# The most terms a float32 sum of int8 products holds exactly: every partial sum stays below 2^24, where float32
+# still represents every integer, so any summation order (any BLAS kernel, blocking or thread split) is exact.
+EXACT_FLOAT_TERMS = 2**24 // (_ACTIVATION_LEVELS * _WEIGHT_LEVELS)  # 2097
 INT_MM_MAX_OUT = 4096  # RowInt8Linear's default: `_int_mm` up to this many outputs, wider ones the packed linear
-INT8_KERNELS = ("int_mm", "packed")  # RowInt8Linear's two kernels, the same bits: `serving.kernels` times both
+# RowInt8Linear's kernels, the same bits: `serving.kernels` times them and serves the fastest for each layer shape
+INT8_KERNELS = ("int_mm", "packed", "float")
 
 
 def int8_available() -> bool:
-    """Whether this torch build has a quantised CPU engine (x86 and ARM builds do)."""
+    """Whether this torch build has a quantised CPU engine (x86 and ARM builds do): the "packed" kernel needs one."""
     return any(engine in torch.backends.quantized.supported_engines for engine in ENGINES)
+
+
+def kernels_for(in_features: int) -> tuple[str, ...]:
+    """The kernels of `INT8_KERNELS` that can compute a layer of `in_features` inputs on this torch build."""
+    out = ["int_mm"]
+    if int8_available():
+        out.append("packed")
+    if in_features <= EXACT_FLOAT_TERMS:
+        out.append("float")
+    return tuple(out)
+
+
+def weight_integers(weight: Tensor) -> tuple[Tensor, Tensor]:
+    """`weight` (N, K) float32 as integers in [-127, 127] (int8) and one float32 scale per output channel (N,).
+    Each step is one correctly rounded float32 operation, so every CPU gets the same integers (these are the
+    integers `torch.quantize_per_channel` gave the shipped models: it multiplies by the scale's inverse)."""
+    scales = (weight.abs().amax(1) / _WEIGHT_LEVELS).clamp_min(1e-12)  # (N,)
+    inverse = torch.reciprocal(scales)  # (N,)
+    integers = torch.mul(weight, inverse[:, None]).round_().clamp_(-_WEIGHT_LEVELS, _WEIGHT_LEVELS)  # (N, K)
+    return integers.to(torch.int8), scales
 
 
 class RowInt8Linear(nn.Module):
     """`nn.Linear` with int8 weights (one scale per output channel) and int8 activations (one scale per
-    row), int32 accumulation: each output row depends on its input row alone, bit for bit (module doc).
+    row): each output row depends on its input row alone, bit for bit (module doc).
 
-    Two kernels give the same bits (`kernel`): torch's `_int_mm` ("int_mm": int8 x int8 -> exact int32, then the
-    two scales) and fbgemm/oneDNN's packed dynamic linear ("packed"). Both dequantise as float32(int32 sum) *
-    weight scale, then * row scale + bias. Which is faster depends on the CPU and the shape (`serving.kernels`
-    times them); without a choice, `_int_mm` serves layers of at most `INT_MM_MAX_OUT` outputs."""
+    Three kernels compute the same integer sums (`kernel`), so they give the same bits: torch's `_int_mm`
+    ("int_mm": int8 x int8 -> int32), fbgemm/oneDNN's packed dynamic linear ("packed": int32 sums inside, scaled
+    by the weight's scale) and a float32 matrix product of the same integers ("float": exact, `EXACT_FLOAT_TERMS`).
+    Each then scales as float32(sum) * weight scale, * row scale, + bias: one correctly rounded operation at a
+    time, never fused, so no CPU's choice of instructions changes a bit. Which kernel is fastest depends on the
+    CPU and the shape (`serving.kernels` times them); without a choice, `_int_mm` serves layers of at most
+    `INT_MM_MAX_OUT` outputs and wider ones the packed linear (or the float product where torch has no engine)."""
 
     def __init__(self, linear: nn.Linear, kernel: str | None = None):
         super().__init__()
-        if kernel not in (None, *INT8_KERNELS):
-            raise ValueError(f"kernel must be one of {INT8_KERNELS}, got {kernel!r}")
-        weight = linear.weight.detach().float()  # (N, K)
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        scales = (weight.abs().amax(1) / 127).clamp_min(1e-12)  # (N,)
-        zero = torch.zeros(self.out_features, dtype=torch.long)
-        with warnings.catch_warnings():  # quantized tensors announce their deprecation on every call
-            warnings.simplefilter("ignore")
-            qweight = torch.quantize_per_channel(weight, scales.double(), zero, 0, torch.qint8)
-            self.int_mm = kernel == "int_mm" if kernel else self.out_features <= INT_MM_MAX_OUT
-            if self.int_mm:
-                self._weight_t = qweight.int_repr().t().contiguous()  # (K, N) int8
-                self._weight_scale = qweight.q_per_channel_scales().float()  # (N,)
-            else:
+        available = kernels_for(self.in_features)
+        if kernel is None:
+            kernel = "int_mm" if self.out_features <= INT_MM_MAX_OUT else next(k for k in ("packed", "float", "int_mm")
+                                                                             if k in available)
+        if kernel not in available:
+            raise ValueError(f"kernel must be one of {available} for {self.in_features} inputs, got {kernel!r}")
+        self.kernel = kernel
+        integers, scales = weight_integers(linear.weight.detach().float())  # (N, K) int8, (N,)
+        self._weight_scale = scales
+        if kernel == "int_mm":
+            self._weight_t = integers.t().contiguous()  # (K, N) int8
+        elif kernel == "float":
+            self._weight_t = integers.t().float().contiguous()  # (K, N) float32 holding the same integers
+        else:
+            zero = torch.zeros(self.out_features, dtype=torch.long)
+            with warnings.catch_warnings():  # quantized tensors announce their deprecation on every call
+                warnings.simplefilter("ignore")
+                qweight = torch._make_per_channel_quantized_tensor(integers, scales.double(), zero, 0)
                 self._packed = torch.ops.quantized.linear_prepack(qweight, None)
-                self._scale_row = torch.zeros(1, self.in_features)  # fixes the dynamic kernel's activation scale at 1
-                self._scale_row[0, :2] = torch.tensor([-1.0 - _ACTIVATION_LEVELS, float(_ACTIVATION_LEVELS)])
+            self._scale_row = torch.zeros(1, self.in_features)  # fixes the dynamic kernel's activation scale at 1
+            self._scale_row[0, :2] = torch.tensor([-1.0 - _ACTIVATION_LEVELS, float(_ACTIVATION_LEVELS)])
         # Plain attributes, not buffers: a search step reads them some 25 times, and a module's buffers are found
         # through its slow `__getattr__`. The search model stays on the CPU, and nobody saves its state dict.
         self.bias = linear.bias.detach().float().clone() if linear.bias is not None else None
@@ -91,11 +126,13 @@ class RowInt8Linear(nn.Module):
         rows = x.reshape(-1, self.in_features)  # (M, K)
         scale = rows.abs().amax(1, keepdim=True).clamp_min_(1e-30).div_(_ACTIVATION_LEVELS)  # (M, 1)
         q = torch.div(rows, scale).round_()  # (M, K) integers in [-63, 63]
-        if self.int_mm:
+        if self.kernel == "int_mm":
             out = torch._int_mm(q.to(torch.int8), self._weight_t) * self._weight_scale  # (M, N): w_scale * int sum
+        elif self.kernel == "float":
+            out = torch.mm(q, self._weight_t).mul_(self._weight_scale)  # (M, N): exact integer sums, then w_scale
         else:  # the extra row pins the kernel's activation scale; its output row is dropped
             out = torch.ops.quantized.linear_dynamic(torch.cat([q, self._scale_row]), self._packed, True)[: q.size(0)]
-        out = out.mul_(scale) if self.bias is None else torch.addcmul(self.bias, out, scale)
+        out = out.mul_(scale) if self.bias is None else out.mul_(scale).add_(self.bias)  # two roundings, not an FMA
         return out.view(*x.shape[:-1], self.out_features)
 
 
@@ -206,9 +243,6 @@ def search_model(model: Transformer, precision: str = "fp32", quantize=None,
     if precision == "int8":
         if next(model.parameters()).device.type != "cpu":
             raise ValueError("int8 decoding runs on the CPU; load the model with device='cpu'")
-        if not int8_available():
-            engines = torch.backends.quantized.supported_engines
-            raise RuntimeError(f"this torch build has no quantised CPU engine (it has {engines})")
     if quantize is None:
         quantize = functools.partial(quantize_linear_int8, kernels=int8_kernels) if precision == "int8" else row_block_float32
     search = Transformer.__new__(Transformer)  # no fresh weights: every part is either shared or replaced

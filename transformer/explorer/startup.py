@@ -6,7 +6,6 @@ serving path measured for this CPU, the search process, then the `Explorer` over
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import logging
 import os
 import shutil
@@ -19,9 +18,9 @@ import torch
 from transformer import heap, quantize
 from transformer.config import ModelConfig
 from transformer.hub import read_config
-from transformer.quantize import PRECISIONS, int8_available
+from transformer.quantize import INT8_KERNELS, kernels_for
 from transformer.serving.batching import Batcher
-from transformer.serving.kernels import ServingPath, choose_serving_path, fastest_int8_kernels
+from transformer.serving.kernels import ServingPath, choose_serving_path, step_linears
 from transformer.serving.search_process import SearchProcess, SearchProcessLost
 
 from transformer.explorer.services import Explorer
@@ -31,7 +30,8 @@ from transformer.explorer.core.model_registry import ENV_CHECKPOINT, ModelRegist
 log = logging.getLogger(__name__)
 
 ENV_SEARCH_PROCESS = "TRANSFORMER_SEARCH_PROCESS"  # 0: everyday searches stay in the app's process
-ENV_PRECISION = "TRANSFORMER_PRECISION"  # int8 (the default where torch can) or fp32: the weights the search uses
+ENV_KERNEL = "TRANSFORMER_INT8_KERNEL"  # int_mm, packed or float: every layer on that kernel (the same bits, another speed)
+RETIRED_PRECISION = "TRANSFORMER_PRECISION"  # no longer read: the search has one arithmetic, int8, on every CPU
 
 
 def torch_threads(cores: int | None = None) -> int:
@@ -70,25 +70,26 @@ def search_process_from_env(python: str = sys.executable) -> SearchProcess | Non
 
 
 def serving_choice(config: ModelConfig | None = None, probe=choose_serving_path) -> ServingPath:
-    """How the search runs: the precision and int8 kernels `serving.kernels` measures fastest on this CPU for
-    `config`'s shapes (default: `ModelConfig()`), unless `TRANSFORMER_PRECISION` (int8 or fp32) sets the
-    precision (int8 still gets the measured kernels). The int8 kernels are set for this process
-    (`quantize.use_int8_kernels`). `probe` is the measurement (tests pass timings of their own)."""
-    value = os.environ.get(ENV_PRECISION, "").strip().lower()
-    if value and value not in PRECISIONS:
-        log.warning("%s=%r is not one of %s: the path is measured", ENV_PRECISION, value, PRECISIONS)
+    """Which int8 kernel computes each of the search's layers: the fastest `serving.kernels` measures on this CPU for
+    `config`'s shapes (default: `ModelConfig()`), unless `TRANSFORMER_INT8_KERNEL` names one for every layer (where
+    it can compute the layer's shape). Either way the search computes the same bits. The kernels are set for this
+    process (`quantize.use_int8_kernels`). `probe` is the measurement (tests pass timings of their own)."""
+    config = config or ModelConfig()
+    if os.environ.get(RETIRED_PRECISION, "").strip():
+        log.warning("%s is no longer read: the search runs int8 arithmetic on every computer, so a link shows "
+                    "the same translation everywhere (%s chooses a kernel)", RETIRED_PRECISION, ENV_KERNEL)
+    value = os.environ.get(ENV_KERNEL, "").strip().lower()
+    if value and value not in INT8_KERNELS:
+        log.warning("%s=%r is not one of %s: the kernels are measured", ENV_KERNEL, value, INT8_KERNELS)
         value = ""
-    if value == "int8" and not int8_available():
-        log.warning("%s=int8, but this torch build has no quantised CPU kernels: using fp32", ENV_PRECISION)
-        return ServingPath("fp32", reason="this torch build has no quantised CPU kernels")
-    if value == "fp32":
-        return ServingPath("fp32", reason=f"set by {ENV_PRECISION}")
-    measured = probe(config or ModelConfig())
-    if value == "int8":  # set by hand, whatever was measured fastest; the kernels are still the measured ones
-        measured = dataclasses.replace(measured, precision="int8", kernels=fastest_int8_kernels(measured.layer_ms),
-                                       reason=f"set by {ENV_PRECISION}")
-    quantize.use_int8_kernels(dict(measured.kernels))
-    return measured
+    if value:
+        shapes = [(lin.in_features, lin.out_features) for lin in step_linears(config)]
+        kernels = tuple((shape, value if value in kernels_for(shape[0]) else "int_mm") for shape in shapes)
+        chosen = ServingPath("int8", kernels, reason=f"kernel set by {ENV_KERNEL}")
+    else:
+        chosen = probe(config)
+    quantize.use_int8_kernels(dict(chosen.kernels))
+    return chosen
 
 
 def default_model_config(registry: ModelRegistry) -> ModelConfig | None:
@@ -103,7 +104,7 @@ def default_model_config(registry: ModelRegistry) -> ModelConfig | None:
 
 def start_explorer(checkpoint_dir: Path) -> Explorer:
     """The app's explorer: the checkpoints under `checkpoint_dir` (and $TRANSFORMER_CHECKPOINT first, if set),
-    loaded in the precision `serving_choice` measures fastest, exports in a temporary directory of this process,
+    searched in int8 on the kernels `serving_choice` measures fastest, exports in a temporary directory of this process,
     torch on every core but one (`torch_threads`)."""
     torch.set_num_threads(torch_threads())
     log.info("torch threads: %d of %d cores (TRANSFORMER_THREADS overrides); OpenMP spin count %s",
@@ -117,7 +118,7 @@ def start_explorer(checkpoint_dir: Path) -> Explorer:
     registry = ModelRegistry(checkpoint_dir, override)
     path = serving_choice(default_model_config(registry))
     registry.precision = path.precision
-    log.info("serving path: %s search weights (%s); %s=int8|fp32 overrides", path.precision, path.why, ENV_PRECISION)
+    log.info("serving path: int8 search (%s); %s=%s overrides", path.why, ENV_KERNEL, "|".join(INT8_KERNELS))
     searcher = search_process_from_env()
     explorer = Explorer(registry, export_dir, strict=bool(override), batcher=Batcher(searcher=searcher))
     explorer.models.serving_path = path

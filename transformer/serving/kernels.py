@@ -1,20 +1,17 @@
-"""Which search weights and int8 kernels serve fastest on this CPU, chosen by timing them on the model's shapes.
+"""Which int8 kernel computes each of the search's layers fastest on this CPU, chosen by timing them on the
+model's shapes.
 
-A CPU's flags do not say which kernel is fast: `torch._int_mm` runs oneDNN's int8 GEMM where oneDNN has one
-for the CPU, and a scalar loop elsewhere (an AVX2-only AMD EPYC), while fbgemm's packed int8 linear has AVX2
-code. So at start the app times, on one decoding step's linear layers (the model's own shapes, at the row counts
-of one beam and of a batch), each way the search can compute them:
+The search has one arithmetic on every CPU: int8 weights and activations, integer sums, scaled in float32
+(`quantize.RowInt8Linear`). Its kernels compute the same integer sums, so they give the same bits, and the
+choice moves speed only. A CPU's flags do not say which is fast: `torch._int_mm` runs oneDNN's int8 GEMM where
+oneDNN has one for the CPU, and a scalar loop elsewhere (an AVX2-only AMD EPYC); fbgemm's packed int8 linear
+has AVX2 code; a float32 product of the same integers (exact, `quantize.EXACT_FLOAT_TERMS`) runs on the CPU's
+float BLAS. So at start the app times, on one decoding step's linear layers (the model's own shapes, at the row
+counts of one beam and of a batch), each kernel, serves each layer shape on its fastest, logs the timings behind
+the choice, and says plainly when even the fastest is slow.
 
-- int8 through `_int_mm`, and int8 through the packed linear (`quantize.RowInt8Linear`; the same bits either
-  way, so each layer shape takes the faster kernel);
-- float32 in fixed row blocks (`quantize.RowBlockLinear`).
-
-It serves the faster precision, logs the timings behind the choice, and says plainly when even the best one is
-slow. Every candidate is batch-invariant, so the choice moves speed only; int8 against float32 changes the search's
-arithmetic, within the accuracy docs/model.md reports (the maps stay float32 either way).
-
-    path = choose_serving_path(ModelConfig(...))     # ServingPath(precision="int8", kernels=..., ...)
-    load_pretrained("checkpoints/en-de", quantize=path.precision, int8_kernels=path.kernels)
+    path = choose_serving_path(ModelConfig(...))     # ServingPath(kernels=((256, 768), "packed"), ...), ...)
+    quantize.use_int8_kernels(dict(path.kernels)); load_pretrained("checkpoints/en-de", quantize="int8")
 """
 from __future__ import annotations
 
@@ -27,7 +24,7 @@ import torch
 from torch import nn
 
 from ..config import ModelConfig
-from ..quantize import INT8_KERNELS, RowBlockLinear, RowInt8Linear, int8_available
+from ..quantize import INT8_KERNELS, RowInt8Linear, kernels_for
 
 log = logging.getLogger(__name__)
 
@@ -64,33 +61,32 @@ def step_linears(config: ModelConfig) -> list[StepLinear]:
 
 @dataclass(frozen=True)
 class ServingPath:
-    """The chosen search weights ("int8" or "fp32"), the int8 kernel of each layer shape, and what was timed:
-    `step_ms[path]` is one step's linears summed over the probe's row counts, `layer_ms[path][(in, out)]` each
-    layer's time at those rows."""
+    """The int8 kernel of each layer shape, and what was timed: `step_ms[name]` is one step's linears summed over
+    the probe's row counts ("int8": each shape on its chosen kernel; "int8:<kernel>": every shape on that one),
+    `layer_ms["int8:<kernel>"][(in, out)]` each layer's time at those rows. `precision` is always "int8", the one
+    arithmetic of the search."""
 
-    precision: str
+    precision: str = "int8"
     kernels: tuple[tuple[tuple[int, int], str], ...] = ()
     step_ms: dict[str, float] = field(default_factory=dict)
     layer_ms: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)
     probe_s: float = 0.0
     slow: bool = False
-    reason: str = ""  # set where the precision was not measured (an override): `why` says it instead
+    reason: str = ""  # set where the kernels were not measured (an override): `why` says it instead
 
     @property
     def why(self) -> str:
-        """Why this precision, for the model notice: the two precisions' measured step times."""
+        """Why these kernels, for the model notice: the measured step time."""
         if self.reason:
             return self.reason
-        other = "fp32" if self.precision == "int8" else "int8"
-        against = f" against {self.step_ms[other]:.1f} ms in {other}" if other in self.step_ms else ""
-        return f"measured fastest on this computer: {self.step_ms[self.precision]:.1f} ms a search step{against}"
+        return f"kernels measured fastest on this computer: {self.step_ms['int8']:.1f} ms a search step"
 
     @property
     def details(self) -> str:
         """Every timing behind the choice and each layer shape's int8 kernel, for the log."""
         timed = ", ".join(f"{name} {ms:.2f} ms" for name, ms in sorted(self.step_ms.items(), key=lambda kv: kv[1]))
         kernels = ", ".join(f"{k}x{n}: {kernel}" for (k, n), kernel in self.kernels)
-        return (f"{self.precision} (step linears at {'+'.join(map(str, PROBE_ROWS))} rows: {timed}"
+        return (f"int8 (step linears at {'+'.join(map(str, PROBE_ROWS))} rows: {timed}"
                 f"{'; int8 kernels ' + kernels if kernels else ''}; probe {self.probe_s:.2f} s)")
 
     @property
@@ -99,7 +95,7 @@ class ServingPath:
         if not self.slow:
             return ""
         return ("This computer is slow for this model: even its fastest way to decode took "
-                f"{self.step_ms[self.precision]:.0f} ms a step, so a translation takes a second or more, "
+                f"{self.step_ms['int8']:.0f} ms a step, so a translation takes a second or more, "
                 "and longer at a wide beam.")
 
 
@@ -123,13 +119,10 @@ def best_ms(fn: Callable[[], object], deadline: float, repeats: int = REPEATS, b
 
 
 def candidate_layers(linear: nn.Linear) -> dict[str, nn.Module]:
-    """Each way the search can compute `linear`, by name: "fp32" and, where torch has quantised kernels, one
-    "int8:<kernel>" per kernel of `quantize.INT8_KERNELS`."""
-    out: dict[str, nn.Module] = {"fp32": RowBlockLinear(linear)}
-    if int8_available():
-        for kernel in INT8_KERNELS:
-            out[f"int8:{kernel}"] = RowInt8Linear(linear, kernel=kernel)
-    return out
+    """Each way the search can compute `linear`, by name: "int8:<kernel>" for every kernel of
+    `quantize.INT8_KERNELS` this torch build has for its shape (the same bits each)."""
+    return {f"int8:{kernel}": RowInt8Linear(linear, kernel=kernel)
+            for kernel in INT8_KERNELS if kernel in kernels_for(linear.in_features)}
 
 
 def time_layers(config: ModelConfig, budget_s: float = PROBE_BUDGET_S) -> dict[str, dict[tuple[int, int], float]]:
@@ -144,7 +137,7 @@ def time_layers(config: ModelConfig, budget_s: float = PROBE_BUDGET_S) -> dict[s
             nn.init.normal_(linear.weight, std=layer.in_features ** -0.5, generator=rng)
             inputs = [torch.randn(rows, layer.in_features, generator=rng) for rows in PROBE_ROWS]
             fastest = [float("inf")] * len(inputs)  # per row count, the best candidate so far
-            for name, module in candidate_layers(linear).items():  # float32 first: every shape has it
+            for name, module in candidate_layers(linear).items():
                 times = [best_ms(lambda x=x: module(x), deadline, beaten_by=fastest[i]) for i, x in enumerate(inputs)]
                 fastest = [min(a, b) for a, b in zip(fastest, times)]
                 out.setdefault(name, {})[(layer.in_features, layer.out_features)] = sum(times) * layer.count
@@ -152,26 +145,22 @@ def time_layers(config: ModelConfig, budget_s: float = PROBE_BUDGET_S) -> dict[s
 
 
 def fastest_int8_kernels(layer_ms: dict[str, dict[tuple[int, int], float]]) -> tuple[tuple[tuple[int, int], str], ...]:
-    """Each layer shape's faster int8 kernel in `time_layers`' timings (() where no int8 kernel was timed)."""
-    names = [name for name in layer_ms if name.startswith("int8:")]
-    if not names:
-        return ()
-    return tuple((shape, min(names, key=lambda n: layer_ms[n][shape]).split(":", 1)[1]) for shape in layer_ms["fp32"])
+    """Each layer shape's fastest int8 kernel in `time_layers`' timings."""
+    shapes = list(dict.fromkeys(shape for per_shape in layer_ms.values() for shape in per_shape))
+    timed = [name for name in layer_ms if name.startswith("int8:")]
+    return tuple((shape, min((n for n in timed if shape in layer_ms[n]), key=lambda n: layer_ms[n][shape])
+                  .split(":", 1)[1]) for shape in shapes)
 
 
 def choose(layer_ms: dict[str, dict[tuple[int, int], float]], probe_s: float = 0.0) -> ServingPath:
-    """The path from measured layer times (`time_layers`' form; tests pass their own): int8 with each shape's
-    faster kernel, or float32, whichever step is faster."""
-    step_ms = {"fp32": sum(layer_ms["fp32"].values())}
+    """The path from measured layer times (`time_layers`' form; tests pass their own): each shape on its fastest
+    kernel."""
     kernels = fastest_int8_kernels(layer_ms)
-    int8_names = [name for name in layer_ms if name.startswith("int8:")]
-    if kernels:
-        step_ms["int8"] = sum(layer_ms[f"int8:{kernel}"][shape] for shape, kernel in kernels)
-        for name in int8_names:  # each kernel alone, for the log
-            step_ms[name] = sum(layer_ms[name].values())
-    precision = min(("int8", "fp32") if kernels else ("fp32",), key=lambda p: step_ms[p])
-    return ServingPath(precision, kernels if precision == "int8" else (), step_ms,
-                       layer_ms, probe_s, slow=step_ms[precision] > SLOW_STEP_MS)
+    step_ms = {"int8": sum(layer_ms[f"int8:{kernel}"][shape] for shape, kernel in kernels)}
+    for name, per_shape in layer_ms.items():  # each kernel alone, for the log
+        if len(per_shape) == len(kernels):
+            step_ms[name] = sum(per_shape.values())
+    return ServingPath("int8", kernels, step_ms, layer_ms, probe_s, slow=step_ms["int8"] > SLOW_STEP_MS)
 
 
 def choose_serving_path(config: ModelConfig) -> ServingPath:

@@ -32,7 +32,8 @@ def precision_note(precision: str, why: str = "") -> str:
     on the page (the setting that overrides the choice is in docs/deploy.md, not here)."""
     reason = f"; {why}" if why else ""
     if precision == "int8":
-        return ("Decoding: int8 (the search runs on a compact 8-bit copy of the model, for speed" + reason +
+        return ("Decoding: int8 (the search runs on a compact 8-bit copy of the model, with the same arithmetic on "
+                "every computer, so a link gives the same translation everywhere" + reason +
                 "; the maps are computed at full precision, float32).")
     return f"Decoding: fp32 (full precision{reason})."
 
