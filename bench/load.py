@@ -12,7 +12,7 @@ Phase 2, after a 2 s pause: --sequential requests from one client (one press alo
 VmRSS (from /proc/<pid>/status) before/after.
 
 Usage: python bench/load.py [--clients 16] [--requests 25] [--sequential 1000] [--checkpoint PATH] [--api-only]
-                            [--precision int8|fp32] [--app-dir OTHER_CHECKOUT] [--tls-context-per-call]
+                            [--int8-kernel int_mm|packed|float] [--app-dir OTHER_CHECKOUT] [--tls-context-per-call]
 The clients share the server's cores, so what they cost is taken from the server: they share one TLS
 context (`shared_tls_context`); `--tls-context-per-call` measures the way runs before 2026-11-23 did.
 The burst of a class (30 pressing Translate; before/after from the same session, idle machine):
@@ -210,8 +210,8 @@ def main() -> None:
     parser.add_argument("--checkpoint", default=None, help="default: multi30k-en-de if present, else toy-reverse")
     parser.add_argument("--threads", default=None,
                         help="TRANSFORMER_THREADS for the server (default: the app's own, every core but one)")
-    parser.add_argument("--precision", choices=["int8", "fp32"], help="TRANSFORMER_PRECISION for the server "
-                                                                     "(default: the app's own, int8)")
+    parser.add_argument("--int8-kernel", choices=["int_mm", "packed", "float"],
+                        help="TRANSFORMER_INT8_KERNEL for the server (default: the app's probe chooses)")
     parser.add_argument("--app-dir", default=str(ROOT), help="the checkout whose app.py serves (before/after runs)")
     parser.add_argument("--api-only", action="store_true")
     parser.add_argument("--no-search-process", action="store_true",
@@ -232,14 +232,14 @@ def main() -> None:
     env = {"TRANSFORMER_CHECKPOINT": str(checkpoint)}
     if args.threads:
         env["TRANSFORMER_THREADS"] = str(args.threads)
-    if args.precision:
-        env["TRANSFORMER_PRECISION"] = args.precision
+    if args.int8_kernel:
+        env["TRANSFORMER_INT8_KERNEL"] = args.int8_kernel
     if args.no_search_process:
         env["TRANSFORMER_SEARCH_PROCESS"] = "0"
     sentences = SENTENCES_TOY if checkpoint.name.startswith("toy") else SENTENCES_EN
     report: dict = {"checkpoint": str(checkpoint), "app_dir": str(Path(args.app_dir).resolve()),
                     "api_only": args.api_only, "server_threads": args.threads or "app default",
-                    "precision": args.precision or "app default", "cpu": cpu_model(),
+                    "int8_kernel": args.int8_kernel or "app default", "cpu": cpu_model(),
                     "search_process": not args.no_search_process}
 
     with running_app(env, timeout_s=300, app_dir=Path(args.app_dir)) as server:

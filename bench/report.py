@@ -186,8 +186,8 @@ def class_table(results_dir: Path = RESULTS) -> str:
                      for p in results_dir.glob("serving_paths--class-*.json"))
     if not classes:
         return CLASS_TABLE + "No class measured yet.\n"
-    rows = ["| class | CPU (date) | path chosen | probe step ms (int8 / int8 _int_mm only / fp32), probe s "
-            "| beam 5 vs Marian (served / fp32 / _int_mm only) | burst p95 s, req/s, differ | lone press p50 s "
+    rows = ["| class | CPU (date) | path chosen | probe step ms (int8 as chosen / _int_mm only / packed only / float only), probe s "
+            "| beam 5 vs Marian (served / fp32 / _int_mm only; served vs the compared checkout) | burst p95 s, req/s, differ | lone press p50 s "
             "| first drawn ms | under hostile load: page load p95 s, short translation p95 s, link's translation "
             "p50 / max s |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -206,9 +206,11 @@ def class_table(results_dir: Path = RESULTS) -> str:
             f"{_cell(_get(sp, 'cpu'))}{' (' + flags + ')' if flags else ''}, {_cell(_get(sp, 'date'))}",
             f"{inner.get('chosen')}{' (' + ', '.join(kernels) + ')' if kernels else ''}"
             f"{'; told it is slow' if inner.get('slow_note') else ''}",
-            f"{probe.get('int8')} / {probe.get('int8:int_mm')} / {probe.get('fp32')}, {inner.get('probe_s')}",
+            f"{probe.get('int8')} / {probe.get('int8:int_mm')} / {probe.get('int8:packed')} / "
+            f"{probe.get('int8:float')}, {inner.get('probe_s')}",
             f"{_get(inner, 'beam5.served_vs_marian')}x / {_get(inner, 'beam5.fp32_vs_marian')}x / "
-            f"{_get(inner, 'beam5.int_mm_only_vs_marian')}x",
+            f"{_get(inner, 'beam5.int_mm_only_vs_marian')}x"
+            f"{'; ' + str(_get(inner, 'beam5.served_vs_compared')) + 'x' if _get(inner, 'beam5.served_vs_compared') else ''}",
             f"{_get(ld, 'concurrent.p95_s')}, {_get(ld, 'concurrent.throughput_rps')}, "
             f"{_get(ld, 'concurrent.differ_from_lone')}{_measured_apart(ld, sp)}",
             f"{_get(ld, 'sequential.p50_s')}{_measured_apart(ld, sp)}",

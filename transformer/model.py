@@ -198,17 +198,23 @@ class MultiHeadAttention(nn.Module):
 
     def attend(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, output_attentions: bool,
-        attention_measure: str = "weight", head_mask: Tensor | None = None,
+        attention_measure: str = "weight", head_mask: Tensor | None = None, cached: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """q (B, H, T_q, d_k), k/v (B, H, T_k, d_k) -> output (B, T_q, d_model), weights (B, H, T_q, T_k).
 
         With `output_attentions`, `attention_measure="norm"` returns ‖α_ij f_h(x_j)‖ instead of α_ij; `head_mask`
         (1 or B, H, 1, 1) scales each head's output (and its returned map) before the output projection.
+        `cached` (the search's decoding steps): on the CPU, the explicit path over contiguous q, k and v.
         """
         p = self.dropout if self.training else 0.0
         # Training on a CPU takes the explicit path even without dropout: SDPA's CPU backward is slower per step
-        # in bf16 (docs/model.md), and its dropout draws a random number per element.
-        if output_attentions or (self.training and q.device.type == "cpu"):
+        # in bf16 (docs/model.md), and its dropout draws a random number per element. The search takes it too:
+        # SDPA's CPU kernel splits a small batch's keys across threads, and a batched matmul of transposed views
+        # picks its kernel by batch size, so either gave a sentence other bits alone than in a batch.
+        cpu = q.device.type == "cpu"
+        if cached and cpu:
+            q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # k, v: no copy, the cache keeps them so
+        if output_attentions or (cpu and (self.training or cached)):
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, T_q, T_k)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
@@ -292,8 +298,9 @@ class DecoderLayer(nn.Module):
                     attention_measure: str, head_mask: Tensor | None):
         q, k, v = self.self_attn.project_qkv(cast_once(x))
         if cache is not None:
-            k, v = cache.append_self(k, v)
-        a, w = self.self_attn.attend(q, k, v, mask, output_attentions, attention_measure, head_mask)
+            k, v = cache.append_self(k.contiguous(), v.contiguous())  # (B, H, T, d_k) in memory too: see `attend`
+        a, w = self.self_attn.attend(q, k, v, mask, output_attentions, attention_measure, head_mask,
+                                     cached=cache is not None)
         return self.dropout(a), w
 
     def _cross_block(self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: LayerKVCache | None,
@@ -303,18 +310,20 @@ class DecoderLayer(nn.Module):
         else:
             k, v = self.cross_attn.project_kv(memory)
             if cache is not None:
-                cache.cross_k, cache.cross_v = k, v
+                k, v = cache.cross_k, cache.cross_v = k.contiguous(), v.contiguous()
         q = self.cross_attn.project_q(cast_once(x))  # (B * beams, H, 1, d_k)
         beams = cache.beams if cache is not None else 1
+        cached = cache is not None
         if beams == 1:
-            a, w = self.cross_attn.attend(q, k, v, mask, output_attentions, attention_measure, head_mask)
+            a, w = self.cross_attn.attend(q, k, v, mask, output_attentions, attention_measure, head_mask, cached)
             return self.dropout(a), w
         # A sentence's beams, one query each, attend to its keys together: (B, H, beams, d_k), keys (B, H, S, d_k).
         BK, H, _, d_k = q.shape
         q = q.view(BK // beams, beams, H, d_k).transpose(1, 2)
         if head_mask is not None and head_mask.size(0) > 1:
             head_mask = head_mask[::beams]  # per sentence, the same for each of its beams
-        a, w = self.cross_attn.attend(q, k, v, mask, output_attentions, attention_measure, head_mask)  # (B, beams, d)
+        a, w = self.cross_attn.attend(q, k, v, mask, output_attentions, attention_measure, head_mask, cached)
+        # a: (B, beams, d)
         if w is not None:
             w = w.transpose(1, 2).reshape(BK, H, 1, w.size(-1))  # (B * beams, H, 1, S)
         return self.dropout(a.reshape(BK, 1, a.size(-1))), w
