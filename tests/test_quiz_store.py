@@ -1,9 +1,12 @@
 """The class quiz's store (transformer/explorer/panels/quiz/store.py) on a real SQLite file in tmp_path: a class
 and every answer survive closing and reopening, answers replace each other up to a cap, every cap holds, expired
 classes go, many threads answer at once in both connection modes, and nothing about a student but their answers
-is kept."""
+is kept. Real faults (a full disk, a read-only database, a failed COMMIT, a damaged file, an unusable folder)
+give clear errors, keep every answer and never leave the connection inside a transaction."""
 from __future__ import annotations
 
+import resource
+import signal
 import sqlite3
 import threading
 
@@ -20,6 +23,7 @@ from transformer.explorer.panels.quiz.store import (
     Forbidden,
     NotFound,
     NotOpen,
+    StoreFailed,
     TooMany,
     default_path,
 )
@@ -188,4 +192,111 @@ def test_no_names_no_addresses_and_tokens_kept_hashed(store):
 
 def test_the_default_file_is_made_where_the_variable_says(tmp_path, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_CLASS_DB", str(tmp_path / "data" / "quiz.sqlite3"))
-    assert default_path() == tmp_path / "data" / "quiz.sqlite3" and (tmp_path / "data").is_dir()
+    assert default_path() == tmp_path / "data" / "quiz.sqlite3"
+    store = ClassStore(default_path())
+    assert (tmp_path / "data" / "quiz.sqlite3").is_file() and store.health() == (True, "")
+    store.close()
+
+
+def test_on_a_space_with_persistent_storage_the_file_lives_in_data(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_CLASS_DB", raising=False)
+    monkeypatch.setattr(store_module, "SPACE_DATA", tmp_path / "data")
+    monkeypatch.setenv("SPACE_ID", "someone/quiz")
+    assert default_path().parent != tmp_path / "data"  # no persistent storage: the Space's own disk
+    (tmp_path / "data").mkdir()
+    assert default_path() == tmp_path / "data" / "classes.sqlite3"
+    monkeypatch.delenv("SPACE_ID")
+    assert default_path().parent != tmp_path / "data"  # not a Space: /data is someone else's
+
+
+def own_connection(store: ClassStore) -> sqlite3.Connection:
+    """The store's one shared connection, where a test makes the database fail for real."""
+    return store._connection()
+
+
+@pytest.mark.parametrize("fault, pragma, says", [
+    ("a full disk", "PRAGMA max_page_count = {pages}", "full"),
+    ("a read-only database", "PRAGMA query_only = 1", "read-only"),
+])
+def test_a_failing_database_is_a_clear_error_that_keeps_every_answer(store, fault, pragma, says):
+    code, _ = store.create_class(questions())
+    tokens = [store.join(code) for _ in range(3)]
+    for token in tokens:
+        store.answer(code, token, 0, [1])
+    db = own_connection(store)
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(pragma.format(pages=pages))
+    with pytest.raises(StoreFailed, match=says) as failed:
+        for _ in range(200):  # a full disk: the first join that needs a new page fails
+            store.join(code)
+    assert failed.value.status == 503
+    assert not db.in_transaction  # never left mid-transaction: reads go on
+    assert store.tally(code).answered == 3
+    db.execute("PRAGMA max_page_count = 1073741823")
+    db.execute("PRAGMA query_only = 0")
+    store.answer(code, store.join(code), 0, [2])  # room again: writes go on, on the same connection
+    assert store.tally(code).answered == 4
+
+
+def test_a_commit_that_fails_is_rolled_back_and_the_next_one_works(store):
+    """A full disk where the COMMIT itself fails: writing the WAL beyond the process's file-size limit
+    (RLIMIT_FSIZE: the write is refused as a full disk refuses it)."""
+    code, _ = store.create_class(questions())
+    token = store.join(code)
+    store.answer(code, token, 0, [0])
+    wal = store.path.with_name(store.path.name + "-wal")
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not death, past the limit
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (max(wal.stat().st_size, store.path.stat().st_size), hard))
+    try:
+        with pytest.raises(StoreFailed):
+            store.join(code)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+    assert not own_connection(store).in_transaction
+    assert store.tally(code).students == 1 and store.my_answer(code, token, 0) == [0]
+    store.join(code)
+    assert store.tally(code).students == 2
+
+
+@pytest.mark.parametrize("garbage", [b"not a database at all" * 100, None])
+def test_a_damaged_file_is_moved_aside_and_a_fresh_one_started(tmp_path, caplog, garbage):
+    path = tmp_path / "classes.sqlite3"
+    if garbage is None:  # a real database whose pages were overwritten: SQLite's own check finds it
+        first = ClassStore(path)
+        code, _ = first.create_class(questions())
+        for _ in range(50):
+            first.join(code)
+        first.close()
+        data = bytearray(path.read_bytes())
+        data[4096:len(data)] = b"\x55" * (len(data) - 4096)
+        path.write_bytes(bytes(data))
+        garbage = bytes(data)
+    else:
+        path.write_bytes(garbage)
+    path.with_name("classes.sqlite3-wal").write_bytes(b"junk")
+    store = ClassStore(path)
+    kept = sorted(tmp_path.glob("classes.sqlite3.damaged-*"))  # the file, then its -shm and -wal
+    assert kept[0].read_bytes() == garbage and kept[-1].name == kept[0].name + "-wal"
+    ok, notice = store.health()
+    assert ok and "damaged" in notice and kept[0].name in notice
+    assert "damaged" in caplog.text and str(kept[0]) in caplog.text
+    code, _ = store.create_class(questions())
+    store.answer(code, store.join(code), 0, [1])
+    store.close()
+
+
+def test_an_unusable_folder_leaves_the_quiz_unavailable_until_it_is_fixed(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the folder should be")
+    store = ClassStore(blocker / "classes.sqlite3")  # does not raise: the app starts
+    ok, says = store.health()
+    assert not ok and "unavailable" in says
+    with pytest.raises(StoreFailed, match="unavailable"):
+        store.create_class(questions())
+    blocker.unlink()
+    monkeypatch.setattr(store_module, "RETRY_OPEN_S", 0.0)
+    store.create_class(questions())  # the folder is fine now: tried again
+    assert store.health() == (True, "")
+    store.close()
