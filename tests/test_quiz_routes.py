@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gradio as gr
@@ -30,6 +32,7 @@ SRC = ["▁Two", "▁owls", "▁watch", "▁the", "▁moon", ".", "<eos>"]
 TGT = ["▁Zwei", "▁Eulen", "▁beobachten", "▁den", "▁Mond", ".", "<eos>"]
 MARKUP = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 MADE: list[dict] = []  # every request quiz_maker was given
+AS_JSON = {"Content-Type": "application/json"}
 
 
 def quiz_maker(body: dict) -> list:
@@ -58,10 +61,21 @@ class Clock:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A tiny gr.Blocks, launched on a free port, with the class routes mounted: (client, store's clock)."""
-    clock = Clock()
+def clock():
+    return Clock()
+
+
+@pytest.fixture(scope="module")
+def quiz_store(tmp_path_factory, clock):
     store = ClassStore(tmp_path_factory.mktemp("quiz") / "classes.sqlite3", clock=clock)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def server(quiz_store, clock):
+    """A tiny gr.Blocks, launched on a free port, with the class routes mounted: (client, store's clock)."""
+    store = quiz_store
     with gr.Blocks() as demo:
         gr.Markdown("The explorer would be here.")
     with socket.socket() as s:
@@ -73,7 +87,6 @@ def server(tmp_path_factory):
     with httpx.Client(base_url=demo.local_url.rstrip("/"), timeout=10) as client:
         yield client, clock
     demo.close()
-    store.close()
 
 
 def start(client: httpx.Client, sentence: str = "Two owls watch the moon.") -> tuple[str, dict]:
@@ -84,7 +97,7 @@ def start(client: httpx.Client, sentence: str = "Two owls watch the moon.") -> t
 
 
 def join(client: httpx.Client, code: str) -> dict:
-    joined = client.post(f"/class/api/{code}/join")
+    joined = client.post(f"/class/api/{code}/join", json={})
     assert joined.status_code == 200, joined.text
     return {"X-Student-Token": joined.json()["student_token"]}
 
@@ -107,21 +120,79 @@ def test_a_whole_class_over_http(server):
             "changes"] == 1
     board = client.get(f"/class/api/{code}/board", headers=teacher).json()
     assert (board["answered"], board["students"], board["counts"][:3]) == (3, 3, [2, 1, 1])
-    assert client.post(f"/class/api/{code}/reveal", headers=teacher).json()["revealed"]
+    assert client.post(f"/class/api/{code}/reveal", json={}, headers=teacher).json()["revealed"]
     revealed = client.get(f"/class/api/{code}/question", headers=students[2]).json()
     assert revealed["question"]["answers"] == [0] and revealed["my_answer"] == [2]
     assert revealed["question"]["role"] == "role 0 English"
     for _ in range(3):
-        client.post(f"/class/api/{code}/next", headers=teacher)
+        client.post(f"/class/api/{code}/next", json={}, headers=teacher)
     summary = client.get(f"/class/api/{code}/summary", headers=teacher).json()["questions"]
     assert summary[0]["head"] == "1.1" and (summary[0]["answered"], summary[0]["missed"]) == (3, 1)
     assert summary[0]["missed_share"] == pytest.approx(1 / 3, abs=1e-3)
 
 
+def test_a_body_that_is_not_json_is_415_and_changes_nothing(server):
+    """What a cross-site form can send (a form, plain text, nothing at all) never reaches a state-changing
+    endpoint: only a JSON body, which another site's page cannot send without asking first."""
+    client, _ = server
+    code, teacher = start(client)
+    student = join(client, code)
+    posts = [("/class/api/classes", {}, b'{"sentence": "Two owls watch the moon."}'), (f"/class/api/{code}/join", {}, b"{}"),
+             (f"/class/api/{code}/answer", student, b'{"question": 0, "words": [1]}'),
+             (f"/class/api/{code}/reveal", teacher, b"{}"), (f"/class/api/{code}/next", teacher, b"{}")]
+    made = len(MADE)
+    for path, headers, body in posts:
+        for kind in ("application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x", None):
+            sent = headers | ({"Content-Type": kind} if kind else {})
+            assert "application/json" in error(client.post(path, content=body if kind else b"", headers=sent), 415)
+    board = client.get(f"/class/api/{code}/board", headers=teacher).json()
+    assert (board["students"], board["answered"], board["index"], board["revealed"]) == (1, 0, 0, False)
+    assert len(MADE) == made  # no model work either
+    assert client.post(f"/class/api/{code}/join", content=b"{}",
+                       headers={"Content-Type": "application/json; charset=utf-8"}).status_code == 200
+
+
+def test_a_failing_database_is_a_json_503_and_reads_go_on(server, quiz_store):
+    client, _ = server
+    code, teacher = start(client)
+    student = join(client, code)
+    assert client.post(f"/class/api/{code}/answer", json={"question": 0, "words": [1]}, headers=student).status_code == 200
+    db = quiz_store._connection()
+    db.execute("PRAGMA query_only = 1")  # the database turns read-only mid-lesson
+    try:
+        for path, headers, body in ((f"/class/api/{code}/join", {}, {}), ("/class/api/classes", {}, {"sentence": "x y"}),
+                                    (f"/class/api/{code}/answer", student, {"question": 0, "words": [2]}),
+                                    (f"/class/api/{code}/reveal", teacher, {})):
+            assert "read-only" in error(client.post(path, json=body, headers=headers), 503), path
+        board = client.get(f"/class/api/{code}/board", headers=teacher).json()
+        assert (board["answered"], board["counts"][1]) == (1, 1)  # the answer given before is kept
+    finally:
+        db.execute("PRAGMA query_only = 0")
+    assert client.post(f"/class/api/{code}/reveal", json={}, headers=teacher).json()["revealed"]
+    assert client.get("/class/api/status").json() == {"available": True, "notice": ""}
+
+
+def test_a_store_call_that_waits_holds_up_no_other_request(server, quiz_store):
+    """A join waits on the store (its lock held here, as a long write would) while other requests are answered
+    at once: store calls run in worker threads, not on the server's one event loop."""
+    client, _ = server
+    code, _ = start(client)
+    base = str(client.base_url)
+    with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=base, timeout=10) as other:
+        with quiz_store._lock:
+            waiting = pool.submit(other.post, f"/class/api/{code}/join", json={})
+            seen, deadline = 0, time.monotonic() + 1.0
+            while time.monotonic() < deadline:  # a second of other requests, each answered promptly
+                assert client.get("/class/files/quiz.css", timeout=0.5).status_code == 200
+                seen += 1
+            assert not waiting.done() and seen > 5
+        assert waiting.result(timeout=10).status_code == 200
+
+
 def test_wrong_and_expired_codes_are_404_with_a_message(server):
     client, clock = server
     for code in ("ZZZZZZ", "abc", "%3Cscript%3E"):
-        assert "code" in error(client.post(f"/class/api/{code}/join"), 404)
+        assert "code" in error(client.post(f"/class/api/{code}/join", json={}), 404)
     code, teacher = start(client)
     student = join(client, code)
     clock.now += 5 * 3600
@@ -149,7 +220,7 @@ def test_an_answer_to_a_question_not_open_is_409(server):
     student = join(client, code)
     assert "not open" in error(client.post(f"/class/api/{code}/answer", json={"question": 1, "words": [0]},
                                            headers=student), 409)
-    client.post(f"/class/api/{code}/reveal", headers=teacher)
+    client.post(f"/class/api/{code}/reveal", json={}, headers=teacher)
     error(client.post(f"/class/api/{code}/answer", json={"question": 0, "words": [0]}, headers=student), 409)
 
 
@@ -159,17 +230,17 @@ def test_huge_and_malformed_bodies_are_refused(server):
     student = join(client, code)
     url = f"/class/api/{code}/answer"
     huge = b'{"question": 0, "words": [' + b"0, " * MAX_BODY + b"0]}"
-    assert "bytes" in error(client.post(url, content=huge, headers=student), 413)
+    assert "bytes" in error(client.post(url, content=huge, headers=student | AS_JSON), 413)
     chunks = (b" " * 1024 for _ in range(64))  # no Content-Length: read until the cap, then refused
-    error(client.post(url, content=chunks, headers=student), 413)
+    error(client.post(url, content=chunks, headers=student | AS_JSON), 413)
     for body in (b"{not json", b"\xff\xfe", b"[]", b'{"question": 0}', b'{"question": 0, "words": [1, 2, 3]}',
                  b'{"question": "0", "words": [1]}', b'{"question": 0, "words": [true]}',
                  b'{"question": 0, "words": [1, 1]}'):
-        error(client.post(url, content=body, headers=student), 400)
+        error(client.post(url, content=body, headers=student | AS_JSON), 400)
     error(client.post(url, json={"question": 0, "words": [0]}), 403)  # no token
     error(client.post(url, json={"question": 0, "words": [0]}, headers={"X-Student-Token": "x" * 20}), 403)
-    error(client.post(f"/class/api/{code}/next", headers={"X-Teacher-Token": student["X-Student-Token"]}), 403)
-    error(client.post("/class/api/classes", content=b"{" * 20000), 413)
+    error(client.post(f"/class/api/{code}/next", json={}, headers={"X-Teacher-Token": student["X-Student-Token"]}), 403)
+    error(client.post("/class/api/classes", content=b"{" * 20000, headers=AS_JSON), 413)
     assert MARKUP not in error(client.post("/class/api/classes", json={"questions": [
         {"sentence": "x", "head": MARKUP, "target": 0}]}), 400)
     assert "2.1" in error(client.post("/class/api/classes", json={"questions": [
@@ -187,7 +258,7 @@ def test_markup_is_only_ever_data(server):
     assert response.json()["question"]["sentence"] == MARKUP  # stored and echoed as the text it is
     refused = client.post(f"/class/api/{code}/answer", json={"question": MARKUP, "words": [0]}, headers=student)
     assert MARKUP not in refused.text and refused.status_code == 400
-    assert "<script" not in client.post("/class/api/%3Cscript%3Ealert(1)%3C%2Fscript%3E/join").text
+    assert "<script" not in client.post("/class/api/%3Cscript%3Ealert(1)%3C%2Fscript%3E/join", json={}).text
     for name in ("quiz.js", "board.js"):  # the pages write every text with textContent
         assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", (QUIZ_DIR / name).read_text())
 
@@ -328,7 +399,57 @@ def test_python_app_py_serves_the_class_quiz_beside_the_explorer(tmp_path):
         url = server.url.rstrip("/")
         for path in ("/class/board", "/class", "/class/files/board.js", "/class/files/quiz.js"):
             assert httpx.get(url + path, timeout=30).status_code == 200, path
-        missing = httpx.post(url + "/class/api/ABCDEF/join", timeout=30)
+        missing = httpx.post(url + "/class/api/ABCDEF/join", json={}, timeout=30)
         assert missing.status_code == 404 and "error" in missing.json()
         page = httpx.get(url + "/", timeout=30).text
         assert "Class quiz" in page and (tmp_path / "classes.sqlite3").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_python_app_py_starts_on_a_damaged_database_and_a_class_can_start(tmp_path):
+    """Garbage in the file TRANSFORMER_CLASS_DB names: `python app.py` still starts, the explorer answers, the file
+    is kept aside, the log and the board's status say so, and a class starts on a fresh database."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from app_server import app_env, running_app
+
+    env, _ = app_env()
+    database = tmp_path / "classes.sqlite3"
+    database.write_bytes(b"this is not an SQLite database\n" * 64)
+    with running_app({**env, "TRANSFORMER_CLASS_DB": str(database)}) as server:
+        url = server.url.rstrip("/")
+        assert httpx.get(url + "/", timeout=30).status_code == 200  # the explorer
+        notice = httpx.get(url + "/class/api/status", timeout=30).json()
+        assert notice["available"] and "damaged" in notice["notice"]
+        created = httpx.post(url + "/class/api/classes", timeout=120, json={"questions": [
+            {"sentence": "h e l l o", "head": "1.1", "target": 0}]})
+        assert created.status_code == 200, created.text
+        assert created.json()["notice"] == notice["notice"]
+        assert "damaged" in server.log_tail(20000)
+    kept = [p for p in tmp_path.glob("classes.sqlite3.damaged-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert len(kept) == 1 and kept[0].read_bytes().startswith(b"this is not an SQLite database")
+    assert kept[0].name in notice["notice"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_python_app_py_starts_when_the_database_folder_is_unusable(tmp_path):
+    """A class database that cannot be made at all: the explorer starts and answers, the quiz says it is
+    unavailable (JSON), and no model work is spent on a class that could not be kept."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from app_server import app_env, running_app
+
+    env, _ = app_env()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("where the folder should be")
+    with running_app({**env, "TRANSFORMER_CLASS_DB": str(blocker / "classes.sqlite3")}) as server:
+        url = server.url.rstrip("/")
+        assert httpx.get(url + "/", timeout=30).status_code == 200
+        assert not httpx.get(url + "/class/api/status", timeout=30).json()["available"]
+        refused = httpx.post(url + "/class/api/classes", json={"sentence": "h e l l o"}, timeout=30)
+        assert refused.status_code == 503 and "unavailable" in refused.json()["error"]
+        assert "class quiz unavailable" in server.log_tail(20000)

@@ -137,8 +137,20 @@ async function act(path) {
   }
 }
 
+// what the quiz's operator should know (a damaged database moved aside), or why no class can start now
+async function showStatus() {
+  try {
+    const response = await fetch("/class/api/status");
+    const body = await response.json();
+    $("notice").textContent = body.notice || "";
+  } catch {
+    $("notice").textContent = "";
+  }
+}
+
 function start() {
   prefill();
+  showStatus();
   $("start-form").addEventListener("submit", startClass);
   $("reveal").addEventListener("click", () => act("reveal"));
   $("next").addEventListener("click", () => act("next"));

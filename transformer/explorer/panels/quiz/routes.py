@@ -22,10 +22,12 @@ X-Teacher-Token, never in a URL that is projected):
                                 (repeatable) asks a teacher's own questions, so a lesson's links are a quiz
 
 Every error is JSON {"error": message}: 400 malformed, 403 not joined or not the teacher, 404 no such class
-(or expired), 409 not the open question, 413 a body over its cap (read bounded), 429 a flood or a cap. Nothing a
+(or expired), 409 not the open question, 413 a body over its cap (read bounded), 415 a body that is not JSON
+(every POST), 429 a flood or a cap, 503 the database or the model failed. `GET status` says whether the quiz can
+run and what the board should say. Nothing a
 client sends is ever put into HTML: the pages are static and write every text with textContent. Handlers run on
-the server's event loop: each store call is one short SQLite transaction (under a millisecond); only starting a
-class runs the model, in a worker thread.
+the server's event loop; every store call (one short SQLite transaction) and the model's work run in worker
+threads, so a burst of answers never holds up another user's request.
 """
 from __future__ import annotations
 
@@ -55,7 +57,17 @@ from starlette.concurrency import run_in_threadpool
 from transformer.explorer.core.limits import MAX_INPUT_CHARS
 
 from .questions import KINDS, MAX_CHOICES, MAX_QUESTIONS, Question, SpecError
-from .store import CODE_ALPHABET, CODE_LENGTH, ClassError, ClassState, ClassStore, Forbidden, NotFound, TooMany
+from .store import (
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    ClassError,
+    ClassState,
+    ClassStore,
+    Forbidden,
+    NotFound,
+    StoreFailed,
+    TooMany,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +93,10 @@ class BadRequest(ClassError):
 
 class TooLarge(ClassError):
     status = 413
+
+
+class NotJson(ClassError):
+    status = 415
 
 
 class ModelFailed(ClassError):
@@ -184,7 +200,12 @@ class Flood:
 
 async def read_json(request: Request, limit: int = MAX_BODY) -> Any:
     """The request's JSON body, read no further than `limit` bytes (TooLarge past it, BadRequest when it is not
-    JSON); {} for an empty body."""
+    JSON); {} for an empty body. NotJson unless it says it is application/json, an empty body too: a page of
+    another site can send a form or a plain-text body without asking, never a JSON one (the browser asks first,
+    and this app does not answer that question), so no cross-site form reaches a state-changing endpoint."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json":
+        raise NotJson('Send JSON, with the header "Content-Type: application/json".')
     length = request.headers.get("content-length")
     if length is not None and (not length.isdigit() or int(length) > limit):
         raise TooLarge(f"The request body is over {limit} bytes.") if length.isdigit() else BadRequest("Bad length.")
@@ -279,8 +300,11 @@ def json_errors(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitab
         try:
             result = await handler(*args, **kwargs)
         except ClassError as err:
-            headers = {**JSON_HEADERS, **({"Retry-After": "2"} if err.status == 429 else {})}
+            headers = {**JSON_HEADERS, **({"Retry-After": "2"} if err.status in (429, 503) else {})}
             return JSONResponse({"error": err.message}, err.status, headers=headers)
+        except Exception:  # a bug: still JSON the pages can show, the details in the log
+            log.exception("class quiz: %s failed", handler.__name__)
+            return JSONResponse({"error": "The quiz failed on this request: try again."}, 500, headers=JSON_HEADERS)
         return result if isinstance(result, Response) else JSONResponse(result, headers=JSON_HEADERS)
 
     return answer
@@ -347,6 +371,9 @@ class ClassRoutes:
             raise BadRequest('Start a class with {"sentence": text} or {"questions": [...]}.')
         if self.make_quiz is None:
             raise ClassError("This app cannot make quizzes: no model is loaded.")
+        available, why = await self.db(self.store.health)
+        if not available:  # said before the model works for nothing
+            raise StoreFailed(why)
         try:
             questions = await run_in_threadpool(self.make_quiz, body)
         except SpecError as err:
@@ -356,17 +383,32 @@ class ClassRoutes:
         except Exception:
             log.exception("a class's quiz")
             raise ModelFailed("The model could not make this quiz: try again, or another sentence.") from None
-        code, token = self.store.create_class(questions)
+        code, token = await self.db(self.store.create_class, questions)
         where = request_base(request, self.listening)
         return {"code": code, "teacher_token": token, "join_url": f"{where.base}/class/{code}",
-                "reachable": where.reachable, "note": where.note, "questions": len(questions)}
+                "reachable": where.reachable, "note": where.note, "questions": len(questions),
+                "notice": self.store.notice}
+
+    @staticmethod
+    async def db(call: Callable[..., Any], *args: Any) -> Any:
+        """A store call in a worker thread: a burst of answers never holds up the event loop that serves
+        everyone else (the store serialises its own writes)."""
+        return await run_in_threadpool(call, *args)
+
+    async def status(self, request: Request) -> dict[str, Any]:
+        """Whether the quiz can run, and what the board should say (a database moved aside, or why not)."""
+        available, notice = await self.db(self.store.health)
+        return {"available": available, "notice": notice}
 
     async def join(self, request: Request, code: str) -> dict[str, Any]:
         await read_json(request)
-        return {"student_token": self.store.join(room(code))}
+        return {"student_token": await self.db(self.store.join, room(code))}
 
     async def question(self, request: Request, code: str) -> dict[str, Any]:
         code, token = room(code), token_of(request, "X-Student-Token")
+        return await self.db(self._question, code, token)
+
+    def _question(self, code: str, token: str) -> dict[str, Any]:
         state = self.store.state(code)
         mine = self.store.my_answer(code, token, state.current)
         return {**question_view(state, state.revealed), "my_answer": mine}
@@ -376,40 +418,43 @@ class ClassRoutes:
         question, words = answer_of(await read_json(request))
         if not self.flood.allow(token):
             raise TooMany("Too many answers at once: wait a moment.")
-        changes = self.store.answer(code, token, question, words)
+        changes = await self.db(self.store.answer, code, token, question, words)
         return {"question": question, "words": sorted(words), "changes": changes}
 
-    def _teacher(self, request: Request, code: str) -> str:
-        code = room(code)
-        if not self.store.is_teacher(code, token_of(request, "X-Teacher-Token")):
-            self.store.state(code)  # NotFound first, for a class that is not there
+    async def _teacher(self, request: Request, code: str) -> str:
+        code, token = room(code), token_of(request, "X-Teacher-Token")
+        if not await self.db(self.store.is_teacher, code, token):
+            await self.db(self.store.state, code)  # NotFound first, for a class that is not there
             raise Forbidden("Only the teacher who started this class can do that.")
         return code
 
     async def board(self, request: Request, code: str) -> dict[str, Any]:
-        code = self._teacher(request, code)
+        code = await self._teacher(request, code)
+        return await self.db(self._board, code)
+
+    def _board(self, code: str) -> dict[str, Any]:
         state, tally = self.store.state(code), self.store.tally(code)
         return {**question_view(state, True), "answered": tally.answered, "students": tally.students,
                 "counts": tally.counts}
 
     async def reveal(self, request: Request, code: str) -> dict[str, Any]:
         await read_json(request)
-        return question_view(self.store.reveal(self._teacher(request, code)), True)
+        return question_view(await self.db(self.store.reveal, await self._teacher(request, code)), True)
 
     async def next(self, request: Request, code: str) -> dict[str, Any]:
         await read_json(request)
-        return question_view(self.store.next_question(self._teacher(request, code)), True)
+        return question_view(await self.db(self.store.next_question, await self._teacher(request, code)), True)
 
     async def summary(self, request: Request, code: str) -> dict[str, Any]:
-        code = self._teacher(request, code)
-        state = self.store.state(code)
-        rows = [{**summary_row(state.questions[i], answered, missed), "question": i}
-                for i, answered, missed in self.store.missed(code)]
+        code = await self._teacher(request, code)
+        state, missed = await self.db(lambda: (self.store.state(code), self.store.missed(code)))
+        rows = [{**summary_row(state.questions[i], answered, n_missed), "question": i}
+                for i, answered, n_missed in missed]
         return {"questions": sorted(rows, key=lambda r: -r["missed_share"])}
 
     async def qr(self, request: Request, code: str) -> Response:
         code = room(code)
-        self.store.state(code)
+        await self.db(self.store.state, code)
         svg = qr_svg(f"{request_base(request, self.listening).base}/class/{code}")
         return Response(svg, media_type="image/svg+xml", headers=PAGE_HEADERS)
 
@@ -446,6 +491,7 @@ def class_router(store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Q
     router.add_api_route("/qr/{code}.svg", json_errors(routes.qr), methods=["GET"], include_in_schema=False)
     router.add_api_route("/api/classes", json_errors(routes.create), methods=["POST"])
     router.add_api_route("/api/practice", json_errors(routes.practice), methods=["GET"])
+    router.add_api_route("/api/status", json_errors(routes.status), methods=["GET"])
     for path, handler, method in (("join", routes.join, "POST"), ("question", routes.question, "GET"),
                                   ("answer", routes.answer, "POST"), ("board", routes.board, "GET"),
                                   ("reveal", routes.reveal, "POST"), ("next", routes.next, "POST"),
