@@ -4,9 +4,12 @@ with a clear JSON error that touches nothing else. The quiz is made by the real 
 model's own quiz: tests/test_quiz_questions.py)."""
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import socket
+import sqlite3
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,14 +21,18 @@ import pytest
 
 from transformer.explorer.panels.quiz.questions import Attended, HeadRole, make_quiz, parse_specs, question_from_spec
 from transformer.explorer.panels.quiz.routes import (
-    class_router,
     FLOOD_ANSWERS,
     MAX_BODY,
+    START_LIMIT,
     JoinAddress,
+    class_router,
+    client_address,
     join_address,
+    owner_key,
     request_base,
+    trusted_proxies,
 )
-from transformer.explorer.panels.quiz.store import ClassStore
+from transformer.explorer.panels.quiz.store import MAX_LIVE_PER_OWNER, ClassStore
 
 QUIZ_DIR = Path(__file__).resolve().parents[1] / "transformer" / "explorer" / "panels" / "quiz"
 SRC = ["▁Two", "▁owls", "▁watch", "▁the", "▁moon", ".", "<eos>"]
@@ -33,6 +40,9 @@ TGT = ["▁Zwei", "▁Eulen", "▁beobachten", "▁den", "▁Mond", ".", "<eos>"
 MARKUP = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 MADE: list[dict] = []  # every request quiz_maker was given
 AS_JSON = {"Content-Type": "application/json"}
+ADDRESSES = itertools.count(1)
+SLOW = threading.Semaphore(0)  # released by quiz_maker when a slow quiz starts
+GO = threading.Event()  # a slow quiz waits for it
 
 
 def quiz_maker(body: dict) -> list:
@@ -41,6 +51,9 @@ def quiz_maker(body: dict) -> list:
     MADE.append(body)
     if body.get("sentence") == "The model breaks.":
         raise RuntimeError("a model that fails")
+    if body.get("sentence") == "The model is slow.":
+        SLOW.release()
+        GO.wait(timeout=30)
     cross = np.full((1, 3, len(TGT), len(SRC)), 0.02, np.float32)
     for t in range(len(TGT)):
         cross[:, :, t, t] = 0.88
@@ -81,7 +94,8 @@ def server(quiz_store, clock):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    routes = class_router(store, quiz_maker, join_address("127.0.0.1", port)).routes  # as python app.py gives them
+    # as python app.py gives them, behind one proxy that sets X-Forwarded-For: each test's teacher its own client
+    routes = class_router(store, quiz_maker, join_address("127.0.0.1", port), proxies=1).routes
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
                 app_kwargs={"routes": routes})
     with httpx.Client(base_url=demo.local_url.rstrip("/"), timeout=10) as client:
@@ -89,8 +103,14 @@ def server(quiz_store, clock):
     demo.close()
 
 
+def teacher_address() -> dict:
+    """A new teacher's client, as the proxy in front of the app says (X-Forwarded-For)."""
+    n = next(ADDRESSES)
+    return {"X-Forwarded-For": f"198.51.100.{n % 250}, 203.0.{n // 250}.{n % 250}"}
+
+
 def start(client: httpx.Client, sentence: str = "Two owls watch the moon.") -> tuple[str, dict]:
-    created = client.post("/class/api/classes", json={"sentence": sentence})
+    created = client.post("/class/api/classes", json={"sentence": sentence}, headers=teacher_address())
     assert created.status_code == 200, created.text
     body = created.json()
     return body["code"], {"X-Teacher-Token": body["teacher_token"]}
@@ -187,6 +207,67 @@ def test_a_store_call_that_waits_holds_up_no_other_request(server, quiz_store):
                 seen += 1
             assert not waiting.done() and seen > 5
         assert waiting.result(timeout=10).status_code == 200
+
+
+def test_a_stranger_starting_classes_is_held_to_its_share_and_a_teacher_still_starts(server, quiz_store):
+    client, _ = server
+    stranger = teacher_address()
+    statuses = [client.post("/class/api/classes", json={"sentence": "Two owls watch the moon."},
+                            headers=stranger).status_code for _ in range(START_LIMIT + 4)]
+    assert statuses == [200] * START_LIMIT + [429] * 4
+    refused = client.post("/class/api/classes", json={"sentence": "Two owls."}, headers=stranger)
+    assert "wait" in error(refused, 429) and refused.headers["retry-after"]
+    code, teacher = start(client)  # another address: at once
+    assert client.get(f"/class/api/{code}/board", headers=teacher).status_code == 200
+    db = sqlite3.connect(quiz_store.path)
+    most = db.execute("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM classes WHERE expires > ? GROUP BY owner)",
+                      (quiz_store.clock(),)).fetchone()[0]
+    db.close()
+    assert most <= MAX_LIVE_PER_OWNER  # its own oldest went as it started more
+
+
+def test_model_work_waiting_is_bounded_per_client_and_in_all(server):
+    client, _ = server
+    GO.clear()
+    one, two = teacher_address(), teacher_address()
+    slow = {"sentence": "The model is slow."}
+    base = str(client.base_url)
+    with ThreadPoolExecutor(4) as pool, httpx.Client(base_url=base, timeout=30) as other:
+        try:
+            waiting = [pool.submit(other.post, "/class/api/classes", json=slow, headers=one) for _ in range(2)]
+            assert SLOW.acquire(timeout=10) and SLOW.acquire(timeout=10)  # both are with the model
+            assert "still being made" in error(client.post("/class/api/classes", json=slow, headers=one), 429)
+            practice = client.get("/class/api/practice", params={"text": "Another sentence."}, headers=one)
+            assert "still being made" in error(practice, 429)
+            assert client.post("/class/api/classes", json={"sentence": "Two owls."}, headers=two).status_code == 200
+        finally:
+            GO.set()
+        assert [w.result(timeout=30).status_code for w in waiting] == [200, 200]
+
+
+def test_the_forwarded_address_counts_only_where_a_proxy_sets_it(monkeypatch):
+    from starlette.requests import Request
+
+    def request(forwarded: list[str]) -> Request:
+        headers = [(b"x-forwarded-for", value.encode()) for value in forwarded]
+        return Request({"type": "http", "method": "GET", "path": "/", "headers": headers, "client": ("10.0.0.9", 5)})
+
+    assert client_address(request(["1.2.3.4"]), 0) == "10.0.0.9"  # no proxy: anyone can write the header
+    assert client_address(request(["6.6.6.6, 1.2.3.4"]), 1) == "1.2.3.4"  # what the client wrote is not trusted
+    assert client_address(request(["6.6.6.6", "1.2.3.4, 5.6.7.8"]), 2) == "1.2.3.4"
+    assert client_address(request([]), 1) == client_address(request(["not an address"]), 1) == "10.0.0.9"
+    monkeypatch.delenv("TRANSFORMER_TRUST_FORWARDED", raising=False)
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert trusted_proxies() == 0
+    monkeypatch.setenv("SPACE_ID", "someone/quiz")
+    assert trusted_proxies() == 1
+    monkeypatch.setenv("TRANSFORMER_TRUST_FORWARDED", "0")
+    assert trusted_proxies() == 0
+    monkeypatch.setenv("TRANSFORMER_TRUST_FORWARDED", "yes")
+    assert trusted_proxies() == 0
+    secret = b"s" * 32
+    assert owner_key("2001:db8::1", secret) == owner_key("2001:db8::ffff:1", secret)  # one /64, one client
+    assert owner_key("1.2.3.4", secret) != owner_key("1.2.3.5", secret) and "1.2.3.4" not in owner_key("1.2.3.4", secret)
 
 
 def test_wrong_and_expired_codes_are_404_with_a_message(server):

@@ -17,7 +17,10 @@ from transformer.explorer.panels.quiz import store as store_module
 from transformer.explorer.panels.quiz.questions import Attended, HeadRole, make_quiz
 from transformer.explorer.panels.quiz.store import (
     CODE_ALPHABET,
+    IDLE_MINUTES,
     MAX_CHANGES,
+    MAX_LIVE_PER_OWNER,
+    UNJOINED_MINUTES,
     ClassError,
     ClassStore,
     Forbidden,
@@ -123,22 +126,87 @@ def test_strangers_and_wrong_codes_are_refused(store):
 def test_caps_on_students_and_live_classes(store, monkeypatch):
     monkeypatch.setattr(store_module, "MAX_STUDENTS", 3)
     monkeypatch.setattr(store_module, "MAX_CLASSES", 2)
-    code, _ = store.create_class(questions())
+    code, _ = store.create_class(questions(), owner="a")
     for _ in range(3):
         store.join(code)
     with pytest.raises(TooMany):
         store.join(code)
-    store.create_class(questions())
-    with pytest.raises(TooMany):
-        store.create_class(questions())
+    other, _ = store.create_class(questions(), owner="b")
+    store.answer(other, store.join(other), 0, [0])
+    with pytest.raises(TooMany, match="classes are running"):  # full of classes in use, and "a" has one
+        store.create_class(questions(), owner="a")
+    store.create_class(questions(), owner="c")  # no class running: the one untouched longest goes
+    with pytest.raises(NotFound):
+        store.state(code)
+    assert store.tally(other).answered == 1
+
+
+def test_one_client_holds_at_most_its_share(store):
+    first = [store.create_class(questions(), owner="stranger")[0] for _ in range(MAX_LIVE_PER_OWNER)]
+    fourth, _ = store.create_class(questions(), owner="stranger")  # its own oldest unjoined class goes
+    with pytest.raises(NotFound):
+        store.state(first[0])
+    live = [*first[1:], fourth]
+    for code in live:
+        store.join(code)
+    with pytest.raises(TooMany, match=f"{MAX_LIVE_PER_OWNER} classes running"):
+        store.create_class(questions(), owner="stranger")  # every one in use: none of them goes
+    for _ in range(3):
+        store.next_question(live[0])  # past its last question: finished
+    store.create_class(questions(), owner="stranger")  # a finished one goes first
+    store.create_class(questions(), owner="teacher")  # another client is not touched by any of it
+    assert all(store.state(code) for code in live[1:])
+
+
+def test_a_flood_from_many_addresses_never_ends_a_class_in_use(store, monkeypatch):
+    monkeypatch.setattr(store_module, "MAX_CLASSES", 6)
+    teacher, _ = store.create_class(questions(), owner="teacher")
+    waiting, _ = store.create_class(questions(), owner="teacher 2")  # students are still scanning the code
+    store.join(teacher)
+    for i in range(100):  # a flood: each start from one of 40 addresses, as fast as it can
+        store.create_class(questions(), owner=f"stranger {i % 40}")
+    assert store.state(teacher) and store.state(waiting)
+    late, _ = store.create_class(questions(), owner="late teacher")  # a teacher with no class always starts one
+    assert store.state(late)
+    db = sqlite3.connect(store.path)
+    assert db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] <= 6
+    db.close()
+
+
+def test_a_class_nobody_joins_or_uses_ends_early(tmp_path):
+    clock = Clock()
+    store = ClassStore(tmp_path / "c.sqlite3", clock=clock)
+    unjoined, _ = store.create_class(questions())
+    used, _ = store.create_class(questions())
+    token = store.join(used)
+    clock.now += UNJOINED_MINUTES * 60 + 1
+    with pytest.raises(NotFound, match="ended"):
+        store.state(unjoined)
+    store.join(used)  # a second student, 20 minutes in
+    for action in ("answer", "reveal", "next"):  # in use: each within the hour keeps it
+        clock.now += IDLE_MINUTES * 60 - 600
+        if action == "answer":
+            store.answer(used, token, 0, [0])
+        else:
+            getattr(store, {"reveal": "reveal", "next": "next_question"}[action])(used)
+    clock.now += IDLE_MINUTES * 60 - 600
+    assert store.state(used).current == 1
+    clock.now += 601  # an hour unused, well before the class's last hour
+    with pytest.raises(NotFound, match="ended"):
+        store.state(used)
+    store.close()
 
 
 def test_expired_classes_are_refused_then_deleted_with_their_answers(tmp_path):
     clock = Clock()
     store = ClassStore(tmp_path / "c.sqlite3", clock=clock)
     code, _ = store.create_class(questions(), hours=4)
-    store.answer(code, store.join(code), 0, [1])
-    clock.now += 4 * 3600 - 1
+    token = store.join(code)
+    store.answer(code, token, 0, [1])
+    for _ in range(4):  # used every 50 minutes: it still ends 4 hours after its start
+        clock.now += 50 * 60
+        store.join(code)
+    clock.now = 1_000_000.0 + 4 * 3600 - 1
     assert store.tally(code).answered == 1
     clock.now += 2
     with pytest.raises(NotFound, match="ended"):

@@ -33,17 +33,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hmac
 import io
 import ipaddress
 import json
 import logging
+import os
 import re
+import secrets
 import socket
 import threading
 import time
 import unicodedata
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,7 +86,10 @@ MAX_CLASS_BODY = 16384  # a teacher's list of questions
 CODE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LENGTH}}}")
 FLOOD_ANSWERS, FLOOD_WINDOW_S = 10, 10.0  # answers one student may send in a window
 PRACTICE_KEPT = 128  # practice quizzes kept (each one sentence's questions, a few kB)
-PRACTICE_MAKING = 8  # practice quizzes the model may be making at once (the rest are asked to retry)
+MAX_WORK = 8  # quizzes (a class's or a practice link's) the model may be making or have waiting, in all
+MAX_WORK_PER_CLIENT = 2  # ... and for one client: the rest are asked to retry, nothing queues behind them
+START_LIMIT, START_WINDOW_S = 6, 600.0  # classes one client may start within the window
+TRUST_FORWARDED = "TRANSFORMER_TRUST_FORWARDED"  # how many proxies in front of the app append X-Forwarded-For
 LOOPBACK_NOTE = ("The app listens on {host} only: phones cannot reach it. Start it with GRADIO_SERVER_NAME=0.0.0.0 "
                  "to listen on the local network (it then offers the network what it offers this browser).")
 
@@ -196,6 +203,78 @@ class Flood:
                 return False
             times.append(now)
             return True
+
+
+def trusted_proxies() -> int:
+    """How many proxies in front of the app append the client's address to X-Forwarded-For: the setting
+    TRANSFORMER_TRUST_FORWARDED (a number; 0 trusts no header), else 1 on a Space (its proxy sets it), else 0:
+    anyone can write that header, so it counts only where a proxy is known to overwrite what a client wrote."""
+    value = os.environ.get(TRUST_FORWARDED, "").strip()
+    if value:
+        if value.isdigit():
+            return int(value)
+        log.warning("%s=%r is not a number of proxies: the forwarded address is not trusted", TRUST_FORWARDED, value)
+        return 0
+    return 1 if os.environ.get("SPACE_ID") else 0
+
+
+def client_address(request: Request, proxies: int) -> str:
+    """The client's address: the one the `proxies`-th proxy from the app saw (the entries before it are what the
+    client wrote itself, never trusted), else the connection's own."""
+    direct = request.client.host if request.client else "unknown"
+    if proxies <= 0:
+        return direct
+    hops = [hop.strip() for hop in ",".join(request.headers.getlist("x-forwarded-for")).split(",") if hop.strip()]
+    if len(hops) < proxies:
+        return direct
+    try:
+        return str(ipaddress.ip_address(hops[-proxies]))
+    except ValueError:
+        return direct
+
+
+def owner_key(address: str, secret: bytes) -> str:
+    """Whom a class belongs to: the client's address (an IPv6 client by its /64, which one machine holds whole)
+    hashed with this process's `secret`: no address is ever stored."""
+    try:
+        ip = ipaddress.ip_address(address)
+        if ip.version == 6 and ip.ipv4_mapped is None:
+            address = str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    except ValueError:
+        pass
+    return hmac.new(secret, address.encode(), "sha256").hexdigest()[:32]
+
+
+class WorkGate:
+    """At most `total` quizzes being made (or waiting for the model), `per_client` of them one client's: past
+    that a request is refused at once (TooMany) rather than queued behind everyone else's model work."""
+
+    def __init__(self, total: int = MAX_WORK, per_client: int = MAX_WORK_PER_CLIENT):
+        self.total, self.per_client = total, per_client
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, client: str) -> None:
+        with self._lock:
+            if sum(self._held.values()) >= self.total:
+                raise TooMany("Many quizzes are being made right now: try again in a moment.")
+            if self._held.get(client, 0) >= self.per_client:
+                raise TooMany("Your last quizzes are still being made: wait for them.")
+            self._held[client] = self._held.get(client, 0) + 1
+
+    def give_back(self, client: str) -> None:
+        with self._lock:
+            self._held[client] -= 1
+            if not self._held[client]:
+                del self._held[client]
+
+    @contextmanager
+    def slot(self, client: str) -> Iterator[None]:
+        self.take(client)
+        try:
+            yield
+        finally:
+            self.give_back(client)
 
 
 async def read_json(request: Request, limit: int = MAX_BODY) -> Any:
@@ -323,9 +402,12 @@ class ClassRoutes:
     """The handlers over one store; `make_quiz` turns a teacher's request into questions (the model's work)."""
 
     def __init__(self, store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Question]] | None,
-                 listening: JoinAddress):
-        self.store, self.make_quiz, self.listening = store, make_quiz, listening
+                 listening: JoinAddress, proxies: int = 0):
+        self.store, self.make_quiz, self.listening, self.proxies = store, make_quiz, listening, proxies
         self.flood = Flood()
+        self.starts = Flood(START_LIMIT, START_WINDOW_S)
+        self.work = WorkGate()
+        self._secret = secrets.token_bytes(32)  # per process: owners are forgotten at a restart
         self.practised: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()  # key -> the questions' views
         self.making: dict[tuple, asyncio.Future] = {}  # practice quizzes being made: one model run per key
 
@@ -338,10 +420,10 @@ class ClassRoutes:
                 raise ClassError("This app cannot make quizzes: no model is loaded.")
             making = self.making.get(key)
             if making is None:
-                if len(self.making) >= PRACTICE_MAKING:
-                    raise TooMany("Many quizzes are being made right now: try again in a moment.")
+                client = self.owner(request)
+                self.work.take(client)
                 making = self.making[key] = asyncio.ensure_future(run_in_threadpool(self.make_quiz, body))
-                making.add_done_callback(functools.partial(self._made, key))
+                making.add_done_callback(functools.partial(self._made, key, client))
             try:
                 await asyncio.shield(making)
             except SpecError as err:
@@ -356,9 +438,13 @@ class ClassRoutes:
         return {"sentence": key[0], "count": len(questions), "questions": questions,
                 "more": "/class/practice?" + urlencode({"text": key[0]}) if key[1] else None}
 
-    def _made(self, key: tuple, made: asyncio.Future) -> None:
+    def owner(self, request: Request) -> str:
+        return owner_key(client_address(request, self.proxies), self._secret)
+
+    def _made(self, key: tuple, client: str, made: asyncio.Future) -> None:
         """A practice quiz made (kept, the oldest dropped past PRACTICE_KEPT) or failed (not kept: asked again)."""
         self.making.pop(key, None)
+        self.work.give_back(client)
         if made.cancelled() or made.exception() is not None:
             return
         self.practised[key] = [practice_view(q) for q in made.result()]
@@ -374,8 +460,12 @@ class ClassRoutes:
         available, why = await self.db(self.store.health)
         if not available:  # said before the model works for nothing
             raise StoreFailed(why)
+        owner = self.owner(request)
+        if not self.starts.allow(owner):
+            raise TooMany(f"You started {START_LIMIT} classes in the last few minutes: wait a little.")
         try:
-            questions = await run_in_threadpool(self.make_quiz, body)
+            with self.work.slot(owner):
+                questions = await run_in_threadpool(self.make_quiz, body)
         except SpecError as err:
             raise BadRequest(str(err)) from None
         except ClassError:
@@ -383,7 +473,7 @@ class ClassRoutes:
         except Exception:
             log.exception("a class's quiz")
             raise ModelFailed("The model could not make this quiz: try again, or another sentence.") from None
-        code, token = await self.db(self.store.create_class, questions)
+        code, token = await self.db(lambda: self.store.create_class(questions, owner=owner))
         where = request_base(request, self.listening)
         return {"code": code, "teacher_token": token, "join_url": f"{where.base}/class/{code}",
                 "reachable": where.reachable, "note": where.note, "questions": len(questions),
@@ -480,9 +570,11 @@ async def static_file(name: str) -> Response:
 
 
 def class_router(store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Question]] | None = None,
-                 listening: JoinAddress | None = None) -> APIRouter:
-    """The `/class` routes over `store` (pages first: /class/board before /class/{code})."""
-    routes = ClassRoutes(store, make_quiz, listening or join_address("127.0.0.1", 7860))
+                 listening: JoinAddress | None = None, proxies: int | None = None) -> APIRouter:
+    """The `/class` routes over `store` (pages first: /class/board before /class/{code}); `proxies` in front
+    that set X-Forwarded-For (default: `trusted_proxies()`)."""
+    routes = ClassRoutes(store, make_quiz, listening or join_address("127.0.0.1", 7860),
+                         trusted_proxies() if proxies is None else proxies)
     router = APIRouter(prefix="/class")
     router.add_api_route("", page("quiz.html"), methods=["GET"], include_in_schema=False)
     router.add_api_route("/board", page("board.html"), methods=["GET"], include_in_schema=False)

@@ -8,8 +8,11 @@
 
 Every write is one short transaction, committed before the call returns: killing the app mid-lesson loses no
 acknowledged answer (WAL with synchronous=NORMAL survives a process's death; only a power cut may lose the last
-commits). Bounded: at most MAX_CLASSES live classes, MAX_STUDENTS per class, MAX_CHANGES answers per student and
-question; a class expires CLASS_HOURS after it starts and is deleted (at open, and lazily every PURGE_EVERY_S).
+commits). Bounded: at most MAX_CLASSES live classes (MAX_LIVE_PER_OWNER per client), MAX_STUDENTS per class, MAX_CHANGES
+answers per student and question; a class ends UNJOINED_MINUTES after it starts when nobody joins, IDLE_MINUTES
+after it was last used, CLASS_HOURS after it starts at the latest, and is then deleted (at open, and lazily every
+PURGE_EVERY_S). Past a cap the least used class goes first, so that a teacher with no class running can always
+start one, and a client that starts many only ever loses its own.
 No names, no addresses: a student is a random token (kept hashed, as the teacher's is), a join time and answers.
 Robust: every SQLite error is a StoreFailed (the routes' JSON 503) and a failed statement or COMMIT is rolled back,
 so the connection is never left inside a transaction; a damaged file found at start is moved aside (kept, with
@@ -45,7 +48,10 @@ log = logging.getLogger(__name__)
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read off a projector
 CODE_LENGTH = 6
-MAX_CLASSES = 200
+MAX_CLASSES = 200  # live classes in all; past it the least used one goes (`_make_room`)
+MAX_LIVE_PER_OWNER = 3  # live classes one client (`owner`) may hold; past it its own unused one goes
+UNJOINED_MINUTES = 20.0  # a class no student joins ends this long after it starts
+IDLE_MINUTES = 60.0  # a joined class ends this long after its last join, answer, reveal or next
 MAX_STUDENTS = 300
 MAX_CHANGES = 5  # answers a student may give to one question (the first included)
 CLASS_HOURS = 4.0
@@ -373,22 +379,69 @@ class ClassStore:
         if self.clock() - self._last_purge >= PURGE_EVERY_S:
             self.purge_expired()
 
-    def create_class(self, questions: Sequence[Question], hours: float = CLASS_HOURS) -> tuple[str, str]:
-        """A new class over `questions` (their maps as computed now): (room code, teacher token). TooMany when
-        MAX_CLASSES are live."""
+    def create_class(self, questions: Sequence[Question], hours: float = CLASS_HOURS,
+                     owner: str = "") -> tuple[str, str]:
+        """A new class over `questions` (their maps as computed now): (room code, teacher token). `owner` is who
+        starts it (an opaque key for the client); TooMany when no class can make room (`_make_room`)."""
         if not questions:
             raise ClassError("a class needs at least one question")
         self._purge_now_and_then()
         token, now = secrets.token_urlsafe(24), self.clock()
         with self._transaction() as db:
-            live = db.execute("SELECT COUNT(*) FROM classes WHERE expires > ?", (now,)).fetchone()[0]
-            if live >= MAX_CLASSES:
-                raise TooMany(f"{MAX_CLASSES} classes are running: try again when one has ended")
+            self._make_room(db, owner, now)
             code = self._free_code(db)
-            db.execute("INSERT INTO classes (code, teacher, created, expires, quiz) VALUES (?, ?, ?, ?, ?)",
-                       (code, digest(token), now, now + hours * 3600, quiz_json(questions)))
+            ends = now + hours * 3600
+            db.execute("INSERT INTO classes (code, teacher, created, expires, quiz, owner, ends) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)", (code, digest(token), now, min(ends, now + UNJOINED_MINUTES * 60),
+                                                        quiz_json(questions), owner, ends))
         log.info("class %s started with %d questions", code, len(questions))
         return code, token
+
+    def _make_room(self, db: sqlite3.Connection, owner: str, now: float) -> None:
+        """Room for `owner`'s new class. Past MAX_LIVE_PER_OWNER its own finished or unjoined class goes (TooMany
+        when each has students); past MAX_CLASSES the least used class goes: finished, then unjoined, then the
+        one of the client holding most, then the one untouched longest; a class in use only for an owner with
+        no class running."""
+        mine = db.execute("SELECT COUNT(*) FROM classes WHERE owner = ? AND expires > ?", (owner, now)).fetchone()[0]
+        if owner and mine >= MAX_LIVE_PER_OWNER:
+            used = self._least_used(db, now, owner)
+            if used is None or not (used[1] or not used[2]):
+                raise TooMany(f"You have {mine} classes running: finish one (or let it end) to start another.")
+            self._end(db, used[0], "its owner started another")
+            mine -= 1
+        live = db.execute("SELECT COUNT(*) FROM classes WHERE expires > ?", (now,)).fetchone()[0]
+        if live < MAX_CLASSES:
+            return
+        used = self._least_used(db, now)
+        if used is None or (mine and not (used[1] or not used[2])):
+            raise TooMany(f"{MAX_CLASSES} classes are running: try again when one has ended")
+        self._end(db, used[0], "the app holds its most classes")
+
+    @staticmethod
+    def _least_used(db: sqlite3.Connection, now: float, owner: str | None = None) -> tuple[str, int, int] | None:
+        """(code, finished, students) of the live class to end first. An owner's own: finished, then unjoined,
+        oldest first. Of all: finished; then unjoined, of the client holding most, newest first (a flood's own
+        latest, never a teacher's class that students are joining); then the one untouched longest."""
+        joined = "(SELECT COUNT(*) FROM students s WHERE s.code = c.code)"
+        if owner is not None:
+            return db.execute(f"SELECT c.code, c.finished, {joined} AS n FROM classes c WHERE c.expires > ? AND "
+                              "c.owner = ? ORDER BY c.finished DESC, n > 0, c.created LIMIT 1", (now, owner)).fetchone()
+        return db.execute(
+            f"SELECT c.code, c.finished, {joined} AS n FROM classes c WHERE c.expires > ? ORDER BY c.finished DESC, "
+            "n > 0, (SELECT COUNT(*) FROM classes o WHERE o.owner = c.owner AND o.expires > ?) DESC, "
+            "CASE WHEN n > 0 THEN c.expires ELSE -c.created END LIMIT 1", (now, now)).fetchone()
+
+    @staticmethod
+    def _end(db: sqlite3.Connection, code: str, why: str) -> None:
+        db.execute("DELETE FROM classes WHERE code = ?", (code,))
+        log.info("class %s ended early: %s", code, why)
+
+    def _touch(self, db: sqlite3.Connection, code: str) -> None:
+        """A joined class in use lives IDLE_MINUTES more (CLASS_HOURS after its start at the latest); written
+        only when that moves its end by a minute or more."""
+        until = self.clock() + IDLE_MINUTES * 60
+        db.execute("UPDATE classes SET expires = MIN(COALESCE(ends, expires), ?) WHERE code = ? AND expires < ? "
+                   "AND EXISTS (SELECT 1 FROM students WHERE code = ?)", (until, code, until - 60, code))
 
     @staticmethod
     def _free_code(db: sqlite3.Connection) -> str:
@@ -410,7 +463,7 @@ class ClassStore:
         if row is None:
             raise NotFound(f"No class has the code {code!r}: check the code on the board.")
         if row[4] <= self.clock():
-            raise NotFound("This class has ended (classes expire after a few hours).")
+            raise NotFound("This class has ended (a class ends when nobody uses it for a while).")
         return row
 
     def is_teacher(self, code: str, token: str) -> bool:
@@ -423,6 +476,7 @@ class ClassStore:
         with self._transaction() as db:
             self._class_row(db, code)
             db.execute(sql, (code,))
+            self._touch(db, code)
         return self.state(code)
 
     def reveal(self, code: str) -> ClassState:
@@ -449,6 +503,7 @@ class ClassStore:
                 raise TooMany(f"This class is full ({MAX_STUDENTS} students).")
             db.execute("INSERT INTO students (token, code, joined) VALUES (?, ?, ?)", (digest(token), code,
                                                                                      self.clock()))
+            self._touch(db, code)
         return token
 
     def _student(self, db: sqlite3.Connection, code: str, token: str) -> int:
@@ -476,6 +531,7 @@ class ClassStore:
                  MAX_CHANGES)).fetchone()
             if changes is None:
                 raise TooMany(f"You have changed this answer {MAX_CHANGES - 1} times: it stays as it is.")
+            self._touch(db, code)
         return changes[0]
 
     def my_answer(self, code: str, token: str, question: int) -> list[int] | None:
