@@ -23,8 +23,8 @@ HtmlTab = namedtuple("HtmlTab", "tab view")
 INTRO = ("**Where will it look?** Before the class sees a map, each student guesses, on their phone, which English "
          "word a head looks at when the model writes a German word; then the board reveals the head's true weights "
          "beside the class's guesses. The board opens in a new tab for the projector: start the class there, and "
-         "the students join with its room code, link or QR code. No names or accounts; a class is deleted after "
-         "4 hours. A student working alone takes the same questions from the practice link, each revealed after "
+         "the students join with its room code, link or QR code. No names or accounts; a class is deleted an "
+         "hour after it was last used (20 minutes if nobody joins, 4 hours at the latest). A student working alone takes the same questions from the practice link, each revealed after "
          "the guess.")
 
 
