@@ -534,3 +534,36 @@ def test_python_app_py_starts_when_the_database_folder_is_unusable(tmp_path):
         refused = httpx.post(url + "/class/api/classes", json={"sentence": "h e l l o"}, timeout=30)
         assert refused.status_code == 503 and "unavailable" in refused.json()["error"]
         assert "class quiz unavailable" in server.log_tail(20000)
+
+
+def test_a_quiz_is_made_by_the_model_its_sentence_was_on(server):
+    client, _ = server
+    created = client.post("/class/api/classes", json={"sentence": "Zwei Eulen.", "model": "de-en"},
+                          headers=teacher_address())
+    assert created.status_code == 200 and MADE[-1] == {"sentence": "Zwei Eulen.", "model": "de-en"}
+    error(client.post("/class/api/classes", json={"sentence": "x", "model": 3}, headers=teacher_address()), 400)
+    practice = client.get("/class/api/practice", params={"text": "Zwei Eulen.", "model": "de-en"}).json()
+    assert MADE[-1] == {"sentence": "Zwei Eulen.", "model": "de-en"}
+    assert practice["questions"][0]["link"].endswith("&model=de-en")  # a question's own link keeps its model
+    made = len(MADE)
+    client.get("/class/api/practice", params={"text": "Zwei Eulen."})  # the default model's quiz is another
+    assert len(MADE) == made + 1 and "model" not in MADE[-1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_python_app_py_makes_a_german_sentences_quiz_with_de_en(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from app_server import SHIPPED_ENV, running_app
+
+    with running_app({**SHIPPED_ENV, "TRANSFORMER_CLASS_DB": str(tmp_path / "c.sqlite3")}) as server:
+        url = server.url.rstrip("/")
+        sentence = "Gestern fand mein Bruder einen alten Schlüssel unter dem roten Sofa."
+        made = httpx.get(url + "/class/api/practice", params={"text": sentence, "model": "de-en"}, timeout=120)
+        assert made.status_code == 200, made.text
+        question = made.json()["questions"][0]
+        assert "Schlüssel" in question["words"] and "brother" in " ".join(question["translation"])
+        unknown = httpx.get(url + "/class/api/practice", params={"text": sentence, "model": "xx-yy"}, timeout=60)
+        assert "no model" in unknown.json()["error"] and unknown.status_code == 400

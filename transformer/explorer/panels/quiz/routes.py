@@ -332,7 +332,10 @@ def practice_request(params: Any) -> tuple[tuple, dict[str, Any]]:
     """A practice link's query (`text`, and optionally `head`, `target`, `kind`, the first two repeated
     together) -> (a key for the cache, the request for `make_quiz`); BadRequest saying what is wrong (never
     echoing it). Other parameters are left alone (a lesson's page may add its own)."""
-    texts, heads, targets, kinds = (params.getlist(name) for name in ("text", "head", "target", "kind"))
+    texts, heads, targets, kinds, models = (params.getlist(name) for name in ("text", "head", "target", "kind",
+                                                                              "model"))
+    if len(models) > 1 or any(not 0 < len(m) <= 100 for m in models):
+        raise BadRequest("A practice link names at most one model.")
     if len(texts) != 1:
         raise BadRequest("A practice link needs one text: /class/practice?text=a+sentence")
     text = texts[0].strip()
@@ -351,20 +354,27 @@ def practice_request(params: Any) -> tuple[tuple, dict[str, Any]]:
         raise BadRequest(f"kind must be one of {', '.join(KINDS)}.")
     kinds = kinds * len(heads) if len(kinds) == 1 else kinds or ["cross"] * len(heads)
     specs = [{"sentence": text, "head": h, "target": int(t), "kind": k} for h, t, k in zip(heads, targets, kinds)]
-    key = (text, tuple((s["head"], s["target"], s["kind"]) for s in specs))
-    return key, ({"questions": specs} if specs else {"sentence": text})
+    key = (text, tuple((s["head"], s["target"], s["kind"]) for s in specs), *models)
+    model = {"model": models[0]} if models else {}
+    return key, ({"questions": specs} if specs else {"sentence": text}) | model
 
 
-def practice_link(question: Question) -> str:
-    """The link that asks `question` alone (a teacher copies it into a lesson)."""
+def practice_link(question: Question, model: str | None = None) -> str:
+    """The link that asks `question` alone, of `model` (a teacher copies it into a lesson)."""
     query = {"text": question.sentence, "head": question.head_label, "target": question.row}
-    return "/class/practice?" + urlencode(query | ({"kind": question.kind} if question.kind != "cross" else {}))
+    query |= ({"kind": question.kind} if question.kind != "cross" else {}) | ({"model": model} if model else {})
+    return "/class/practice?" + urlencode(query)
 
 
-def practice_view(question: Question) -> dict[str, Any]:
+def practice_view(question: Question, model: str | None = None) -> dict[str, Any]:
     """A practice question as the page gets it: all of it, answers included (the page reveals them after the
     student's guess; nothing is kept per student), and its own link."""
-    return {**question.public(True), "link": practice_link(question)}
+    return {**question.public(True), "link": practice_link(question, model)}
+
+
+def model_of(key: tuple) -> dict[str, str]:
+    """The model a practice key names ({} for the default)."""
+    return {"model": key[2]} if len(key) > 2 else {}
 
 
 def _small_int(value: Any) -> bool:
@@ -436,7 +446,7 @@ class ClassRoutes:
         self.practised.move_to_end(key)
         questions = self.practised[key]
         return {"sentence": key[0], "count": len(questions), "questions": questions,
-                "more": "/class/practice?" + urlencode({"text": key[0]}) if key[1] else None}
+                "more": "/class/practice?" + urlencode({"text": key[0], **model_of(key)}) if key[1] else None}
 
     def owner(self, request: Request) -> str:
         return owner_key(client_address(request, self.proxies), self._secret)
@@ -447,7 +457,7 @@ class ClassRoutes:
         self.work.give_back(client)
         if made.cancelled() or made.exception() is not None:
             return
-        self.practised[key] = [practice_view(q) for q in made.result()]
+        self.practised[key] = [practice_view(q, model_of(key).get("model")) for q in made.result()]
         while len(self.practised) > PRACTICE_KEPT:
             self.practised.popitem(last=False)
 
@@ -455,6 +465,8 @@ class ClassRoutes:
         body = await read_json(request, MAX_CLASS_BODY)
         if not isinstance(body, dict):
             raise BadRequest('Start a class with {"sentence": text} or {"questions": [...]}.')
+        if "model" in body and (not isinstance(body["model"], str) or not 0 < len(body["model"]) <= 100):
+            raise BadRequest("model names one of the app's models.")
         if self.make_quiz is None:
             raise ClassError("This app cannot make quizzes: no model is loaded.")
         available, why = await self.db(self.store.health)
