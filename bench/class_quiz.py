@@ -139,7 +139,7 @@ class Student:
         self.headers: dict[str, str] = {}
 
     async def join(self) -> None:
-        response = await self.client.post(f"/class/api/{self.code}/join")
+        response = await self.client.post(f"/class/api/{self.code}/join", json={})
         response.raise_for_status()
         self.headers = {"X-Student-Token": response.json()["student_token"]}
 

@@ -4,9 +4,14 @@ with a clear JSON error that touches nothing else. The quiz is made by the real 
 model's own quiz: tests/test_quiz_questions.py)."""
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import socket
+import sqlite3
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gradio as gr
@@ -16,20 +21,28 @@ import pytest
 
 from transformer.explorer.panels.quiz.questions import Attended, HeadRole, make_quiz, parse_specs, question_from_spec
 from transformer.explorer.panels.quiz.routes import (
-    class_router,
     FLOOD_ANSWERS,
     MAX_BODY,
+    START_LIMIT,
     JoinAddress,
+    class_router,
+    client_address,
     join_address,
+    owner_key,
     request_base,
+    trusted_proxies,
 )
-from transformer.explorer.panels.quiz.store import ClassStore
+from transformer.explorer.panels.quiz.store import MAX_LIVE_PER_OWNER, ClassStore
 
 QUIZ_DIR = Path(__file__).resolve().parents[1] / "transformer" / "explorer" / "panels" / "quiz"
 SRC = ["▁Two", "▁owls", "▁watch", "▁the", "▁moon", ".", "<eos>"]
 TGT = ["▁Zwei", "▁Eulen", "▁beobachten", "▁den", "▁Mond", ".", "<eos>"]
 MARKUP = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 MADE: list[dict] = []  # every request quiz_maker was given
+AS_JSON = {"Content-Type": "application/json"}
+ADDRESSES = itertools.count(1)
+SLOW = threading.Semaphore(0)  # released by quiz_maker when a slow quiz starts
+GO = threading.Event()  # a slow quiz waits for it
 
 
 def quiz_maker(body: dict) -> list:
@@ -38,6 +51,9 @@ def quiz_maker(body: dict) -> list:
     MADE.append(body)
     if body.get("sentence") == "The model breaks.":
         raise RuntimeError("a model that fails")
+    if body.get("sentence") == "The model is slow.":
+        SLOW.release()
+        GO.wait(timeout=30)
     cross = np.full((1, 3, len(TGT), len(SRC)), 0.02, np.float32)
     for t in range(len(TGT)):
         cross[:, :, t, t] = 0.88
@@ -58,33 +74,50 @@ class Clock:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A tiny gr.Blocks, launched on a free port, with the class routes mounted: (client, store's clock)."""
-    clock = Clock()
+def clock():
+    return Clock()
+
+
+@pytest.fixture(scope="module")
+def quiz_store(tmp_path_factory, clock):
     store = ClassStore(tmp_path_factory.mktemp("quiz") / "classes.sqlite3", clock=clock)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def server(quiz_store, clock):
+    """A tiny gr.Blocks, launched on a free port, with the class routes mounted: (client, store's clock)."""
+    store = quiz_store
     with gr.Blocks() as demo:
         gr.Markdown("The explorer would be here.")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    routes = class_router(store, quiz_maker, join_address("127.0.0.1", port)).routes  # as python app.py gives them
+    # as python app.py gives them, behind one proxy that sets X-Forwarded-For: each test's teacher its own client
+    routes = class_router(store, quiz_maker, join_address("127.0.0.1", port), proxies=1).routes
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
                 app_kwargs={"routes": routes})
     with httpx.Client(base_url=demo.local_url.rstrip("/"), timeout=10) as client:
         yield client, clock
     demo.close()
-    store.close()
+
+
+def teacher_address() -> dict:
+    """A new teacher's client, as the proxy in front of the app says (X-Forwarded-For)."""
+    n = next(ADDRESSES)
+    return {"X-Forwarded-For": f"198.51.100.{n % 250}, 203.0.{n // 250}.{n % 250}"}
 
 
 def start(client: httpx.Client, sentence: str = "Two owls watch the moon.") -> tuple[str, dict]:
-    created = client.post("/class/api/classes", json={"sentence": sentence})
+    created = client.post("/class/api/classes", json={"sentence": sentence}, headers=teacher_address())
     assert created.status_code == 200, created.text
     body = created.json()
     return body["code"], {"X-Teacher-Token": body["teacher_token"]}
 
 
 def join(client: httpx.Client, code: str) -> dict:
-    joined = client.post(f"/class/api/{code}/join")
+    joined = client.post(f"/class/api/{code}/join", json={})
     assert joined.status_code == 200, joined.text
     return {"X-Student-Token": joined.json()["student_token"]}
 
@@ -107,21 +140,140 @@ def test_a_whole_class_over_http(server):
             "changes"] == 1
     board = client.get(f"/class/api/{code}/board", headers=teacher).json()
     assert (board["answered"], board["students"], board["counts"][:3]) == (3, 3, [2, 1, 1])
-    assert client.post(f"/class/api/{code}/reveal", headers=teacher).json()["revealed"]
+    assert client.post(f"/class/api/{code}/reveal", json={}, headers=teacher).json()["revealed"]
     revealed = client.get(f"/class/api/{code}/question", headers=students[2]).json()
     assert revealed["question"]["answers"] == [0] and revealed["my_answer"] == [2]
     assert revealed["question"]["role"] == "role 0 English"
     for _ in range(3):
-        client.post(f"/class/api/{code}/next", headers=teacher)
+        client.post(f"/class/api/{code}/next", json={}, headers=teacher)
     summary = client.get(f"/class/api/{code}/summary", headers=teacher).json()["questions"]
     assert summary[0]["head"] == "1.1" and (summary[0]["answered"], summary[0]["missed"]) == (3, 1)
     assert summary[0]["missed_share"] == pytest.approx(1 / 3, abs=1e-3)
 
 
+def test_a_body_that_is_not_json_is_415_and_changes_nothing(server):
+    """What a cross-site form can send (a form, plain text, nothing at all) never reaches a state-changing
+    endpoint: only a JSON body, which another site's page cannot send without asking first."""
+    client, _ = server
+    code, teacher = start(client)
+    student = join(client, code)
+    posts = [("/class/api/classes", {}, b'{"sentence": "Two owls watch the moon."}'), (f"/class/api/{code}/join", {}, b"{}"),
+             (f"/class/api/{code}/answer", student, b'{"question": 0, "words": [1]}'),
+             (f"/class/api/{code}/reveal", teacher, b"{}"), (f"/class/api/{code}/next", teacher, b"{}")]
+    made = len(MADE)
+    for path, headers, body in posts:
+        for kind in ("application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x", None):
+            sent = headers | ({"Content-Type": kind} if kind else {})
+            assert "application/json" in error(client.post(path, content=body if kind else b"", headers=sent), 415)
+    board = client.get(f"/class/api/{code}/board", headers=teacher).json()
+    assert (board["students"], board["answered"], board["index"], board["revealed"]) == (1, 0, 0, False)
+    assert len(MADE) == made  # no model work either
+    assert client.post(f"/class/api/{code}/join", content=b"{}",
+                       headers={"Content-Type": "application/json; charset=utf-8"}).status_code == 200
+
+
+def test_a_failing_database_is_a_json_503_and_reads_go_on(server, quiz_store):
+    client, _ = server
+    code, teacher = start(client)
+    student = join(client, code)
+    assert client.post(f"/class/api/{code}/answer", json={"question": 0, "words": [1]}, headers=student).status_code == 200
+    db = quiz_store._connection()
+    db.execute("PRAGMA query_only = 1")  # the database turns read-only mid-lesson
+    try:
+        for path, headers, body in ((f"/class/api/{code}/join", {}, {}), ("/class/api/classes", {}, {"sentence": "x y"}),
+                                    (f"/class/api/{code}/answer", student, {"question": 0, "words": [2]}),
+                                    (f"/class/api/{code}/reveal", teacher, {})):
+            assert "read-only" in error(client.post(path, json=body, headers=headers), 503), path
+        board = client.get(f"/class/api/{code}/board", headers=teacher).json()
+        assert (board["answered"], board["counts"][1]) == (1, 1)  # the answer given before is kept
+    finally:
+        db.execute("PRAGMA query_only = 0")
+    assert client.post(f"/class/api/{code}/reveal", json={}, headers=teacher).json()["revealed"]
+    assert client.get("/class/api/status").json() == {"available": True, "notice": ""}
+
+
+def test_a_store_call_that_waits_holds_up_no_other_request(server, quiz_store):
+    """A join waits on the store (its lock held here, as a long write would) while other requests are answered
+    at once: store calls run in worker threads, not on the server's one event loop."""
+    client, _ = server
+    code, _ = start(client)
+    base = str(client.base_url)
+    with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=base, timeout=10) as other:
+        with quiz_store._lock:
+            waiting = pool.submit(other.post, f"/class/api/{code}/join", json={})
+            seen, deadline = 0, time.monotonic() + 1.0
+            while time.monotonic() < deadline:  # a second of other requests, each answered promptly
+                assert client.get("/class/files/quiz.css", timeout=0.5).status_code == 200
+                seen += 1
+            assert not waiting.done() and seen > 5
+        assert waiting.result(timeout=10).status_code == 200
+
+
+def test_a_stranger_starting_classes_is_held_to_its_share_and_a_teacher_still_starts(server, quiz_store):
+    client, _ = server
+    stranger = teacher_address()
+    statuses = [client.post("/class/api/classes", json={"sentence": "Two owls watch the moon."},
+                            headers=stranger).status_code for _ in range(START_LIMIT + 4)]
+    assert statuses == [200] * START_LIMIT + [429] * 4
+    refused = client.post("/class/api/classes", json={"sentence": "Two owls."}, headers=stranger)
+    assert "wait" in error(refused, 429) and refused.headers["retry-after"]
+    code, teacher = start(client)  # another address: at once
+    assert client.get(f"/class/api/{code}/board", headers=teacher).status_code == 200
+    db = sqlite3.connect(quiz_store.path)
+    most = db.execute("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM classes WHERE expires > ? GROUP BY owner)",
+                      (quiz_store.clock(),)).fetchone()[0]
+    db.close()
+    assert most <= MAX_LIVE_PER_OWNER  # its own oldest went as it started more
+
+
+def test_model_work_waiting_is_bounded_per_client_and_in_all(server):
+    client, _ = server
+    GO.clear()
+    one, two = teacher_address(), teacher_address()
+    slow = {"sentence": "The model is slow."}
+    base = str(client.base_url)
+    with ThreadPoolExecutor(4) as pool, httpx.Client(base_url=base, timeout=30) as other:
+        try:
+            waiting = [pool.submit(other.post, "/class/api/classes", json=slow, headers=one) for _ in range(2)]
+            assert SLOW.acquire(timeout=10) and SLOW.acquire(timeout=10)  # both are with the model
+            assert "still being made" in error(client.post("/class/api/classes", json=slow, headers=one), 429)
+            practice = client.get("/class/api/practice", params={"text": "Another sentence."}, headers=one)
+            assert "still being made" in error(practice, 429)
+            assert client.post("/class/api/classes", json={"sentence": "Two owls."}, headers=two).status_code == 200
+        finally:
+            GO.set()
+        assert [w.result(timeout=30).status_code for w in waiting] == [200, 200]
+
+
+def test_the_forwarded_address_counts_only_where_a_proxy_sets_it(monkeypatch):
+    from starlette.requests import Request
+
+    def request(forwarded: list[str]) -> Request:
+        headers = [(b"x-forwarded-for", value.encode()) for value in forwarded]
+        return Request({"type": "http", "method": "GET", "path": "/", "headers": headers, "client": ("10.0.0.9", 5)})
+
+    assert client_address(request(["1.2.3.4"]), 0) == "10.0.0.9"  # no proxy: anyone can write the header
+    assert client_address(request(["6.6.6.6, 1.2.3.4"]), 1) == "1.2.3.4"  # what the client wrote is not trusted
+    assert client_address(request(["6.6.6.6", "1.2.3.4, 5.6.7.8"]), 2) == "1.2.3.4"
+    assert client_address(request([]), 1) == client_address(request(["not an address"]), 1) == "10.0.0.9"
+    monkeypatch.delenv("TRANSFORMER_TRUST_FORWARDED", raising=False)
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert trusted_proxies() == 0
+    monkeypatch.setenv("SPACE_ID", "someone/quiz")
+    assert trusted_proxies() == 1
+    monkeypatch.setenv("TRANSFORMER_TRUST_FORWARDED", "0")
+    assert trusted_proxies() == 0
+    monkeypatch.setenv("TRANSFORMER_TRUST_FORWARDED", "yes")
+    assert trusted_proxies() == 0
+    secret = b"s" * 32
+    assert owner_key("2001:db8::1", secret) == owner_key("2001:db8::ffff:1", secret)  # one /64, one client
+    assert owner_key("1.2.3.4", secret) != owner_key("1.2.3.5", secret) and "1.2.3.4" not in owner_key("1.2.3.4", secret)
+
+
 def test_wrong_and_expired_codes_are_404_with_a_message(server):
     client, clock = server
     for code in ("ZZZZZZ", "abc", "%3Cscript%3E"):
-        assert "code" in error(client.post(f"/class/api/{code}/join"), 404)
+        assert "code" in error(client.post(f"/class/api/{code}/join", json={}), 404)
     code, teacher = start(client)
     student = join(client, code)
     clock.now += 5 * 3600
@@ -149,7 +301,7 @@ def test_an_answer_to_a_question_not_open_is_409(server):
     student = join(client, code)
     assert "not open" in error(client.post(f"/class/api/{code}/answer", json={"question": 1, "words": [0]},
                                            headers=student), 409)
-    client.post(f"/class/api/{code}/reveal", headers=teacher)
+    client.post(f"/class/api/{code}/reveal", json={}, headers=teacher)
     error(client.post(f"/class/api/{code}/answer", json={"question": 0, "words": [0]}, headers=student), 409)
 
 
@@ -159,17 +311,17 @@ def test_huge_and_malformed_bodies_are_refused(server):
     student = join(client, code)
     url = f"/class/api/{code}/answer"
     huge = b'{"question": 0, "words": [' + b"0, " * MAX_BODY + b"0]}"
-    assert "bytes" in error(client.post(url, content=huge, headers=student), 413)
+    assert "bytes" in error(client.post(url, content=huge, headers=student | AS_JSON), 413)
     chunks = (b" " * 1024 for _ in range(64))  # no Content-Length: read until the cap, then refused
-    error(client.post(url, content=chunks, headers=student), 413)
+    error(client.post(url, content=chunks, headers=student | AS_JSON), 413)
     for body in (b"{not json", b"\xff\xfe", b"[]", b'{"question": 0}', b'{"question": 0, "words": [1, 2, 3]}',
                  b'{"question": "0", "words": [1]}', b'{"question": 0, "words": [true]}',
                  b'{"question": 0, "words": [1, 1]}'):
-        error(client.post(url, content=body, headers=student), 400)
+        error(client.post(url, content=body, headers=student | AS_JSON), 400)
     error(client.post(url, json={"question": 0, "words": [0]}), 403)  # no token
     error(client.post(url, json={"question": 0, "words": [0]}, headers={"X-Student-Token": "x" * 20}), 403)
-    error(client.post(f"/class/api/{code}/next", headers={"X-Teacher-Token": student["X-Student-Token"]}), 403)
-    error(client.post("/class/api/classes", content=b"{" * 20000), 413)
+    error(client.post(f"/class/api/{code}/next", json={}, headers={"X-Teacher-Token": student["X-Student-Token"]}), 403)
+    error(client.post("/class/api/classes", content=b"{" * 20000, headers=AS_JSON), 413)
     assert MARKUP not in error(client.post("/class/api/classes", json={"questions": [
         {"sentence": "x", "head": MARKUP, "target": 0}]}), 400)
     assert "2.1" in error(client.post("/class/api/classes", json={"questions": [
@@ -187,7 +339,7 @@ def test_markup_is_only_ever_data(server):
     assert response.json()["question"]["sentence"] == MARKUP  # stored and echoed as the text it is
     refused = client.post(f"/class/api/{code}/answer", json={"question": MARKUP, "words": [0]}, headers=student)
     assert MARKUP not in refused.text and refused.status_code == 400
-    assert "<script" not in client.post("/class/api/%3Cscript%3Ealert(1)%3C%2Fscript%3E/join").text
+    assert "<script" not in client.post("/class/api/%3Cscript%3Ealert(1)%3C%2Fscript%3E/join", json={}).text
     for name in ("quiz.js", "board.js"):  # the pages write every text with textContent
         assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", (QUIZ_DIR / name).read_text())
 
@@ -328,7 +480,90 @@ def test_python_app_py_serves_the_class_quiz_beside_the_explorer(tmp_path):
         url = server.url.rstrip("/")
         for path in ("/class/board", "/class", "/class/files/board.js", "/class/files/quiz.js"):
             assert httpx.get(url + path, timeout=30).status_code == 200, path
-        missing = httpx.post(url + "/class/api/ABCDEF/join", timeout=30)
+        missing = httpx.post(url + "/class/api/ABCDEF/join", json={}, timeout=30)
         assert missing.status_code == 404 and "error" in missing.json()
         page = httpx.get(url + "/", timeout=30).text
         assert "Class quiz" in page and (tmp_path / "classes.sqlite3").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_python_app_py_starts_on_a_damaged_database_and_a_class_can_start(tmp_path):
+    """Garbage in the file TRANSFORMER_CLASS_DB names: `python app.py` still starts, the explorer answers, the file
+    is kept aside, the log and the board's status say so, and a class starts on a fresh database."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from app_server import app_env, running_app
+
+    env, _ = app_env()
+    database = tmp_path / "classes.sqlite3"
+    database.write_bytes(b"this is not an SQLite database\n" * 64)
+    with running_app({**env, "TRANSFORMER_CLASS_DB": str(database)}) as server:
+        url = server.url.rstrip("/")
+        assert httpx.get(url + "/", timeout=30).status_code == 200  # the explorer
+        notice = httpx.get(url + "/class/api/status", timeout=30).json()
+        assert notice["available"] and "damaged" in notice["notice"]
+        created = httpx.post(url + "/class/api/classes", timeout=120, json={"questions": [
+            {"sentence": "h e l l o", "head": "1.1", "target": 0}]})
+        assert created.status_code == 200, created.text
+        assert created.json()["notice"] == notice["notice"]
+        assert "damaged" in server.log_tail(20000)
+    kept = [p for p in tmp_path.glob("classes.sqlite3.damaged-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert len(kept) == 1 and kept[0].read_bytes().startswith(b"this is not an SQLite database")
+    assert kept[0].name in notice["notice"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_python_app_py_starts_when_the_database_folder_is_unusable(tmp_path):
+    """A class database that cannot be made at all: the explorer starts and answers, the quiz says it is
+    unavailable (JSON), and no model work is spent on a class that could not be kept."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from app_server import app_env, running_app
+
+    env, _ = app_env()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("where the folder should be")
+    with running_app({**env, "TRANSFORMER_CLASS_DB": str(blocker / "classes.sqlite3")}) as server:
+        url = server.url.rstrip("/")
+        assert httpx.get(url + "/", timeout=30).status_code == 200
+        assert not httpx.get(url + "/class/api/status", timeout=30).json()["available"]
+        refused = httpx.post(url + "/class/api/classes", json={"sentence": "h e l l o"}, timeout=30)
+        assert refused.status_code == 503 and "unavailable" in refused.json()["error"]
+        assert "class quiz unavailable" in server.log_tail(20000)
+
+
+def test_a_quiz_is_made_by_the_model_its_sentence_was_on(server):
+    client, _ = server
+    created = client.post("/class/api/classes", json={"sentence": "Zwei Eulen.", "model": "de-en"},
+                          headers=teacher_address())
+    assert created.status_code == 200 and MADE[-1] == {"sentence": "Zwei Eulen.", "model": "de-en"}
+    error(client.post("/class/api/classes", json={"sentence": "x", "model": 3}, headers=teacher_address()), 400)
+    practice = client.get("/class/api/practice", params={"text": "Zwei Eulen.", "model": "de-en"}).json()
+    assert MADE[-1] == {"sentence": "Zwei Eulen.", "model": "de-en"}
+    assert practice["questions"][0]["link"].endswith("&model=de-en")  # a question's own link keeps its model
+    made = len(MADE)
+    client.get("/class/api/practice", params={"text": "Zwei Eulen."})  # the default model's quiz is another
+    assert len(MADE) == made + 1 and "model" not in MADE[-1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_python_app_py_makes_a_german_sentences_quiz_with_de_en(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from app_server import SHIPPED_ENV, running_app
+
+    with running_app({**SHIPPED_ENV, "TRANSFORMER_CLASS_DB": str(tmp_path / "c.sqlite3")}) as server:
+        url = server.url.rstrip("/")
+        sentence = "Gestern fand mein Bruder einen alten Schlüssel unter dem roten Sofa."
+        made = httpx.get(url + "/class/api/practice", params={"text": sentence, "model": "de-en"}, timeout=120)
+        assert made.status_code == 200, made.text
+        question = made.json()["questions"][0]
+        assert "Schlüssel" in question["words"] and "brother" in " ".join(question["translation"])
+        unknown = httpx.get(url + "/class/api/practice", params={"text": sentence, "model": "xx-yy"}, timeout=60)
+        assert "no model" in unknown.json()["error"] and unknown.status_code == 400

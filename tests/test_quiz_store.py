@@ -1,9 +1,12 @@
 """The class quiz's store (transformer/explorer/panels/quiz/store.py) on a real SQLite file in tmp_path: a class
 and every answer survive closing and reopening, answers replace each other up to a cap, every cap holds, expired
 classes go, many threads answer at once in both connection modes, and nothing about a student but their answers
-is kept."""
+is kept. Real faults (a full disk, a read-only database, a failed COMMIT, a damaged file, an unusable folder)
+give clear errors, keep every answer and never leave the connection inside a transaction."""
 from __future__ import annotations
 
+import resource
+import signal
 import sqlite3
 import threading
 
@@ -14,12 +17,16 @@ from transformer.explorer.panels.quiz import store as store_module
 from transformer.explorer.panels.quiz.questions import Attended, HeadRole, make_quiz
 from transformer.explorer.panels.quiz.store import (
     CODE_ALPHABET,
+    IDLE_MINUTES,
     MAX_CHANGES,
+    MAX_LIVE_PER_OWNER,
+    UNJOINED_MINUTES,
     ClassError,
     ClassStore,
     Forbidden,
     NotFound,
     NotOpen,
+    StoreFailed,
     TooMany,
     default_path,
 )
@@ -119,22 +126,87 @@ def test_strangers_and_wrong_codes_are_refused(store):
 def test_caps_on_students_and_live_classes(store, monkeypatch):
     monkeypatch.setattr(store_module, "MAX_STUDENTS", 3)
     monkeypatch.setattr(store_module, "MAX_CLASSES", 2)
-    code, _ = store.create_class(questions())
+    code, _ = store.create_class(questions(), owner="a")
     for _ in range(3):
         store.join(code)
     with pytest.raises(TooMany):
         store.join(code)
-    store.create_class(questions())
-    with pytest.raises(TooMany):
-        store.create_class(questions())
+    other, _ = store.create_class(questions(), owner="b")
+    store.answer(other, store.join(other), 0, [0])
+    with pytest.raises(TooMany, match="classes are running"):  # full of classes in use, and "a" has one
+        store.create_class(questions(), owner="a")
+    store.create_class(questions(), owner="c")  # no class running: the one untouched longest goes
+    with pytest.raises(NotFound):
+        store.state(code)
+    assert store.tally(other).answered == 1
+
+
+def test_one_client_holds_at_most_its_share(store):
+    first = [store.create_class(questions(), owner="stranger")[0] for _ in range(MAX_LIVE_PER_OWNER)]
+    fourth, _ = store.create_class(questions(), owner="stranger")  # its own oldest unjoined class goes
+    with pytest.raises(NotFound):
+        store.state(first[0])
+    live = [*first[1:], fourth]
+    for code in live:
+        store.join(code)
+    with pytest.raises(TooMany, match=f"{MAX_LIVE_PER_OWNER} classes running"):
+        store.create_class(questions(), owner="stranger")  # every one in use: none of them goes
+    for _ in range(3):
+        store.next_question(live[0])  # past its last question: finished
+    store.create_class(questions(), owner="stranger")  # a finished one goes first
+    store.create_class(questions(), owner="teacher")  # another client is not touched by any of it
+    assert all(store.state(code) for code in live[1:])
+
+
+def test_a_flood_from_many_addresses_never_ends_a_class_in_use(store, monkeypatch):
+    monkeypatch.setattr(store_module, "MAX_CLASSES", 6)
+    teacher, _ = store.create_class(questions(), owner="teacher")
+    waiting, _ = store.create_class(questions(), owner="teacher 2")  # students are still scanning the code
+    store.join(teacher)
+    for i in range(100):  # a flood: each start from one of 40 addresses, as fast as it can
+        store.create_class(questions(), owner=f"stranger {i % 40}")
+    assert store.state(teacher) and store.state(waiting)
+    late, _ = store.create_class(questions(), owner="late teacher")  # a teacher with no class always starts one
+    assert store.state(late)
+    db = sqlite3.connect(store.path)
+    assert db.execute("SELECT COUNT(*) FROM classes").fetchone()[0] <= 6
+    db.close()
+
+
+def test_a_class_nobody_joins_or_uses_ends_early(tmp_path):
+    clock = Clock()
+    store = ClassStore(tmp_path / "c.sqlite3", clock=clock)
+    unjoined, _ = store.create_class(questions())
+    used, _ = store.create_class(questions())
+    token = store.join(used)
+    clock.now += UNJOINED_MINUTES * 60 + 1
+    with pytest.raises(NotFound, match="ended"):
+        store.state(unjoined)
+    store.join(used)  # a second student, 20 minutes in
+    for action in ("answer", "reveal", "next"):  # in use: each within the hour keeps it
+        clock.now += IDLE_MINUTES * 60 - 600
+        if action == "answer":
+            store.answer(used, token, 0, [0])
+        else:
+            getattr(store, {"reveal": "reveal", "next": "next_question"}[action])(used)
+    clock.now += IDLE_MINUTES * 60 - 600
+    assert store.state(used).current == 1
+    clock.now += 601  # an hour unused, well before the class's last hour
+    with pytest.raises(NotFound, match="ended"):
+        store.state(used)
+    store.close()
 
 
 def test_expired_classes_are_refused_then_deleted_with_their_answers(tmp_path):
     clock = Clock()
     store = ClassStore(tmp_path / "c.sqlite3", clock=clock)
     code, _ = store.create_class(questions(), hours=4)
-    store.answer(code, store.join(code), 0, [1])
-    clock.now += 4 * 3600 - 1
+    token = store.join(code)
+    store.answer(code, token, 0, [1])
+    for _ in range(4):  # used every 50 minutes: it still ends 4 hours after its start
+        clock.now += 50 * 60
+        store.join(code)
+    clock.now = 1_000_000.0 + 4 * 3600 - 1
     assert store.tally(code).answered == 1
     clock.now += 2
     with pytest.raises(NotFound, match="ended"):
@@ -188,4 +260,111 @@ def test_no_names_no_addresses_and_tokens_kept_hashed(store):
 
 def test_the_default_file_is_made_where_the_variable_says(tmp_path, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_CLASS_DB", str(tmp_path / "data" / "quiz.sqlite3"))
-    assert default_path() == tmp_path / "data" / "quiz.sqlite3" and (tmp_path / "data").is_dir()
+    assert default_path() == tmp_path / "data" / "quiz.sqlite3"
+    store = ClassStore(default_path())
+    assert (tmp_path / "data" / "quiz.sqlite3").is_file() and store.health() == (True, "")
+    store.close()
+
+
+def test_on_a_space_with_persistent_storage_the_file_lives_in_data(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_CLASS_DB", raising=False)
+    monkeypatch.setattr(store_module, "SPACE_DATA", tmp_path / "data")
+    monkeypatch.setenv("SPACE_ID", "someone/quiz")
+    assert default_path().parent != tmp_path / "data"  # no persistent storage: the Space's own disk
+    (tmp_path / "data").mkdir()
+    assert default_path() == tmp_path / "data" / "classes.sqlite3"
+    monkeypatch.delenv("SPACE_ID")
+    assert default_path().parent != tmp_path / "data"  # not a Space: /data is someone else's
+
+
+def own_connection(store: ClassStore) -> sqlite3.Connection:
+    """The store's one shared connection, where a test makes the database fail for real."""
+    return store._connection()
+
+
+@pytest.mark.parametrize("fault, pragma, says", [
+    ("a full disk", "PRAGMA max_page_count = {pages}", "full"),
+    ("a read-only database", "PRAGMA query_only = 1", "read-only"),
+])
+def test_a_failing_database_is_a_clear_error_that_keeps_every_answer(store, fault, pragma, says):
+    code, _ = store.create_class(questions())
+    tokens = [store.join(code) for _ in range(3)]
+    for token in tokens:
+        store.answer(code, token, 0, [1])
+    db = own_connection(store)
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(pragma.format(pages=pages))
+    with pytest.raises(StoreFailed, match=says) as failed:
+        for _ in range(200):  # a full disk: the first join that needs a new page fails
+            store.join(code)
+    assert failed.value.status == 503
+    assert not db.in_transaction  # never left mid-transaction: reads go on
+    assert store.tally(code).answered == 3
+    db.execute("PRAGMA max_page_count = 1073741823")
+    db.execute("PRAGMA query_only = 0")
+    store.answer(code, store.join(code), 0, [2])  # room again: writes go on, on the same connection
+    assert store.tally(code).answered == 4
+
+
+def test_a_commit_that_fails_is_rolled_back_and_the_next_one_works(store):
+    """A full disk where the COMMIT itself fails: writing the WAL beyond the process's file-size limit
+    (RLIMIT_FSIZE: the write is refused as a full disk refuses it)."""
+    code, _ = store.create_class(questions())
+    token = store.join(code)
+    store.answer(code, token, 0, [0])
+    wal = store.path.with_name(store.path.name + "-wal")
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not death, past the limit
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (max(wal.stat().st_size, store.path.stat().st_size), hard))
+    try:
+        with pytest.raises(StoreFailed):
+            store.join(code)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+    assert not own_connection(store).in_transaction
+    assert store.tally(code).students == 1 and store.my_answer(code, token, 0) == [0]
+    store.join(code)
+    assert store.tally(code).students == 2
+
+
+@pytest.mark.parametrize("garbage", [b"not a database at all" * 100, None])
+def test_a_damaged_file_is_moved_aside_and_a_fresh_one_started(tmp_path, caplog, garbage):
+    path = tmp_path / "classes.sqlite3"
+    if garbage is None:  # a real database whose pages were overwritten: SQLite's own check finds it
+        first = ClassStore(path)
+        code, _ = first.create_class(questions())
+        for _ in range(50):
+            first.join(code)
+        first.close()
+        data = bytearray(path.read_bytes())
+        data[4096:len(data)] = b"\x55" * (len(data) - 4096)
+        path.write_bytes(bytes(data))
+        garbage = bytes(data)
+    else:
+        path.write_bytes(garbage)
+    path.with_name("classes.sqlite3-wal").write_bytes(b"junk")
+    store = ClassStore(path)
+    kept = sorted(tmp_path.glob("classes.sqlite3.damaged-*"))  # the file, then its -shm and -wal
+    assert kept[0].read_bytes() == garbage and kept[-1].name == kept[0].name + "-wal"
+    ok, notice = store.health()
+    assert ok and "damaged" in notice and kept[0].name in notice
+    assert "damaged" in caplog.text and str(kept[0]) in caplog.text
+    code, _ = store.create_class(questions())
+    store.answer(code, store.join(code), 0, [1])
+    store.close()
+
+
+def test_an_unusable_folder_leaves_the_quiz_unavailable_until_it_is_fixed(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the folder should be")
+    store = ClassStore(blocker / "classes.sqlite3")  # does not raise: the app starts
+    ok, says = store.health()
+    assert not ok and "unavailable" in says
+    with pytest.raises(StoreFailed, match="unavailable"):
+        store.create_class(questions())
+    blocker.unlink()
+    monkeypatch.setattr(store_module, "RETRY_OPEN_S", 0.0)
+    store.create_class(questions())  # the folder is fine now: tried again
+    assert store.health() == (True, "")
+    store.close()

@@ -4,7 +4,7 @@
 
 const POLL_MS = 1000;
 const $ = (id) => document.getElementById(id);
-const state = { code: "", token: "", view: null };
+const state = { code: "", token: "", view: null, model: "" };
 
 async function api(path, options = {}) {
   const headers = { "Content-Type": "application/json", "X-Teacher-Token": state.token };
@@ -101,8 +101,10 @@ function showRoom(joinUrl, note, reachable) {
 
 // a board opened from the explorer's tab starts on the sentence on screen (?text=), which the teacher may change
 function prefill() {
-  const text = new URLSearchParams(location.search).get("text");
+  const params = new URLSearchParams(location.search);
+  const text = params.get("text");
   if (text) $("sentence").value = text.slice(0, 2000);
+  state.model = params.get("model") || ""; // the model the sentence was on makes its quiz
 }
 
 async function startClass(event) {
@@ -111,6 +113,7 @@ async function startClass(event) {
   let request;
   try {
     request = specs ? { questions: JSON.parse(specs) } : { sentence: $("sentence").value };
+    if (state.model) request.model = state.model;
   } catch {
     $("error").textContent = "The questions are not valid JSON.";
     return;
@@ -137,8 +140,20 @@ async function act(path) {
   }
 }
 
+// what the quiz's operator should know (a damaged database moved aside), or why no class can start now
+async function showStatus() {
+  try {
+    const response = await fetch("/class/api/status");
+    const body = await response.json();
+    $("notice").textContent = body.notice || "";
+  } catch {
+    $("notice").textContent = "";
+  }
+}
+
 function start() {
   prefill();
+  showStatus();
   $("start-form").addEventListener("submit", startClass);
   $("reveal").addEventListener("click", () => act("reveal"));
   $("next").addEventListener("click", () => act("next"));

@@ -6,6 +6,7 @@ SQLite database (`store.py`), the questions made once per class from the model's
 from __future__ import annotations
 
 import html
+import threading
 from collections import namedtuple
 from typing import Any
 from urllib.parse import urlencode
@@ -23,16 +24,16 @@ HtmlTab = namedtuple("HtmlTab", "tab view")
 INTRO = ("**Where will it look?** Before the class sees a map, each student guesses, on their phone, which English "
          "word a head looks at when the model writes a German word; then the board reveals the head's true weights "
          "beside the class's guesses. The board opens in a new tab for the projector: start the class there, and "
-         "the students join with its room code, link or QR code. No names or accounts; a class is deleted after "
-         "4 hours. A student working alone takes the same questions from the practice link, each revealed after "
+         "the students join with its room code, link or QR code. No names or accounts; a class is deleted an "
+         "hour after it was last used (20 minutes if nobody joins, 4 hours at the latest). A student working alone takes the same questions from the practice link, each revealed after "
          "the guess.")
 
 
-def board_link(text: str | None) -> str:
-    """The tab's content: the links that open the board on `text` (the sentence on screen), or on its own, and
-    the practice quiz on it for a student alone."""
+def board_link(text: str | None, model: str | None = None) -> str:
+    """The tab's content: the links that open the board on `text` (the sentence on screen, translated by
+    `model`), or on its own, and the practice quiz on it for a student alone."""
     text = (text or "").strip()[:MAX_INPUT_CHARS]
-    query = f"?{urlencode({'text': text})}" if text else ""
+    query = f"?{urlencode({'text': text} | ({'model': model} if model else {}))}" if text else ""
     on = f" on &ldquo;{html.escape(text)}&rdquo;" if text else ""
     board = (f'<a id="quiz-board" href="class/board{html.escape(query)}" target="_blank" rel="noopener">'
              f'Open the board{on}</a> (a new tab, for the projector)')
@@ -54,23 +55,45 @@ def build(start: PanelStart) -> HtmlTab:
 
 def follow_result(explorer: Any, tab: HtmlTab, result: Any, tab_on_screen: str, view_json: str) -> dict:
     """A new translation: the board's link carries its sentence."""
-    return {tab.view: board_link(getattr(result, "source", None))}
+    return {tab.view: board_link(getattr(result, "source", None), getattr(result, "model", None))}
+
+
+class QuizMakers:
+    """A quiz made by the model its sentence was on (the request's "model", else the default): one `QuizMaker`
+    per model, made when first asked, its translations queued with every other model request."""
+
+    def __init__(self, models: Any):
+        self.models = models
+        self._makers: dict[str, QuizMaker] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> list[Any]:
+        label = request.get("model") or self.models.default_model
+        if label not in self.models.registry.labels():
+            raise SpecError("no model of this app has that name: open the board from the explorer again")
+        with self._lock:
+            if label not in self._makers:
+                self._makers[label] = QuizMaker(self._translator(label), self.models.registry.directory(label),
+                                                language=self.models.reads(label) or "en")
+            maker = self._makers[label]
+        return maker(request)
+
+    def _translator(self, label: str) -> Any:
+        models = self.models
+
+        def translate(text: str) -> Any:
+            tr = models.translator(label)
+            try:
+                source = tr.source(text[:MAX_INPUT_CHARS])
+            except ValueError as err:
+                raise SpecError(str(err)) from None
+            return models.batcher.translate(tr, source, tr.decoding_options("beam"), timeout_s=REQUEST_TIMEOUT_S)
+
+        return translate
 
 
 def routes(explorer: Any, host: str, port: int) -> list[Any]:
     """The class routes and pages, given to gradio's app as it is made (so they answer from the first request),
-    over the classes database (TRANSFORMER_CLASS_DB, else ~/.cache/transformer-explorer/) and the default model,
-    its translations queued with every other model request; phones are told to join where the app listens."""
-    models = explorer.models
-    label = models.default_model
-
-    def translate(text: str) -> Any:
-        tr = models.translator(label)
-        try:
-            source = tr.source(text[:MAX_INPUT_CHARS])
-        except ValueError as err:
-            raise SpecError(str(err)) from None
-        return models.batcher.translate(tr, source, tr.decoding_options("beam"), timeout_s=REQUEST_TIMEOUT_S)
-
-    maker = QuizMaker(translate, models.registry.directory(label), language=models.reads(label) or "en")
-    return class_router(ClassStore(default_path()), maker, join_address(host, port)).routes
+    over the classes database (`default_path`) and the model each quiz's sentence was on; phones are told to join
+    where the app listens."""
+    return class_router(ClassStore(default_path()), QuizMakers(explorer.models), join_address(host, port)).routes

@@ -22,26 +22,32 @@ X-Teacher-Token, never in a URL that is projected):
                                 (repeatable) asks a teacher's own questions, so a lesson's links are a quiz
 
 Every error is JSON {"error": message}: 400 malformed, 403 not joined or not the teacher, 404 no such class
-(or expired), 409 not the open question, 413 a body over its cap (read bounded), 429 a flood or a cap. Nothing a
+(or expired), 409 not the open question, 413 a body over its cap (read bounded), 415 a body that is not JSON
+(every POST), 429 a flood or a cap, 503 the database or the model failed. `GET status` says whether the quiz can
+run and what the board should say. Nothing a
 client sends is ever put into HTML: the pages are static and write every text with textContent. Handlers run on
-the server's event loop: each store call is one short SQLite transaction (under a millisecond); only starting a
-class runs the model, in a worker thread.
+the server's event loop; every store call (one short SQLite transaction) and the model's work run in worker
+threads, so a burst of answers never holds up another user's request.
 """
 from __future__ import annotations
 
 import asyncio
 import functools
+import hmac
 import io
 import ipaddress
 import json
 import logging
+import os
 import re
+import secrets
 import socket
 import threading
 import time
 import unicodedata
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +61,17 @@ from starlette.concurrency import run_in_threadpool
 from transformer.explorer.core.limits import MAX_INPUT_CHARS
 
 from .questions import KINDS, MAX_CHOICES, MAX_QUESTIONS, Question, SpecError
-from .store import CODE_ALPHABET, CODE_LENGTH, ClassError, ClassState, ClassStore, Forbidden, NotFound, TooMany
+from .store import (
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    ClassError,
+    ClassState,
+    ClassStore,
+    Forbidden,
+    NotFound,
+    StoreFailed,
+    TooMany,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +86,10 @@ MAX_CLASS_BODY = 16384  # a teacher's list of questions
 CODE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LENGTH}}}")
 FLOOD_ANSWERS, FLOOD_WINDOW_S = 10, 10.0  # answers one student may send in a window
 PRACTICE_KEPT = 128  # practice quizzes kept (each one sentence's questions, a few kB)
-PRACTICE_MAKING = 8  # practice quizzes the model may be making at once (the rest are asked to retry)
+MAX_WORK = 8  # quizzes (a class's or a practice link's) the model may be making or have waiting, in all
+MAX_WORK_PER_CLIENT = 2  # ... and for one client: the rest are asked to retry, nothing queues behind them
+START_LIMIT, START_WINDOW_S = 6, 600.0  # classes one client may start within the window
+TRUST_FORWARDED = "TRANSFORMER_TRUST_FORWARDED"  # how many proxies in front of the app append X-Forwarded-For
 LOOPBACK_NOTE = ("The app listens on {host} only: phones cannot reach it. Start it with GRADIO_SERVER_NAME=0.0.0.0 "
                  "to listen on the local network (it then offers the network what it offers this browser).")
 
@@ -81,6 +100,10 @@ class BadRequest(ClassError):
 
 class TooLarge(ClassError):
     status = 413
+
+
+class NotJson(ClassError):
+    status = 415
 
 
 class ModelFailed(ClassError):
@@ -182,9 +205,86 @@ class Flood:
             return True
 
 
+def trusted_proxies() -> int:
+    """How many proxies in front of the app append the client's address to X-Forwarded-For: the setting
+    TRANSFORMER_TRUST_FORWARDED (a number; 0 trusts no header), else 1 on a Space (its proxy sets it), else 0:
+    anyone can write that header, so it counts only where a proxy is known to overwrite what a client wrote."""
+    value = os.environ.get(TRUST_FORWARDED, "").strip()
+    if value:
+        if value.isdigit():
+            return int(value)
+        log.warning("%s=%r is not a number of proxies: the forwarded address is not trusted", TRUST_FORWARDED, value)
+        return 0
+    return 1 if os.environ.get("SPACE_ID") else 0
+
+
+def client_address(request: Request, proxies: int) -> str:
+    """The client's address: the one the `proxies`-th proxy from the app saw (the entries before it are what the
+    client wrote itself, never trusted), else the connection's own."""
+    direct = request.client.host if request.client else "unknown"
+    if proxies <= 0:
+        return direct
+    hops = [hop.strip() for hop in ",".join(request.headers.getlist("x-forwarded-for")).split(",") if hop.strip()]
+    if len(hops) < proxies:
+        return direct
+    try:
+        return str(ipaddress.ip_address(hops[-proxies]))
+    except ValueError:
+        return direct
+
+
+def owner_key(address: str, secret: bytes) -> str:
+    """Whom a class belongs to: the client's address (an IPv6 client by its /64, which one machine holds whole)
+    hashed with this process's `secret`: no address is ever stored."""
+    try:
+        ip = ipaddress.ip_address(address)
+        if ip.version == 6 and ip.ipv4_mapped is None:
+            address = str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    except ValueError:
+        pass
+    return hmac.new(secret, address.encode(), "sha256").hexdigest()[:32]
+
+
+class WorkGate:
+    """At most `total` quizzes being made (or waiting for the model), `per_client` of them one client's: past
+    that a request is refused at once (TooMany) rather than queued behind everyone else's model work."""
+
+    def __init__(self, total: int = MAX_WORK, per_client: int = MAX_WORK_PER_CLIENT):
+        self.total, self.per_client = total, per_client
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, client: str) -> None:
+        with self._lock:
+            if sum(self._held.values()) >= self.total:
+                raise TooMany("Many quizzes are being made right now: try again in a moment.")
+            if self._held.get(client, 0) >= self.per_client:
+                raise TooMany("Your last quizzes are still being made: wait for them.")
+            self._held[client] = self._held.get(client, 0) + 1
+
+    def give_back(self, client: str) -> None:
+        with self._lock:
+            self._held[client] -= 1
+            if not self._held[client]:
+                del self._held[client]
+
+    @contextmanager
+    def slot(self, client: str) -> Iterator[None]:
+        self.take(client)
+        try:
+            yield
+        finally:
+            self.give_back(client)
+
+
 async def read_json(request: Request, limit: int = MAX_BODY) -> Any:
     """The request's JSON body, read no further than `limit` bytes (TooLarge past it, BadRequest when it is not
-    JSON); {} for an empty body."""
+    JSON); {} for an empty body. NotJson unless it says it is application/json, an empty body too: a page of
+    another site can send a form or a plain-text body without asking, never a JSON one (the browser asks first,
+    and this app does not answer that question), so no cross-site form reaches a state-changing endpoint."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json":
+        raise NotJson('Send JSON, with the header "Content-Type: application/json".')
     length = request.headers.get("content-length")
     if length is not None and (not length.isdigit() or int(length) > limit):
         raise TooLarge(f"The request body is over {limit} bytes.") if length.isdigit() else BadRequest("Bad length.")
@@ -232,7 +332,10 @@ def practice_request(params: Any) -> tuple[tuple, dict[str, Any]]:
     """A practice link's query (`text`, and optionally `head`, `target`, `kind`, the first two repeated
     together) -> (a key for the cache, the request for `make_quiz`); BadRequest saying what is wrong (never
     echoing it). Other parameters are left alone (a lesson's page may add its own)."""
-    texts, heads, targets, kinds = (params.getlist(name) for name in ("text", "head", "target", "kind"))
+    texts, heads, targets, kinds, models = (params.getlist(name) for name in ("text", "head", "target", "kind",
+                                                                              "model"))
+    if len(models) > 1 or any(not 0 < len(m) <= 100 for m in models):
+        raise BadRequest("A practice link names at most one model.")
     if len(texts) != 1:
         raise BadRequest("A practice link needs one text: /class/practice?text=a+sentence")
     text = texts[0].strip()
@@ -251,20 +354,27 @@ def practice_request(params: Any) -> tuple[tuple, dict[str, Any]]:
         raise BadRequest(f"kind must be one of {', '.join(KINDS)}.")
     kinds = kinds * len(heads) if len(kinds) == 1 else kinds or ["cross"] * len(heads)
     specs = [{"sentence": text, "head": h, "target": int(t), "kind": k} for h, t, k in zip(heads, targets, kinds)]
-    key = (text, tuple((s["head"], s["target"], s["kind"]) for s in specs))
-    return key, ({"questions": specs} if specs else {"sentence": text})
+    key = (text, tuple((s["head"], s["target"], s["kind"]) for s in specs), *models)
+    model = {"model": models[0]} if models else {}
+    return key, ({"questions": specs} if specs else {"sentence": text}) | model
 
 
-def practice_link(question: Question) -> str:
-    """The link that asks `question` alone (a teacher copies it into a lesson)."""
+def practice_link(question: Question, model: str | None = None) -> str:
+    """The link that asks `question` alone, of `model` (a teacher copies it into a lesson)."""
     query = {"text": question.sentence, "head": question.head_label, "target": question.row}
-    return "/class/practice?" + urlencode(query | ({"kind": question.kind} if question.kind != "cross" else {}))
+    query |= ({"kind": question.kind} if question.kind != "cross" else {}) | ({"model": model} if model else {})
+    return "/class/practice?" + urlencode(query)
 
 
-def practice_view(question: Question) -> dict[str, Any]:
+def practice_view(question: Question, model: str | None = None) -> dict[str, Any]:
     """A practice question as the page gets it: all of it, answers included (the page reveals them after the
     student's guess; nothing is kept per student), and its own link."""
-    return {**question.public(True), "link": practice_link(question)}
+    return {**question.public(True), "link": practice_link(question, model)}
+
+
+def model_of(key: tuple) -> dict[str, str]:
+    """The model a practice key names ({} for the default)."""
+    return {"model": key[2]} if len(key) > 2 else {}
 
 
 def _small_int(value: Any) -> bool:
@@ -279,8 +389,11 @@ def json_errors(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitab
         try:
             result = await handler(*args, **kwargs)
         except ClassError as err:
-            headers = {**JSON_HEADERS, **({"Retry-After": "2"} if err.status == 429 else {})}
+            headers = {**JSON_HEADERS, **({"Retry-After": "2"} if err.status in (429, 503) else {})}
             return JSONResponse({"error": err.message}, err.status, headers=headers)
+        except Exception:  # a bug: still JSON the pages can show, the details in the log
+            log.exception("class quiz: %s failed", handler.__name__)
+            return JSONResponse({"error": "The quiz failed on this request: try again."}, 500, headers=JSON_HEADERS)
         return result if isinstance(result, Response) else JSONResponse(result, headers=JSON_HEADERS)
 
     return answer
@@ -299,9 +412,12 @@ class ClassRoutes:
     """The handlers over one store; `make_quiz` turns a teacher's request into questions (the model's work)."""
 
     def __init__(self, store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Question]] | None,
-                 listening: JoinAddress):
-        self.store, self.make_quiz, self.listening = store, make_quiz, listening
+                 listening: JoinAddress, proxies: int = 0):
+        self.store, self.make_quiz, self.listening, self.proxies = store, make_quiz, listening, proxies
         self.flood = Flood()
+        self.starts = Flood(START_LIMIT, START_WINDOW_S)
+        self.work = WorkGate()
+        self._secret = secrets.token_bytes(32)  # per process: owners are forgotten at a restart
         self.practised: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()  # key -> the questions' views
         self.making: dict[tuple, asyncio.Future] = {}  # practice quizzes being made: one model run per key
 
@@ -314,10 +430,10 @@ class ClassRoutes:
                 raise ClassError("This app cannot make quizzes: no model is loaded.")
             making = self.making.get(key)
             if making is None:
-                if len(self.making) >= PRACTICE_MAKING:
-                    raise TooMany("Many quizzes are being made right now: try again in a moment.")
+                client = self.owner(request)
+                self.work.take(client)
                 making = self.making[key] = asyncio.ensure_future(run_in_threadpool(self.make_quiz, body))
-                making.add_done_callback(functools.partial(self._made, key))
+                making.add_done_callback(functools.partial(self._made, key, client))
             try:
                 await asyncio.shield(making)
             except SpecError as err:
@@ -330,14 +446,18 @@ class ClassRoutes:
         self.practised.move_to_end(key)
         questions = self.practised[key]
         return {"sentence": key[0], "count": len(questions), "questions": questions,
-                "more": "/class/practice?" + urlencode({"text": key[0]}) if key[1] else None}
+                "more": "/class/practice?" + urlencode({"text": key[0], **model_of(key)}) if key[1] else None}
 
-    def _made(self, key: tuple, made: asyncio.Future) -> None:
+    def owner(self, request: Request) -> str:
+        return owner_key(client_address(request, self.proxies), self._secret)
+
+    def _made(self, key: tuple, client: str, made: asyncio.Future) -> None:
         """A practice quiz made (kept, the oldest dropped past PRACTICE_KEPT) or failed (not kept: asked again)."""
         self.making.pop(key, None)
+        self.work.give_back(client)
         if made.cancelled() or made.exception() is not None:
             return
-        self.practised[key] = [practice_view(q) for q in made.result()]
+        self.practised[key] = [practice_view(q, model_of(key).get("model")) for q in made.result()]
         while len(self.practised) > PRACTICE_KEPT:
             self.practised.popitem(last=False)
 
@@ -345,10 +465,19 @@ class ClassRoutes:
         body = await read_json(request, MAX_CLASS_BODY)
         if not isinstance(body, dict):
             raise BadRequest('Start a class with {"sentence": text} or {"questions": [...]}.')
+        if "model" in body and (not isinstance(body["model"], str) or not 0 < len(body["model"]) <= 100):
+            raise BadRequest("model names one of the app's models.")
         if self.make_quiz is None:
             raise ClassError("This app cannot make quizzes: no model is loaded.")
+        available, why = await self.db(self.store.health)
+        if not available:  # said before the model works for nothing
+            raise StoreFailed(why)
+        owner = self.owner(request)
+        if not self.starts.allow(owner):
+            raise TooMany(f"You started {START_LIMIT} classes in the last few minutes: wait a little.")
         try:
-            questions = await run_in_threadpool(self.make_quiz, body)
+            with self.work.slot(owner):
+                questions = await run_in_threadpool(self.make_quiz, body)
         except SpecError as err:
             raise BadRequest(str(err)) from None
         except ClassError:
@@ -356,17 +485,32 @@ class ClassRoutes:
         except Exception:
             log.exception("a class's quiz")
             raise ModelFailed("The model could not make this quiz: try again, or another sentence.") from None
-        code, token = self.store.create_class(questions)
+        code, token = await self.db(lambda: self.store.create_class(questions, owner=owner))
         where = request_base(request, self.listening)
         return {"code": code, "teacher_token": token, "join_url": f"{where.base}/class/{code}",
-                "reachable": where.reachable, "note": where.note, "questions": len(questions)}
+                "reachable": where.reachable, "note": where.note, "questions": len(questions),
+                "notice": self.store.notice}
+
+    @staticmethod
+    async def db(call: Callable[..., Any], *args: Any) -> Any:
+        """A store call in a worker thread: a burst of answers never holds up the event loop that serves
+        everyone else (the store serialises its own writes)."""
+        return await run_in_threadpool(call, *args)
+
+    async def status(self, request: Request) -> dict[str, Any]:
+        """Whether the quiz can run, and what the board should say (a database moved aside, or why not)."""
+        available, notice = await self.db(self.store.health)
+        return {"available": available, "notice": notice}
 
     async def join(self, request: Request, code: str) -> dict[str, Any]:
         await read_json(request)
-        return {"student_token": self.store.join(room(code))}
+        return {"student_token": await self.db(self.store.join, room(code))}
 
     async def question(self, request: Request, code: str) -> dict[str, Any]:
         code, token = room(code), token_of(request, "X-Student-Token")
+        return await self.db(self._question, code, token)
+
+    def _question(self, code: str, token: str) -> dict[str, Any]:
         state = self.store.state(code)
         mine = self.store.my_answer(code, token, state.current)
         return {**question_view(state, state.revealed), "my_answer": mine}
@@ -376,40 +520,43 @@ class ClassRoutes:
         question, words = answer_of(await read_json(request))
         if not self.flood.allow(token):
             raise TooMany("Too many answers at once: wait a moment.")
-        changes = self.store.answer(code, token, question, words)
+        changes = await self.db(self.store.answer, code, token, question, words)
         return {"question": question, "words": sorted(words), "changes": changes}
 
-    def _teacher(self, request: Request, code: str) -> str:
-        code = room(code)
-        if not self.store.is_teacher(code, token_of(request, "X-Teacher-Token")):
-            self.store.state(code)  # NotFound first, for a class that is not there
+    async def _teacher(self, request: Request, code: str) -> str:
+        code, token = room(code), token_of(request, "X-Teacher-Token")
+        if not await self.db(self.store.is_teacher, code, token):
+            await self.db(self.store.state, code)  # NotFound first, for a class that is not there
             raise Forbidden("Only the teacher who started this class can do that.")
         return code
 
     async def board(self, request: Request, code: str) -> dict[str, Any]:
-        code = self._teacher(request, code)
+        code = await self._teacher(request, code)
+        return await self.db(self._board, code)
+
+    def _board(self, code: str) -> dict[str, Any]:
         state, tally = self.store.state(code), self.store.tally(code)
         return {**question_view(state, True), "answered": tally.answered, "students": tally.students,
                 "counts": tally.counts}
 
     async def reveal(self, request: Request, code: str) -> dict[str, Any]:
         await read_json(request)
-        return question_view(self.store.reveal(self._teacher(request, code)), True)
+        return question_view(await self.db(self.store.reveal, await self._teacher(request, code)), True)
 
     async def next(self, request: Request, code: str) -> dict[str, Any]:
         await read_json(request)
-        return question_view(self.store.next_question(self._teacher(request, code)), True)
+        return question_view(await self.db(self.store.next_question, await self._teacher(request, code)), True)
 
     async def summary(self, request: Request, code: str) -> dict[str, Any]:
-        code = self._teacher(request, code)
-        state = self.store.state(code)
-        rows = [{**summary_row(state.questions[i], answered, missed), "question": i}
-                for i, answered, missed in self.store.missed(code)]
+        code = await self._teacher(request, code)
+        state, missed = await self.db(lambda: (self.store.state(code), self.store.missed(code)))
+        rows = [{**summary_row(state.questions[i], answered, n_missed), "question": i}
+                for i, answered, n_missed in missed]
         return {"questions": sorted(rows, key=lambda r: -r["missed_share"])}
 
     async def qr(self, request: Request, code: str) -> Response:
         code = room(code)
-        self.store.state(code)
+        await self.db(self.store.state, code)
         svg = qr_svg(f"{request_base(request, self.listening).base}/class/{code}")
         return Response(svg, media_type="image/svg+xml", headers=PAGE_HEADERS)
 
@@ -435,9 +582,11 @@ async def static_file(name: str) -> Response:
 
 
 def class_router(store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Question]] | None = None,
-                 listening: JoinAddress | None = None) -> APIRouter:
-    """The `/class` routes over `store` (pages first: /class/board before /class/{code})."""
-    routes = ClassRoutes(store, make_quiz, listening or join_address("127.0.0.1", 7860))
+                 listening: JoinAddress | None = None, proxies: int | None = None) -> APIRouter:
+    """The `/class` routes over `store` (pages first: /class/board before /class/{code}); `proxies` in front
+    that set X-Forwarded-For (default: `trusted_proxies()`)."""
+    routes = ClassRoutes(store, make_quiz, listening or join_address("127.0.0.1", 7860),
+                         trusted_proxies() if proxies is None else proxies)
     router = APIRouter(prefix="/class")
     router.add_api_route("", page("quiz.html"), methods=["GET"], include_in_schema=False)
     router.add_api_route("/board", page("board.html"), methods=["GET"], include_in_schema=False)
@@ -446,6 +595,7 @@ def class_router(store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Q
     router.add_api_route("/qr/{code}.svg", json_errors(routes.qr), methods=["GET"], include_in_schema=False)
     router.add_api_route("/api/classes", json_errors(routes.create), methods=["POST"])
     router.add_api_route("/api/practice", json_errors(routes.practice), methods=["GET"])
+    router.add_api_route("/api/status", json_errors(routes.status), methods=["GET"])
     for path, handler, method in (("join", routes.join, "POST"), ("question", routes.question, "GET"),
                                   ("answer", routes.answer, "POST"), ("board", routes.board, "GET"),
                                   ("reveal", routes.reveal, "POST"), ("next", routes.next, "POST"),
