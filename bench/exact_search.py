@@ -47,15 +47,15 @@ OWN_EN = [
     "I know that my brother plays the guitar.", "The cat sleeps on the warm kitchen table.",
     "The old woman feeds the small birds.", "She does not like cold coffee.",
     "He thinks the weather will be better tomorrow.", "He calls his mother every Sunday.",
-    "Our neighbor works as a bus driver.", "That was a really long time ago.",
-    "I'm sorry. I didn't mean to hurt you.", "Where is the nearest train station?",
+    "Our neighbor works as a bus driver.", "The parcel arrived two days after my birthday.",
+    "Sorry, I forgot to bring the blue folder.", "Where is the nearest train station?",
     "My sister has been learning Japanese for three years, and she still finds the writing hard.",
     "Yes.", "Thank you very much!", "Could you open the window, please?",
 ]
 OWN_DE = [
     "Ich weiß, dass mein Bruder Gitarre spielt.", "Er ruft jeden Sonntag seine Mutter an.",
     "Unser Nachbar arbeitet als Busfahrer.", "Die Katze schläft auf dem warmen Küchentisch.",
-    "Wo ist der nächste Bahnhof?", "Danke schön!", "Kannst du bitte das Fenster aufmachen?",
+    "Wo steht das alte Rathaus?", "Danke schön!", "Kannst du bitte das Fenster aufmachen?",
 ]
 
 

@@ -144,3 +144,25 @@ def test_every_quoted_translation_holds_on_every_serving_path(served):
             if not holds(shown, quote):
                 wrong.append((quote.page, quote.link, kernel, quote.says, shown))
     assert not wrong, wrong
+
+
+@pytest.mark.slow
+def test_the_thread_count_changes_no_bit(served):
+    """One thread or two: the same n-best bits and the same maps. Without `arithmetic.pin_float_kernels`, MKL split
+    the encoder's small float32 products differently on two threads (seen: 35 of 60 sentences' scores differed)."""
+    import numpy as np
+
+    tr = served["en-de"]["int_mm"]
+    options = tr.decoding_options("beam", 5)
+    threads, found = torch.get_num_threads(), {}
+    try:
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            found[count] = fingerprints(tr.translate_sources([tr.source(t) for t in OWN["en-de"]], options,
+                                                             output_attentions=False))
+            maps = tr.translate(OWN["en-de"][4], beam_size=5).attention
+            found[count, "maps"] = [getattr(maps, kind) for kind in ("encoder", "decoder", "cross")]
+    finally:
+        torch.set_num_threads(threads)
+    assert found[1] == found[2]
+    assert all(np.array_equal(a, b) for a, b in zip(found[1, "maps"], found[2, "maps"], strict=True))

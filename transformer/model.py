@@ -204,7 +204,7 @@ class MultiHeadAttention(nn.Module):
 
         With `output_attentions`, `attention_measure="norm"` returns ‖α_ij f_h(x_j)‖ instead of α_ij; `head_mask`
         (1 or B, H, 1, 1) scales each head's output (and its returned map) before the output projection.
-        `cached` (the search's decoding steps): on the CPU, the explicit path over contiguous q, k and v.
+        `cached` (the search's decoding steps): on the CPU, always the explicit path over contiguous q, k and v.
         """
         p = self.dropout if self.training else 0.0
         # Training on a CPU takes the explicit path even without dropout: SDPA's CPU backward is slower per step
@@ -212,9 +212,14 @@ class MultiHeadAttention(nn.Module):
         # SDPA's CPU kernel splits a small batch's keys across threads, and a batched matmul of transposed views
         # picks its kernel by batch size, so either gave a sentence other bits alone than in a batch.
         cpu = q.device.type == "cpu"
-        if cached and cpu:
-            q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # k, v: no copy, the cache keeps them so
-        if output_attentions or (cpu and (self.training or cached)):
+        if cached and cpu:  # in place, over contiguous q, k, v (k and v: no copy, the cache keeps them so)
+            scores = torch.matmul(q.contiguous(), k.contiguous().transpose(-2, -1)).div_(math.sqrt(self.d_k))
+            if mask is not None:
+                scores.masked_fill_(~mask, float("-inf"))
+            weights = scores.softmax(dim=-1)  # (B, H, T_q, T_k)
+            out = torch.matmul(weights, v.contiguous())  # (B, H, T_q, d_k)
+            weights = weights if output_attentions else None
+        elif output_attentions or (cpu and self.training):
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, T_q, T_k)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
