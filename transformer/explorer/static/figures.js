@@ -91,8 +91,8 @@ function mapMargins(layout, measure) {
   const title = 12 + lines * 1.3 * (font + 2) + 6;
   const axisTitle = (axis) => (axis.title && axis.title.text ? font * 1.3 + 8 : 0);
   const bar = layout.coloraxis.colorbar;
-  const barTitle = bar.title && bar.title.text ? measure(bar.title.text, font) : 0;
-  const r = 2 * bar.xpad + Math.max(bar.thickness + 6 + measure("100%", font), barTitle) + 4;
+  const barTitle = bar.title && bar.title.text ? 1.3 * font + 4 : 0;  // written upright beside the bar
+  const r = 2 * bar.xpad + bar.thickness + 6 + measure("100%", font) + barTitle + 4;
   return {l: Math.ceil(axisTitle(y) + yw + 8), r: Math.ceil(r), t: Math.ceil(title + axisTitle(x) + xLabels),
     b: layout.margin.b, autoexpand: false};
 }
@@ -123,7 +123,8 @@ export function heatmapFigure(view, zmax, o) {
     yaxis: tokenAxis(view.q.label, {autorange: "reversed", scaleanchor: "x", scaleratio: 1, constrain: "domain",
       title: {text: "query"}, automargin: false}, big),
     coloraxis: {cmin: 0, cmax: zmax, colorscale: o.colorscale,
-      colorbar: {title: {text: measure === "weight" ? "weight" : "norm share"}, tickformat: ".0%", thickness: 14,
+      // the colour bar's title beside it (side "right"): above it, it ran into "100%" and the column labels
+      colorbar: {title: {text: measure === "weight" ? "weight" : "norm share", side: "right"}, tickformat: ".0%", thickness: 14,
         x: 1, xanchor: "left", xpad: 8}},
     height: o.height,
     width: o.width || undefined,  // the width of the place it has now (draw.js redraws on a change of width)
