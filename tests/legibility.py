@@ -59,15 +59,18 @@ TEXTS_JS = r"""({CUT, CONTROL}) => {
   const own = (e, hit) => Boolean(hit) && (hit === e || e.contains(hit) || hit.contains(e));
   const rectQuad = (b) => [[b.left, b.top], [b.right, b.top], [b.right, b.bottom], [b.left, b.bottom]];
   // the boxes that clip `e` (overflow hidden or clip; a scrolling box is no cut: it scrolls), and the screen
-  const clips = (e) => { const boxes = [];
+  // (inside a box that scrolls, a text at its edge is half scrolled in: no cut, above it or below)
+  const clips = (e) => { const boxes = []; let scrolled = false;
     for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
       const cs = getComputedStyle(a);
+      if (/auto|scroll/.test(cs.overflowY) && a.scrollHeight > a.clientHeight + 1) { scrolled = true; break; }
       if (/hidden|clip/.test(cs.overflowX + cs.overflowY) && !/auto|scroll/.test(cs.overflowX + cs.overflowY)) {
         const b = a.getBoundingClientRect();
         boxes.push({name: where(a), left: b.left + a.clientLeft, top: b.top + a.clientTop,
-          right: b.left + a.clientLeft + a.clientWidth, bottom: b.top + a.clientTop + a.clientHeight}); } }
-    const scrolls = document.documentElement.scrollHeight > H + 1;
-    boxes.push({name: 'the screen', left: 0, top: 0, right: W, bottom: scrolls ? Infinity : H});
+          right: b.left + a.clientLeft + a.clientWidth, bottom: b.top + a.clientTop + a.clientHeight}); }
+      if (cs.position === 'fixed') break; }  // the boxes around a fixed one do not clip it
+    const scrolls = scrolled || document.documentElement.scrollHeight > H + 1;
+    boxes.push({name: 'the screen', left: 0, top: scrolled ? -Infinity : 0, right: W, bottom: scrolls ? Infinity : H});
     return boxes; };
   const cutBy = (b, boxes) => { for (const c of boxes) {
       const past = Math.max(c.left - b.left, c.top - b.top, b.right - c.right, b.bottom - c.bottom);
@@ -118,7 +121,9 @@ TEXTS_JS = r"""({CUT, CONTROL}) => {
     const hit = document.elementFromPoint(x, y);
     const frame = {name: where(plot) + ' (its figure)', left: pb.left, top: pb.top, right: pb.right, bottom: pb.bottom};
     const tick = Boolean(t.closest('[class*=tick]')) && !t.closest('.colorbar');
-    out.push({text: text.slice(0, 40), size: parseFloat(getComputedStyle(t).fontSize), tick, quads: [quad], frame,
+    // the size drawn: Plotly shrinks a bar's label that does not fit by a transform, not by its font size
+    const drawn = parseFloat(getComputedStyle(t).fontSize) * Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
+    out.push({text: text.slice(0, 40), size: Math.round(drawn * 10) / 10, tick, quads: [quad], frame,
       where: where(t), hit: own(plot, hit) || own(t, hit), cut: cutBy(b, [frame, ...clips(svg)]), broken: '',
       control: t.closest(CONTROL) ? where(t.closest(CONTROL)) : ''}); }
   return out; }"""
@@ -294,11 +299,34 @@ def _need_problems(page, needs: tuple[str, ...]) -> list[str]:
     return found
 
 
-def problems(page, needs: tuple[str, ...] = ()) -> list[str]:
-    """What is wrong with the screen as drawn, one line each (an empty list: every text reads)."""
+def screen_problems(page) -> list[str]:
+    """What is wrong with the texts and controls on the screen as it is now."""
     texts = page.evaluate(TEXTS_JS, {"CUT": CUT_MIN, "CONTROL": CONTROL})
     controls = page.evaluate(CONTROLS_JS, CONTROL)
-    found = _overlaps(texts) + _text_problems(texts) + _control_problems(controls, texts)
+    return _overlaps(texts) + _text_problems(texts) + _control_problems(controls, texts)
+
+
+def scrolled_problems(page, needs: tuple[str, ...]) -> list[str]:
+    """The screen's problems with each region that holds a need scrolled down a screenful at a time (what
+    scrolls into view is read too); each region left at its top."""
+    regions = {r for r in (page.evaluate(NEED_JS, s).get("region") for s in needs) if r}
+    found: list[str] = []
+    for region in sorted(regions):
+        pages = page.evaluate(f"(() => {{ const r = document.querySelector('{region}');"
+                              " return Math.ceil((r.scrollHeight - r.clientHeight) / (0.8 * r.clientHeight)); })()")
+        for k in range(1, pages + 1):
+            page.evaluate(f"(() => {{ const r = document.querySelector('{region}');"
+                          f" r.scrollTop = {k} * 0.8 * r.clientHeight; }})()")
+            found += [p for p in screen_problems(page) if p not in found]
+        page.evaluate(f"document.querySelector('{region}').scrollTop = 0")
+    return found
+
+
+def problems(page, needs: tuple[str, ...] = ()) -> list[str]:
+    """What is wrong with the screen as drawn, one line each (an empty list: every text reads): the first screen,
+    what a need's scrolling region shows further down, and the needs themselves."""
+    found = screen_problems(page)
+    found += [p for p in scrolled_problems(page, needs) if p not in found]
     return found + _need_problems(page, needs)
 
 

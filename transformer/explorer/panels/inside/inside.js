@@ -111,9 +111,13 @@ export function initInsidePanel(root, props, watch, trigger) {
 
   function bars(div, v, y, what) {
     const color = v.keys.map((_, j) => (!v.allowed[j] ? "#d1d5db" : j === v.key ? "#d62728" : "#1f77b4"));
-    const text = v.keys.map((_, j) => (!v.allowed[j] ? "masked" : what === "weight" ? t.pct(y[j]) : t.fmt(y[j], 2)));
+    // presentation mode labels the clicked key's bar only, in type a room reads (Plotly shrank every label of the
+    // narrow bars to 10 px); hover gives the others
+    const label = (j) => (!v.allowed[j] ? "masked" : what === "weight" ? t.pct(y[j]) : t.fmt(y[j], 2));
+    const text = v.keys.map((_, j) => (t.big() && j !== v.key ? "" : label(j)));
     const trace = {type: "bar", x: v.keys.map((_, j) => j), y, marker: {color,
       pattern: {shape: v.allowed.map((a) => (a ? "" : "/"))}}, text, textposition: "outside", cliponaxis: false,
+      constraintext: t.big() ? "none" : "both",
       customdata: v.keys.map((k, j) => [t.esc(k), v.allowed[j] ? "" : " (masked: the model may not look here)"]),
       hovertemplate: `key %{x}: %{customdata[0]}<br>${what}: %{y:.4f}%{customdata[1]}<extra></extra>`};
     const lay = t.layout({height: t.big() ? 320 : 260, margin: {l: 60, r: 20, t: 20, b: 80}, bargap: 0.25,
