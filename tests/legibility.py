@@ -57,11 +57,20 @@ TEXTS_JS = r"""({CUT, CONTROL}) => {
           (cs.clipPath && cs.clipPath !== 'none' && !a.closest('svg'))) return false; }
     return getComputedStyle(e).visibility === 'visible'; };
   const own = (e, hit) => Boolean(hit) && (hit === e || e.contains(hit) || hit.contains(e));
+  // whether `e` is seen at (x, y): the first thing there that paints (a background) is `e` or holds it; a text
+  // drawn over it on a clear background hides nothing (that is an overlap)
+  const paints = (h) => { const cs = getComputedStyle(h);
+    return cs.backgroundImage !== 'none' || !/rgba\(.*, 0\)$|transparent/.test(cs.backgroundColor); };
+  const seenAt = (e, x, y) => { if (x < 0 || y < 0 || x >= W || y >= H) return false;
+    for (const h of document.elementsFromPoint(x, y)) {
+      if (own(e, h)) return true;
+      if (!(h instanceof SVGElement) && paints(h)) return false; }
+    return false; };
   const rectQuad = (b) => [[b.left, b.top], [b.right, b.top], [b.right, b.bottom], [b.left, b.bottom]];
   // the boxes that clip `e` (overflow hidden or clip; a scrolling box is no cut: it scrolls), and the screen
   // (inside a box that scrolls, a text at its edge is half scrolled in: no cut, above it or below)
   const clips = (e) => { const boxes = []; let scrolled = false;
-    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+    for (let a = e; a && a !== document.body; a = a.parentElement) {
       const cs = getComputedStyle(a);
       if (/auto|scroll/.test(cs.overflowY) && a.scrollHeight > a.clientHeight + 1) { scrolled = true; break; }
       if (/hidden|clip/.test(cs.overflowX + cs.overflowY) && !/auto|scroll/.test(cs.overflowX + cs.overflowY)) {
@@ -95,9 +104,8 @@ TEXTS_JS = r"""({CUT, CONTROL}) => {
     const b = range.getBoundingClientRect();
     if (!lines.length || b.right <= 0 || b.bottom <= 0 || b.left >= W || b.top >= H || !shown(e)) continue;
     const mid = lines[0], x = (mid.left + mid.right) / 2, y = (mid.top + mid.bottom) / 2;
-    const hit = x >= 0 && x < W && y >= 0 && y < H ? document.elementFromPoint(x, y) : null;
     out.push({text: n.data.trim().slice(0, 40), size: parseFloat(getComputedStyle(e).fontSize), tick: false,
-      quads: lines.map(rectQuad), where: where(e), hit: own(e, hit), cut: cutBy(b, clips(e)),
+      quads: lines.map(rectQuad), where: where(e), hit: seenAt(e, x, y), cut: cutBy(b, clips(e)),
       broken: lines.length > 1 ? brokenWord(n) : '', control: e.closest(CONTROL) ? where(e.closest(CONTROL)) : ''}); }
   // the text typed in a box: one text of the box's own
   for (const e of document.querySelectorAll('textarea, input[type=text], input:not([type])')) {
@@ -105,8 +113,8 @@ TEXTS_JS = r"""({CUT, CONTROL}) => {
     if (!e.value || b.width < 2 || b.right <= 0 || b.bottom <= 0 || b.left >= W || b.top >= H || !shown(e)) continue;
     const cut = e.scrollHeight > e.clientHeight + 2 && getComputedStyle(e).overflowY !== 'auto' ? where(e) : '';
     out.push({text: e.value.slice(0, 40), size: parseFloat(getComputedStyle(e).fontSize), tick: false,
-      quads: [rectQuad(b)], where: where(e), hit: own(e, document.elementFromPoint((b.left + b.right) / 2,
-      (b.top + b.bottom) / 2)), cut: cut || cutBy(b, clips(e)), broken: '', control: where(e), box: true}); }
+      quads: [rectQuad(b)], where: where(e), hit: seenAt(e, (b.left + b.right) / 2, (b.top + b.bottom) / 2),
+      cut: cut || cutBy(b, clips(e)), broken: '', control: where(e), box: true}); }
   for (const t of document.querySelectorAll('svg text')) {
     const text = t.textContent.trim(), svg = t.closest('svg.main-svg') || t.ownerSVGElement;
     if (!text || !svg || !shown(t) || t.closest('.hoverlayer') && !t.closest('.hovertext')) continue;
@@ -118,13 +126,12 @@ TEXTS_JS = r"""({CUT, CONTROL}) => {
     if (b.right <= 0 || b.bottom <= 0 || b.left >= W || b.top >= H) continue;
     const plot = t.closest('.js-plotly-plot') || svg, pb = plot.getBoundingClientRect();
     const x = Math.min(Math.max((b.left + b.right) / 2, 0), W - 1), y = Math.min(Math.max((b.top + b.bottom) / 2, 0), H - 1);
-    const hit = document.elementFromPoint(x, y);
     const frame = {name: where(plot) + ' (its figure)', left: pb.left, top: pb.top, right: pb.right, bottom: pb.bottom};
     const tick = Boolean(t.closest('[class*=tick]')) && !t.closest('.colorbar');
     // the size drawn: Plotly shrinks a bar's label that does not fit by a transform, not by its font size
     const drawn = parseFloat(getComputedStyle(t).fontSize) * Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
     out.push({text: text.slice(0, 40), size: Math.round(drawn * 10) / 10, tick, quads: [quad], frame,
-      where: where(t), hit: own(plot, hit) || own(t, hit), cut: cutBy(b, [frame, ...clips(svg)]), broken: '',
+      where: where(t), hit: seenAt(plot, x, y), cut: cutBy(b, [frame, ...clips(svg)]), broken: '',
       control: t.closest(CONTROL) ? where(t.closest(CONTROL)) : ''}); }
   return out; }"""
 

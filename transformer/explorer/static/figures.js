@@ -163,7 +163,7 @@ export function stepFigure(step, o) {
   const bars = {type: "bar", orientation: "h", x: top.map((x) => x[2]), y: top.map((_, i) => i),
     marker: {color: top.map((x) => (x[0] === rec.token ? "#d62728" : "#1f77b4"))}, customdata: top.map((x) => x[1]),
     hovertemplate: "%{customdata}: %{x:.1%}<extra></extra>", texttemplate: "%{x:.0%}", textposition: "outside",
-    showlegend: false};
+    constraintext: "none", showlegend: false};  // its labels at the figure's size (Plotly shrank them to thin bars)
   const src = view.k;
   const attention = {type: "bar", x: src.label.map((_, i) => i), y: view.z[0] || [], xaxis: "x2", yaxis: "y2",
     marker: {color: "#1f77b4"}, customdata: src.label, hovertemplate: "%{customdata}: %{y:.1%}<extra></extra>",
