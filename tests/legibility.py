@@ -16,7 +16,7 @@ trip over, one line each:
 Run as a script it starts the real app (the shipped checkpoints) and opens each lesson link of docs/teaching.md
 and each app link of README.md in presentation mode:
 
-    python tests/legibility.py [--only NAME ...] [--sizes] [--shots DIR]
+    python tests/legibility.py [--only NAME ...] [--sizes] [--shots DIR] [--app CHECKOUT]
 
 NAME picks the links whose name contains it ("lesson 10", "README: One decoding step"); --sizes adds 1366x768,
 1920x1080 and a resize from 1920x1080 to 1280x720; --shots writes a screenshot of each view into DIR.
@@ -438,7 +438,8 @@ def check_link(page, base: str, link: Link, size: tuple[int, int], resized: bool
     where = f"{link.name} at {width}x{height}" + (" after a resize from 1920x1080" if resized else "")
     open_link(page, base, link, width, height, resized)
     if shots is not None:
-        slug = re.sub(r"[^a-z0-9]+", "-", f"{link.name} {width}x{height}{' resized' if resized else ''}".lower())
+        name = re.sub(r"lesson (\d+)", lambda m: f"lesson {int(m[1]):02d}", link.name)  # in the lesson's order
+        slug = re.sub(r"[^a-z0-9]+", "-", f"{name} {width}x{height}{' resized' if resized else ''}".lower())
         page.screenshot(path=str(shots / f"{slug.strip('-')}.png"))
     return [f"{where}: {p}" for p in problems(page, link.needs)]
 
@@ -455,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.shots:
         Path(args.shots).mkdir(parents=True, exist_ok=True)
     total = 0
-    with running_app(SHIPPED_ENV) as server, sync_playwright() as pw:
+    with running_app(SHIPPED_ENV, app_dir=Path(args.app)) as server, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page()
         page.set_default_timeout(120_000)
@@ -478,6 +479,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="only the links whose name contains this (e.g. 'lesson 10'); may be repeated")
     parser.add_argument("--sizes", action="store_true", help="also 1366x768, 1920x1080 and a resize from 1920x1080")
     parser.add_argument("--shots", help="write a screenshot of each view into this folder")
+    parser.add_argument("--app", default=str(ROOT), help="the checkout whose app.py to start (another version of "
+                                                          "the app, side by side; default: this one)")
     return parser
 
 
