@@ -188,12 +188,11 @@ def drawn_again(page, view: str, resize) -> None:
         page.wait_for_function("(() => { const p = document.querySelector('#tree-plot'), s = p.querySelector('.main-svg');"
                                " return s && Math.abs(s.getBoundingClientRect().width - p.clientWidth) <= 1; })()")
         return
-    before = page.evaluate(f"(() => {{ const t = {EXPLORER}.state.tab; const p = document.querySelector("
-                           "t === 'steps' ? '#step-plot' : '#focus-' + t + ' .plot'); return p.__draw || 0; })()")
+    # the step view's plot too: a check before its redraw read the figure of the size before
+    plot = f"document.querySelector({EXPLORER}.state.tab === 'steps' ? '#step-plot .plot' : '#focus-' + {EXPLORER}.state.tab + ' .plot')"
+    before = page.evaluate(f"{plot}.__draw || 0")
     resize()
-    if view != "steps":
-        page.wait_for_function(f"(() => {{ const p = document.querySelector('#focus-' + {EXPLORER}.state.tab + ' .plot');"
-                               f" return (p.__draw || 0) > {before} && Boolean(p.dataset.drawn); }})()")
+    page.wait_for_function(f"(() => {{ const p = {plot}; return (p.__draw || 0) > {before} && Boolean(p.dataset.drawn); }})()")
     page.wait_for_function(ATTENTION_DRAWN, arg=view == "align")
 
 
