@@ -42,6 +42,7 @@ log = logging.getLogger("legibility")
 TEXT_MIN, TICK_MIN = 16, 14  # px: any visible text; a figure's tick labels (a map's tokens)
 OVERLAP_MIN = 2.0  # px: how deep two outlines must run into each other to count (anti-aliasing, rounding)
 CUT_MIN = 1.5  # px: how far a text may run past its box before it counts as cut
+SCROLL_WAIT_MS = 5000  # how long a region has to start scrolling after a wheel turn or a key (a busy machine)
 APP = "http://127.0.0.1:7860/"
 LESSON, README = ROOT / "docs" / "teaching.md", ROOT / "README.md"
 
@@ -283,14 +284,14 @@ def _moved(page, top: str) -> bool:
     from playwright.sync_api import TimeoutError as Timeout
 
     try:
-        page.wait_for_function(f"{top} > 0", timeout=1500, polling="raf")
+        page.wait_for_function(f"{top} > 0", timeout=SCROLL_WAIT_MS, polling="raf")
         return True
     except Timeout:  # it did not move
         return False
 
 
 def _need_problems(page, needs: tuple[str, ...]) -> list[str]:
-    found = []
+    found, tried = [], {}  # each region's scrolling tried once
     for selector in needs:
         need = page.evaluate(NEED_JS, selector)
         if not need["found"]:
@@ -299,7 +300,9 @@ def _need_problems(page, needs: tuple[str, ...]) -> list[str]:
             if not need["region"] or not need["regionOnScreen"]:
                 found.append(f"off screen: {selector} at {need['box']}, in no region that scrolls on screen")
                 continue
-            by_wheel, by_keys = scrolls(page, need["region"])
+            if need["region"] not in tried:
+                tried[need["region"]] = scrolls(page, need["region"])
+            by_wheel, by_keys = tried[need["region"]]
             if not (by_wheel and by_keys):
                 found.append(f"off screen: {selector} at {need['box']}, in {need['region']}, which scrolls "
                              f"by wheel: {by_wheel}, by keyboard: {by_keys}")
