@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import ROOT, SHIPPED_ENV, shared_app  # noqa: E402
-from test_browser import chromium  # noqa: E402
+from test_browser import chromium, page_at  # noqa: E402
 from test_stage import EXPLORER, open_at, views_drawn  # noqa: E402
 
 pytestmark = pytest.mark.slow  # Chromium: `pytest -m "not slow"` leaves it out
@@ -188,12 +188,11 @@ def drawn_again(page, view: str, resize) -> None:
         page.wait_for_function("(() => { const p = document.querySelector('#tree-plot'), s = p.querySelector('.main-svg');"
                                " return s && Math.abs(s.getBoundingClientRect().width - p.clientWidth) <= 1; })()")
         return
-    before = page.evaluate(f"(() => {{ const t = {EXPLORER}.state.tab; const p = document.querySelector("
-                           "t === 'steps' ? '#step-plot' : '#focus-' + t + ' .plot'); return p.__draw || 0; })()")
+    # the step view's plot too: a check before its redraw read the figure of the size before
+    plot = f"document.querySelector({EXPLORER}.state.tab === 'steps' ? '#step-plot .plot' : '#focus-' + {EXPLORER}.state.tab + ' .plot')"
+    before = page.evaluate(f"{plot}.__draw || 0")
     resize()
-    if view != "steps":
-        page.wait_for_function(f"(() => {{ const p = document.querySelector('#focus-' + {EXPLORER}.state.tab + ' .plot');"
-                               f" return (p.__draw || 0) > {before} && Boolean(p.dataset.drawn); }})()")
+    page.wait_for_function(f"(() => {{ const p = {plot}; return (p.__draw || 0) > {before} && Boolean(p.dataset.drawn); }})()")
     page.wait_for_function(ATTENTION_DRAWN, arg=view == "align")
 
 
@@ -287,3 +286,53 @@ def test_no_control_text_is_cut_off_by_its_box(en_de):
             clipped = page.evaluate(CLIPPED_TEXT)
             assert clipped == [], (present, tab, clipped)
             assert errors == []
+
+
+# ----------------------------------------------------------------------------- what is drawn reads (tests/legibility.py)
+
+# a page with one planted fault of each kind the guard looks for, and a clean text beside them
+PLANTED = """<html><body style="margin:0; font: 20px sans-serif">
+<p id="clean" style="position:absolute; left:600px; top:10px">A clean line</p>
+<p id="a" style="position:absolute; left:10px; top:10px; margin:0">First text here</p>
+<p id="b" style="position:absolute; left:40px; top:14px; margin:0">Second text</p>
+<div id="box" style="position:absolute; left:10px; top:80px; width:60px; overflow:hidden; white-space:nowrap">
+  A sentence cut by its box</div>
+<p id="tiny" style="position:absolute; left:10px; top:130px; font-size:12px">tiny words</p>
+<button id="under" style="position:absolute; left:10px; top:180px; width:120px; height:40px">Press</button>
+<div id="lid" style="position:absolute; left:0; top:170px; width:200px; height:60px; background:#eee"></div>
+<div id="narrow" style="position:absolute; left:300px; top:200px; width:60px; overflow-wrap:anywhere">Presentation</div>
+<p id="below" style="position:absolute; left:10px; top:1400px">What the step needs</p>
+</body></html>"""
+
+
+def test_the_legibility_guard_finds_each_planted_fault_and_nothing_else(en_de):
+    """tests/legibility.py on a page with one fault of each kind: two texts overlapping, a text cut by its box, text
+    under 16 px, a covered button, a word broken across lines, a need below the screen; the clean text is in none."""
+    import legibility
+
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        page.set_content(PLANTED)
+        found = legibility.problems(page, ("#clean", "#below"))
+    kinds = {line.split(":")[0] for line in found}
+    assert kinds == {"overlap", "cut", "small", "covered", "broken word", "off screen"}, found
+    assert not [line for line in found if "clean" in line.lower()], found
+    assert any("First text" in line and "Second text" in line for line in found), found
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", ["README: One decoding step", "lesson 10"])
+def test_step_by_step_and_the_weight_panel_read_from_the_back_of_the_room(en_de, name):
+    """The README's "One decoding step" and lesson link 10 (the weight panel) in presentation mode at 1280x720, as
+    tests/legibility.py reads them: no texts overlapping, none cut, none under 16 px (a tick label 14), no control
+    covered, and what the step needs on the first screen or in a region that scrolls by wheel and by keyboard
+    (the weight panel's five steps)."""
+    import legibility
+
+    link = next(k for k in legibility.all_links() if k.name == name)
+    with chromium() as browser:
+        page, (_, _, errors) = page_at(browser, WIDTH, HEIGHT)
+        legibility.open_link(page, en_de.url, link, WIDTH, HEIGHT)
+        found = legibility.problems(page, link.needs)
+        assert found == [], found
+        assert errors == []

@@ -235,7 +235,9 @@ export function drawStep(root, step) {
   const plot = setMessage(root, "step-plot", null);
   const big = present();
   // down to 250 px, so that on a 720 px screen the chart ends above its bottom edge in the normal page too
-  const figure = stepFigure(step, {big, height: fitToWindow(plot, big ? 480 : 380, 250), measure: labelWidth});
+  // at the width of its place now (a narrow one stacks its two charts: figures.STACK_BELOW)
+  const figure = stepFigure(step, {big, height: fitToWindow(plot, big ? 480 : 380, 250), width: plot.clientWidth,
+    measure: labelWidth});
   const draw = nextDraw(plot);
   withPlotly((plotly) => plotly.react(plot, figure.data, figure.layout, PLOT_CONFIG).then(() => {
     if (plot.__draw === draw) plot.dataset.drawn = String(draw);

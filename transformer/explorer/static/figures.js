@@ -91,8 +91,8 @@ function mapMargins(layout, measure) {
   const title = 12 + lines * 1.3 * (font + 2) + 6;
   const axisTitle = (axis) => (axis.title && axis.title.text ? font * 1.3 + 8 : 0);
   const bar = layout.coloraxis.colorbar;
-  const barTitle = bar.title && bar.title.text ? measure(bar.title.text, font) : 0;
-  const r = 2 * bar.xpad + Math.max(bar.thickness + 6 + measure("100%", font), barTitle) + 4;
+  const barTitle = bar.title && bar.title.text ? 1.3 * font + 4 : 0;  // written upright beside the bar
+  const r = 2 * bar.xpad + bar.thickness + 6 + measure("100%", font) + barTitle + 4;
   return {l: Math.ceil(axisTitle(y) + yw + 8), r: Math.ceil(r), t: Math.ceil(title + axisTitle(x) + xLabels),
     b: layout.margin.b, autoexpand: false};
 }
@@ -123,7 +123,8 @@ export function heatmapFigure(view, zmax, o) {
     yaxis: tokenAxis(view.q.label, {autorange: "reversed", scaleanchor: "x", scaleratio: 1, constrain: "domain",
       title: {text: "query"}, automargin: false}, big),
     coloraxis: {cmin: 0, cmax: zmax, colorscale: o.colorscale,
-      colorbar: {title: {text: measure === "weight" ? "weight" : "norm share"}, tickformat: ".0%", thickness: 14,
+      // the colour bar's title beside it (side "right"): above it, it ran into "100%" and the column labels
+      colorbar: {title: {text: measure === "weight" ? "weight" : "norm share", side: "right"}, tickformat: ".0%", thickness: 14,
         x: 1, xanchor: "left", xpad: 8}},
     height: o.height,
     width: o.width || undefined,  // the width of the place it has now (draw.js redraws on a change of width)
@@ -152,8 +153,9 @@ export function heatmapFigure(view, zmax, o) {
 }
 
 // The decoding step's figure (reference_views.step_figure): the top next tokens as horizontal bars (the chosen
-// one red) beside the step's cross-attention row over the source. `step`: views.stepView's value; `o`: {big,
-// height, measure (a label's width in px; an estimate without it)}. Its margins hold the widest token labels
+// one red) beside the step's cross-attention row over the source (above it, in a place narrower than STACK_BELOW).
+// `step`: views.stepView's value; `o`: {big, height, width (the plot's width in px; none: side by side), measure (a
+// label's width in px; an estimate without it)}. Its margins hold the widest token labels
 // (as a map's do: one Plotly draw, no automargin).
 export function stepFigure(step, o) {
   const {rec, view} = step;
@@ -161,7 +163,7 @@ export function stepFigure(step, o) {
   const bars = {type: "bar", orientation: "h", x: top.map((x) => x[2]), y: top.map((_, i) => i),
     marker: {color: top.map((x) => (x[0] === rec.token ? "#d62728" : "#1f77b4"))}, customdata: top.map((x) => x[1]),
     hovertemplate: "%{customdata}: %{x:.1%}<extra></extra>", texttemplate: "%{x:.0%}", textposition: "outside",
-    showlegend: false};
+    constraintext: "none", showlegend: false};  // its labels at the figure's size (Plotly shrank them to thin bars)
   const src = view.k;
   const attention = {type: "bar", x: src.label.map((_, i) => i), y: view.z[0] || [], xaxis: "x2", yaxis: "y2",
     marker: {color: "#1f77b4"}, customdata: src.label, hovertemplate: "%{customdata}: %{y:.1%}<extra></extra>",
@@ -179,11 +181,72 @@ export function stepFigure(step, o) {
     height: o.height,
   }, fontSize);
   const measure = o.measure || estimateWidth;
-  const widest = (axis) => axis.ticktext.reduce((w, t) => Math.max(w, measure(unescape(t), axis.tickfont.size)), 0);
-  const below = widest(layout.xaxis2) * Math.SQRT1_2 + layout.xaxis2.tickfont.size * Math.SQRT1_2 + 10;
-  layout.margin = {l: Math.ceil(Math.max(70, widest(layout.yaxis) + 14)), r: 30, t: 90,
+  if (o.width) layout.width = o.width;
+  if (o.width && o.width < STACK_BELOW) {
+    stackStep(layout, o.width, measure);
+    return {data: [bars, attention], layout};
+  }
+  const below = widest(layout.xaxis2, measure) * Math.SQRT1_2 + layout.xaxis2.tickfont.size * Math.SQRT1_2 + 10;
+  layout.margin = {l: Math.ceil(Math.max(70, widest(layout.yaxis, measure) + 14)), r: 30, t: 90,
     b: Math.ceil(Math.max(90, below)), autoexpand: false};
   return {data: [bars, attention], layout};
+}
+
+// the widest of an axis's tick labels in px
+const widest = (axis, measure) => axis.ticktext.reduce((w, t) => Math.max(w, measure(unescape(t), axis.tickfont.size)), 0);
+// narrower than this (px), the step's two charts stand one above the other (presentation mode at 1280x720: side by
+// side, their titles ran into each other and their labels collided)
+export const STACK_BELOW = 800;
+// the smallest a step chart's token label gets (px)
+const STEP_LABEL_MIN = 14;
+
+// The step's figure in a narrow place: the title on two lines when it does not fit on one, the top next tokens
+// above, the cross-attention row below across the whole width, each chart under its own title; every margin and
+// label size computed from the width and height, so nothing runs into anything else.
+function stackStep(layout, width, measure) {
+  const font = layout.font.size;
+  const title = layout.title;
+  if (measure(unescape(title.text), title.font.size) > width - 20) title.text = title.text.replace(/ \u00b7 /g, "<br>");
+  const lines = (title.text.match(/<br>/g) || []).length + 1;
+  // Plotly sets a title's first line at its anchor: the lines after it need the room above them
+  title.pad = {t: 12 + (lines - 1) * 1.3 * title.font.size};
+  const panelTitle = 1.3 * font + 8;
+  const top = 12 + lines * 1.3 * title.font.size + 6 + panelTitle;
+  const x2 = layout.xaxis2, y = layout.yaxis, y2 = layout.yaxis2;
+  const axisTitle = 1.3 * font + 8 + measure("100%", font);
+  const left = Math.ceil(Math.max(widest(y, measure) + 14, axisTitle + 10));
+  const plotW = width - left - 30;
+  fitColumns(x2, plotW, font);
+  const below = Math.ceil(widest(x2, measure) * Math.abs(Math.sin(x2.tickangle * Math.PI / 180)) + x2.tickfont.size + 10);
+  layout.margin = {l: left, r: 30, t: Math.ceil(top), b: below, autoexpand: false};
+  // the plot area split: the bars, the probability ticks and the second chart's title, the attention row
+  const area = layout.height - layout.margin.t - below, gap = 2 * font + 6 + panelTitle;
+  const each = Math.max(40, (area - gap) / 2);
+  const rows = y.ticktext.length;
+  y.tickfont = {size: Math.max(STEP_LABEL_MIN, Math.min(font, Math.floor(each / Math.max(rows, 1) / 1.25)))};
+  Object.assign(layout.xaxis, {domain: [0, 1], title: {text: ""}});
+  y.domain = [Math.min(1, 1 - each / area), 1];
+  Object.assign(x2, {domain: [0, 1]});
+  Object.assign(y2, {domain: [0, Math.max(0, each / area)], tickvals: [0, 0.5, 1]});
+  layout.annotations[0] = Object.assign(layout.annotations[0], {x: 0.5, y: 1, yshift: 2,
+    text: `${layout.annotations[0].text}: probability`});
+  // above the row's "100%", which stands half a line over the chart's top
+  layout.annotations[1] = Object.assign(layout.annotations[1], {x: 0.5, y: y2.domain[1], yshift: 0.7 * font});
+}
+
+// a bar chart's column labels fitted to `plotW` px: slanted, or upright when slanted ones would touch, the font
+// down to STEP_LABEL_MIN, then every k-th label only
+function fitColumns(axis, plotW, font) {
+  const n = Math.max(axis.ticktext.length, 1), cell = plotW / n;
+  let size = Math.max(STEP_LABEL_MIN, Math.min(font, Math.floor(cell * Math.SQRT1_2 / 1.25)));
+  axis.tickangle = -45;
+  if (cell * Math.SQRT1_2 < 1.25 * size) {
+    axis.tickangle = -90;
+    size = Math.max(STEP_LABEL_MIN, Math.min(font, Math.floor(cell / 1.25)));
+  }
+  const every = Math.ceil(1.25 * size / (axis.tickangle === -90 ? cell : cell * Math.SQRT1_2));
+  axis.tickfont = {size};
+  if (every > 1) axis.ticktext = axis.ticktext.map((t, i) => (i % every ? "" : t));
 }
 
 // The model view's grid (every layer a row, every head a column) in a canvas `width` px wide: L x H maps of

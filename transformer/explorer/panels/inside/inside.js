@@ -45,15 +45,23 @@ export function initInsidePanel(root, props, watch, trigger) {
   const EMPTY = "Choose a single head (Head 1, Head 2, \u2026), then click a cell of its map: this panel shows how " +
     "that weight is computed.";
   let asked = null;  // the click we wait for
-  // presentation mode lays the panel over the screen's right column, beside the map (explorer.css): nothing to
-  // scroll to there
-  const host = root.closest("#inside") || root;
-  const beside = () => getComputedStyle(host).position === "fixed";
+  // presentation mode puts the panel in the side column's place, beside the map (explorer.css): nothing to scroll
+  // the page to there; "back to the map" closes it there, and the side column comes back
+  const beside = () => getComputedStyle(panel).position === "fixed";
+  const side = document.querySelector("#sidebar");
+  const place = () => panel.style.setProperty("--side-width", `${Math.round(side.getBoundingClientRect().right)}px`);
+  if (side) {
+    new ResizeObserver(place).observe(side);
+    window.addEventListener("resize", place);
+    place();
+  }
   t.$(".back").addEventListener("click", () => {
     // the map of the tab on screen (the other tabs' maps are hidden), and the keyboard on it
     const view = document.querySelector("#explorer [role=tabpanel]:not([hidden]) .focus-row > .view");
+    const wasBeside = beside();
+    if (wasBeside) panel.classList.add("closed");
     if (!view) return;
-    if (!beside()) view.scrollIntoView({behavior: "smooth", block: "start"});
+    if (!wasBeside) view.scrollIntoView({behavior: "smooth", block: "start"});
     const plot = view.querySelector(".plot");
     if (plot) plot.focus({preventScroll: true});
   });
@@ -61,6 +69,7 @@ export function initInsidePanel(root, props, watch, trigger) {
   document.addEventListener("attention-cell", (e) => {
     const cell = e.detail || {};
     asked = cell;
+    panel.classList.remove("closed");
     if (cell.head < 0) {
       t.message("This map is the mean over heads. Choose a single head, then click a cell.");
       return;
@@ -86,24 +95,29 @@ export function initInsidePanel(root, props, watch, trigger) {
     const limit = (a) => Math.max(1e-6, ...a.map(Math.abs));
     const qk = Math.max(limit(v.q), limit(v.k));
     const rows = [`q  query ${t.esc(v.query_token)}`, `k  key ${t.esc(v.key_token)}`];
-    const top = {type: "heatmap", z: [v.q, v.k], x: dims, y: rows, zmid: 0, zmin: -qk, zmax: qk, colorscale: SIGNED, xgap: 1, ygap: 3, hovertemplate: hover, colorbar: {y: 0.78, len: 0.45, thickness: 12}};
+    const top = {type: "heatmap", z: [v.q, v.k], x: dims, y: rows, zmid: 0, zmin: -qk, zmax: qk, colorscale: SIGNED, xgap: 1, ygap: 3, hovertemplate: hover, colorbar: {y: 0.78, len: 0.44, thickness: 12}};
     const p = limit(v.products);
     const prod = {type: "heatmap", z: [v.products], x: dims, y: ["q \u00d7 k"], zmid: 0, zmin: -p, zmax: p,
       colorscale: AGREE, xgap: 1, xaxis: "x2", yaxis: "y2", hovertemplate: hover,
-      colorbar: {y: 0.15, len: 0.35, thickness: 12}};
-    t.react(t.$("#inside-qk"), [top, prod], t.layout({height: t.big() ? 300 : 240,
+      colorbar: {y: 0.2, len: 0.4, thickness: 12}};
+    // each strip's colour bar as tall as its strip, so that its three numbers stay apart
+    t.react(t.$("#inside-qk"), [top, prod], t.layout({height: t.big() ? 320 : 240,
       xaxis: {domain: [0, 1], anchor: "y", showticklabels: false},
-      yaxis: {domain: [0.5, 1], automargin: true, autorange: "reversed"},
+      yaxis: {domain: [0.56, 1], automargin: true, autorange: "reversed"},
       xaxis2: {domain: [0, 1], anchor: "y2", title: {text: `dimension (0 to ${v.d_k - 1})`, standoff: 8},
         automargin: true},
-      yaxis2: {domain: [0, 0.3], automargin: true}}));
+      yaxis2: {domain: [0, 0.4], automargin: true}}));
   }
 
   function bars(div, v, y, what) {
     const color = v.keys.map((_, j) => (!v.allowed[j] ? "#d1d5db" : j === v.key ? "#d62728" : "#1f77b4"));
-    const text = v.keys.map((_, j) => (!v.allowed[j] ? "masked" : what === "weight" ? t.pct(y[j]) : t.fmt(y[j], 2)));
+    // presentation mode labels the clicked key's bar only, in type a room reads (Plotly shrank every label of the
+    // narrow bars to 10 px); hover gives the others
+    const label = (j) => (!v.allowed[j] ? "masked" : what === "weight" ? t.pct(y[j]) : t.fmt(y[j], 2));
+    const text = v.keys.map((_, j) => (t.big() && j !== v.key ? "" : label(j)));
     const trace = {type: "bar", x: v.keys.map((_, j) => j), y, marker: {color,
       pattern: {shape: v.allowed.map((a) => (a ? "" : "/"))}}, text, textposition: "outside", cliponaxis: false,
+      constraintext: t.big() ? "none" : "both",
       customdata: v.keys.map((k, j) => [t.esc(k), v.allowed[j] ? "" : " (masked: the model may not look here)"]),
       hovertemplate: `key %{x}: %{customdata[0]}<br>${what}: %{y:.4f}%{customdata[1]}<extra></extra>`};
     const lay = t.layout({height: t.big() ? 320 : 260, margin: {l: 60, r: 20, t: 20, b: 80}, bargap: 0.25,
@@ -172,7 +186,7 @@ export function initInsidePanel(root, props, watch, trigger) {
     draw(v);
     if (asked && asked.query === v.query && asked.key === v.key) {  // the answer to a click: bring it on screen
       asked = null;
-      if (beside()) host.scrollTop = 0;
+      if (beside()) panel.scrollTop = 0;
       else panel.scrollIntoView({behavior: "smooth", block: "start"});
     }
     panel.__value = v;

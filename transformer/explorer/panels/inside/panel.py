@@ -29,7 +29,9 @@ def _step_heading(text: str) -> str:
 def inside_template() -> str:
     """How one weight is computed, in five steps (each a plot or a sentence, filled by inside.js)."""
     return (
-        '<div class="inside explorer" id="inside-panel" data-ready="empty">'
+        # a region that takes focus: presentation mode shows it beside the map, scrolling on its own (explorer.css)
+        '<div class="inside explorer" id="inside-panel" data-ready="empty" role="region" tabindex="0" '
+        'aria-label="How this weight is computed">'
         # h2 and h3: the page's headings go down one level at a time (the tabs' own are h2), whichever tab is open
         '<h2 class="inside-title">How this weight is computed <button type="button" class="back">\u2191 back to the map'
         '</button></h2>'
