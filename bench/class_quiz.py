@@ -45,9 +45,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from app_server import free_port
+from browser_latency import commit_of
 from load import percentile
 from machine import cpu_model
-from browser_latency import commit_of
 from report import write_result
 
 log = logging.getLogger("class_quiz")
@@ -76,6 +76,7 @@ class App:
     checkpoint: str
     log_path: Path
     process: subprocess.Popen | None = None
+    env: dict[str, str] = field(default_factory=dict)  # added to the app's environment
 
     @property
     def url(self) -> str:
@@ -85,7 +86,7 @@ class App:
         """Start it and wait until the class routes answer: the seconds it took."""
         env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(self.port),
                "TRANSFORMER_CLASS_DB": str(self.db), "TRANSFORMER_CHECKPOINT": self.checkpoint,
-               "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+               "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **self.env}
         started = time.monotonic()
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT,
@@ -220,7 +221,8 @@ def tally_lags(record: Record) -> list[float]:
 
 
 async def teacher_call(client: httpx.AsyncClient, method: str, path: str, teacher: dict) -> dict:
-    response = await client.request(method, path, headers=teacher)
+    body = {} if method == "POST" else None  # state-changing endpoints take JSON only
+    response = await client.request(method, path, headers=teacher, json=body)
     response.raise_for_status()
     return response.json()
 
