@@ -5,8 +5,10 @@ The app runs with TRANSFORMER_TRUST_FORWARDED=1, as behind a Space's proxy, so t
 come from different addresses (each sends its own X-Forwarded-For). In order:
 - `idle`: another user's translations (`/translate`, gradio_client, beam 5) on the idle app: p50/p95;
 - `lecture`: one class of --big students and two of --small at once, each class with its teacher and projector;
-  every student polls its question as the page does (every 1.5 s) and answers each of --questions questions at a
-  random moment of the --answer-window; the projectors poll the tally every second, as board.js does. Measured:
+  the students join within --join-window seconds, connect as the page does and answer each of --questions
+  questions at a random moment of the --answer-window. With --connect stream (the pages' way) every phone and
+  projector follows its stream of changes (Server-Sent Events), polling should it fail (`stream_fallbacks`);
+  with --connect poll they poll as the pages did before (a phone every 1.5 s, a projector every second). Measured:
   answers acknowledged but not counted (`answers_lost`, goal 0), the acknowledgement (`ack_s`, goal p95 <= 0.3 s),
   from an acknowledgement to the first projector poll that counts it (`board_lag_s`, goal max <= 1 s) and the
   other user's translations meanwhile (`translation_s`, goal p95 <= 1.5x idle);
@@ -17,14 +19,17 @@ come from different addresses (each sends its own X-Forwarded-For). In order:
   `stranger_live` is how many live classes the database holds for the stranger (goal <= the per-client cap,
   3), and the app's memory (VmRSS) and the database file (with its -wal) are sampled every second throughout.
 
-Usage: python bench/quiz_space.py [--big 300] [--small 100] [--questions 5] [--answer-window 10]
-                                  [--burst-students 100] [--stranger-s 60] [--json bench/results/quiz_space.json]
+Usage: python bench/quiz_space.py [--big 300] [--small 100] [--questions 5] [--answer-window 10] [--join-window 20]
+                                  [--burst-students 100] [--stranger-s 60] [--connect stream|poll]
+                                  [--json bench/results/quiz_space.json]
 Prints one JSON object.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import json
 import logging
 import os
 import random
@@ -33,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,6 +136,52 @@ class Sizes:
             await asyncio.sleep(1.0)
 
 
+# ----------------------------------------------------------------------------- a page's stream
+
+
+async def read_stream(client: httpx.AsyncClient, path: str, headers: dict, on_view: Callable[[dict], None]) -> None:
+    """A page's stream of changes (events.js): each event's view to `on_view`, until the app ends it; an error
+    (refused, failed) raised."""
+    async with client.stream("GET", path, headers=headers, timeout=httpx.Timeout(30, read=None)) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if line.startswith("event: error"):
+                raise RuntimeError("the stream said error")
+            if line.startswith("data:"):
+                on_view(json.loads(line[5:]))
+
+
+async def follow(client: httpx.AsyncClient, path: str, headers: dict, on_view: Callable[[dict], None],
+                 poll: Callable[[], Awaitable[None]], stop: asyncio.Event, fallbacks: list[str]) -> None:
+    """As the page does: the stream until `stop`; should it fail, `poll()` instead (each fallback noted)."""
+    reading, stopping = asyncio.create_task(read_stream(client, path, headers, on_view)), asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (reading, stopping):
+        task.cancel()
+    if reading in done and not stop.is_set():
+        fallbacks.append(repr(reading.exception()) if not reading.cancelled() else "cancelled")
+        await poll()
+
+
+def on_board(record: Record) -> Callable[[dict], None]:
+    """What the projector records of each view: its time and the count answered, by question."""
+    return lambda view: record.board.setdefault(view["index"], []).append((time.monotonic(), view["answered"]))
+
+
+def connect(students: list[Student], client: httpx.AsyncClient, code: str, teacher: dict, record: Record,
+            stop: asyncio.Event, how: str, fallbacks: list[str]) -> list[asyncio.Task]:
+    """The phones and the projector connected as the pages do: polling (`how` "poll"), or each following its
+    stream and polling should it fail ("stream")."""
+    if how == "poll":
+        tasks = [asyncio.create_task(s.poll(stop)) for s in students]
+        return [*tasks, asyncio.create_task(projector(client, code, teacher, record, stop))]
+    tasks = [asyncio.create_task(follow(s.client, f"/class/api/{code}/events", s.headers, lambda view: None,
+                                        functools.partial(s.poll, stop), stop, fallbacks)) for s in students]
+    board = follow(client, f"/class/api/{code}/board/events", teacher, on_board(record),
+                   functools.partial(projector, client, code, teacher, record, stop), stop, fallbacks)
+    return [*tasks, asyncio.create_task(board)]
+
+
 # ----------------------------------------------------------------------------- a class
 
 
@@ -143,6 +195,11 @@ async def start_class(client: httpx.AsyncClient, sentence: str, ip: str) -> tupl
             time.monotonic() - started)
 
 
+async def join_within(student: Student, seconds: float) -> None:
+    await asyncio.sleep(student.rng.uniform(0, seconds))
+    await student.join()
+
+
 async def one_question(client: httpx.AsyncClient, code: str, teacher: dict, students: list[Student],
                        question: int, window_s: float, record: Record) -> None:
     """Every student answers `question` within the window; the projector polls past the last one; revealed."""
@@ -154,18 +211,18 @@ async def one_question(client: httpx.AsyncClient, code: str, teacher: dict, stud
     await teacher_call(client, "POST", f"/class/api/{code}/reveal", teacher)
 
 
-async def run_class(url: str, n_students: int, questions: int, window_s: float, sentence: str, ip: str,
-                    together: asyncio.Barrier | None = None) -> dict[str, Any]:
-    """A class from start to summary: its students joined and polling, its projector, the questions."""
+async def run_class(url: str, n_students: int, questions: int, window_s: float, join_s: float, sentence: str,
+                    ip: str, how: str, together: asyncio.Barrier | None = None) -> dict[str, Any]:
+    """A class from start to summary: its students joined (within `join_s` seconds, as a room opens the link)
+    and polling, its projector, the questions."""
     record, stop, rng = Record(), asyncio.Event(), random.Random(n_students)
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
         code, teacher, n_questions, start_s = await start_class(client, sentence, ip)
         students = [Student(i, url, code, random.Random(rng.random())) for i in range(n_students)]
-        await asyncio.gather(*(s.join() for s in students))
+        await asyncio.gather(*(join_within(s, join_s) for s in students))
         if together is not None:
             await together.wait()  # every class of the lecture joined: their questions run side by side
-        pollers = [asyncio.create_task(s.poll(stop)) for s in students]
-        pollers.append(asyncio.create_task(projector(client, code, teacher, record, stop)))
+        pollers = connect(students, client, code, teacher, record, stop, how, fallbacks := [])
         for question in range(min(questions, n_questions)):
             if question:
                 await teacher_call(client, "POST", f"/class/api/{code}/next", teacher)
@@ -174,7 +231,7 @@ async def run_class(url: str, n_students: int, questions: int, window_s: float, 
         await asyncio.gather(*pollers)
         final = await teacher_call(client, "GET", f"/class/api/{code}/summary", teacher)
         await asyncio.gather(*(s.client.aclose() for s in students))
-    return {"students": n_students, "start_s": round(start_s, 2), "record": record,
+    return {"students": n_students, "start_s": round(start_s, 2), "record": record, "fallbacks": fallbacks,
             "lost": lost_answers(record, final["questions"])}
 
 
@@ -182,7 +239,8 @@ def class_numbers(result: dict[str, Any]) -> dict[str, Any]:
     record = result["record"]
     return {"students": result["students"], "start_s": result["start_s"], "answers_lost": result["lost"],
             "answers_acknowledged": len(record.acks), "answers_failed": len(record.failed),
-            "failures": record.failed[:5], "ack_s": summary(record.acks), "board_lag_s": summary(tally_lags(record))}
+            "failures": record.failed[:5], "ack_s": summary(record.acks), "board_lag_s": summary(tally_lags(record)),
+            "stream_fallbacks": len(result["fallbacks"]), "stream_failures": result["fallbacks"][:3]}
 
 
 # ----------------------------------------------------------------------------- the phases
@@ -198,9 +256,13 @@ async def lecture(url: str, args: argparse.Namespace, translator: Translator) ->
     """Three classes at once (one of --big, two of --small students), each from its own teacher's address."""
     sizes, stop = (args.big, args.small, args.small), asyncio.Event()
     together = asyncio.Barrier(len(sizes) + 1)
-    classes = [asyncio.create_task(run_class(url, n, args.questions, args.answer_window, SENTENCES[i],
-                                             f"192.0.2.{i + 1}", together)) for i, n in enumerate(sizes)]
-    await together.wait()
+    classes = [asyncio.create_task(run_class(url, n, args.questions, args.answer_window, args.join_window, SENTENCES[i],
+                                             f"192.0.2.{i + 1}", args.connect, together)) for i, n in enumerate(sizes)]
+    waiting = asyncio.ensure_future(together.wait())
+    done, _ = await asyncio.wait([waiting, *classes], return_when=asyncio.FIRST_COMPLETED)
+    for task in done - {waiting}:
+        task.result()  # a class that failed before its questions: its error, not a wait for ever
+    await waiting
     translating = asyncio.create_task(translator.now_and_then("lecture", stop))
     results = await asyncio.gather(*classes)
     stop.set()
@@ -218,8 +280,8 @@ async def burst(url: str, args: argparse.Namespace, translator: Translator) -> d
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
         code, teacher, n_questions, _ = await start_class(client, SENTENCES[3], "192.0.2.9")
         students = [Student(i, url, code, random.Random(rng.random())) for i in range(args.burst_students)]
-        await asyncio.gather(*(s.join() for s in students))
-        pollers = [asyncio.create_task(s.poll(stop)) for s in students]
+        await asyncio.gather(*(join_within(s, args.join_window) for s in students))
+        pollers = connect(students, client, code, teacher, Record(), stop, args.connect, fallbacks := [])
         for question in range(n_questions):
             if question:
                 await teacher_call(client, "POST", f"/class/api/{code}/next", teacher)
@@ -234,7 +296,8 @@ async def burst(url: str, args: argparse.Namespace, translator: Translator) -> d
         await asyncio.gather(*pollers)
         final = await teacher_call(client, "GET", f"/class/api/{code}/summary", teacher)
         await asyncio.gather(*(s.client.aclose() for s in students))
-    return {"students": args.burst_students, "bursts": n_questions, "answers_acknowledged": len(record.acks),
+    return {"students": args.burst_students, "bursts": n_questions, "stream_fallbacks": len(fallbacks),
+            "answers_acknowledged": len(record.acks),
             "answers_lost": lost_answers(record, final["questions"]), "answers_failed": len(record.failed),
             "ack_s": summary(record.acks)}
 
@@ -311,7 +374,8 @@ def report(args: argparse.Namespace, out: dict[str, Any]) -> dict[str, Any]:
            "burst_translation_p95_s": burst_s["p95"] is not None and burst_s["p95"] <= GOALS["burst_translation_p95_s"],
            "teacher_start_s": s["teacher_start_s"] <= GOALS["teacher_start_s"],
            "stranger_live_max": s["stranger_live"] is not None and s["stranger_live"] <= GOALS["stranger_live_max"]}
-    return {"bench": "quiz_space", "cpu": cpu_model(), "cores": os.cpu_count(), "goals": GOALS, "met": met,
+    return {"bench": "quiz_space", "cpu": cpu_model(), "cores": os.cpu_count(), "connect": args.connect,
+            "goals": GOALS, "met": met,
             "idle": {"translation_s": idle_s},
             "lecture": {"students": args.big + 2 * args.small, "questions": args.questions,
                         "answer_window_s": args.answer_window, "answers_lost": lec["lost"],
@@ -330,7 +394,10 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=100, help="students of each of its two small classes")
     parser.add_argument("--questions", type=int, default=5)
     parser.add_argument("--answer-window", type=float, default=10.0, help="seconds in which every student answers")
+    parser.add_argument("--join-window", type=float, default=20.0, help="seconds in which a class's students join")
     parser.add_argument("--burst-students", type=int, default=100)
+    parser.add_argument("--connect", choices=("stream", "poll"), default="stream",
+                        help="how the pages hear of changes: their stream (polling should it fail), or polling only")
     parser.add_argument("--idle-translations", type=int, default=20)
     parser.add_argument("--stranger-s", type=float, default=60.0)
     parser.add_argument("--stranger-workers", type=int, default=4)
