@@ -56,6 +56,9 @@ SENTENCE = "The tired farmer sold three brown cows at the market yesterday."  # 
 OTHER_USER = ["A small boat waits by the old stone bridge.", "My brother cooks soup for his friends on Fridays.",
               "The children painted the garden wall in bright colours."]  # my own
 STUDENT_POLL_S, BOARD_POLL_S = 1.5, 1.0
+# idle connections dropped before the server's keep-alive (uvicorn: 5 s) closes them: a request sent on a
+# connection the server is closing fails (a browser sends it again; httpx does not)
+LIMITS = httpx.Limits(keepalive_expiry=4.0)
 
 
 def summary(values: list[float]) -> dict[str, Any]:
@@ -136,7 +139,7 @@ class Student:
 
     def __init__(self, number: int, base: str, code: str, rng: random.Random):
         self.number, self.code, self.rng = number, code, rng
-        self.client = httpx.AsyncClient(base_url=base, timeout=30)
+        self.client = httpx.AsyncClient(base_url=base, timeout=30, limits=LIMITS)
         self.headers: dict[str, str] = {}
 
     async def join(self) -> None:
@@ -260,7 +263,7 @@ async def run_class(app: App, args: argparse.Namespace, up: threading.Event, rec
     """Start a class, join the students, run the questions (the app killed and restarted in the middle of
     question --restart-after + 1, after its answers), the summary."""
     rng = random.Random(0)
-    async with httpx.AsyncClient(base_url=app.url, timeout=120) as client:
+    async with httpx.AsyncClient(base_url=app.url, timeout=120, limits=LIMITS) as client:
         created_at = time.monotonic()
         response = await client.post("/class/api/classes", json={"sentence": SENTENCE})
         response.raise_for_status()

@@ -51,6 +51,7 @@ from app_server import free_port
 from browser_latency import commit_of
 from class_quiz import (
     BOARD_POLL_S,
+    LIMITS,
     OTHER_USER,
     App,
     Record,
@@ -216,7 +217,7 @@ async def run_class(url: str, n_students: int, questions: int, window_s: float, 
     """A class from start to summary: its students joined (within `join_s` seconds, as a room opens the link)
     and polling, its projector, the questions."""
     record, stop, rng = Record(), asyncio.Event(), random.Random(n_students)
-    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=LIMITS) as client:
         code, teacher, n_questions, start_s = await start_class(client, sentence, ip)
         students = [Student(i, url, code, random.Random(rng.random())) for i in range(n_students)]
         await asyncio.gather(*(join_within(s, join_s) for s in students))
@@ -258,11 +259,11 @@ async def lecture(url: str, args: argparse.Namespace, translator: Translator) ->
     together = asyncio.Barrier(len(sizes) + 1)
     classes = [asyncio.create_task(run_class(url, n, args.questions, args.answer_window, args.join_window, SENTENCES[i],
                                              f"192.0.2.{i + 1}", args.connect, together)) for i, n in enumerate(sizes)]
-    waiting = asyncio.ensure_future(together.wait())
-    done, _ = await asyncio.wait([waiting, *classes], return_when=asyncio.FIRST_COMPLETED)
-    for task in done - {waiting}:
+    all_joined = asyncio.ensure_future(together.wait())
+    done, _ = await asyncio.wait([all_joined, *classes], return_when=asyncio.FIRST_COMPLETED)
+    for task in done - {all_joined}:
         task.result()  # a class that failed before its questions: its error, not a wait for ever
-    await waiting
+    await all_joined
     translating = asyncio.create_task(translator.now_and_then("lecture", stop))
     results = await asyncio.gather(*classes)
     stop.set()
@@ -277,7 +278,7 @@ async def lecture(url: str, args: argparse.Namespace, translator: Translator) ->
 async def burst(url: str, args: argparse.Namespace, translator: Translator) -> dict[str, Any]:
     """A class whose --burst-students answer each question within 1 s, the other user translating meanwhile."""
     record, stop, rng = Record(), asyncio.Event(), random.Random(5)
-    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=LIMITS) as client:
         code, teacher, n_questions, _ = await start_class(client, SENTENCES[3], "192.0.2.9")
         students = [Student(i, url, code, random.Random(rng.random())) for i in range(args.burst_students)]
         await asyncio.gather(*(join_within(s, args.join_window) for s in students))
@@ -320,7 +321,7 @@ async def stranger(url: str, args: argparse.Namespace, db: Path) -> dict[str, An
             if response.status_code == 200:
                 codes.append(response.json()["code"])
 
-    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=LIMITS) as client:
         await asyncio.gather(*(worker(client, n) for n in range(args.stranger_workers)))
         _, _, _, teacher_s = await start_class(client, SENTENCES[4], TEACHER)  # a new quiz: the model runs
     return {"seconds": args.stranger_s, "workers": args.stranger_workers, "requests": sum(statuses.values()),
