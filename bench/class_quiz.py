@@ -128,7 +128,7 @@ class App:
 class Record:
     acks: list[float] = field(default_factory=list)  # seconds from send to 200
     acked: dict[int, set[int]] = field(default_factory=dict)  # question -> students whose answer was acknowledged
-    ack_times: dict[int, list[float]] = field(default_factory=dict)  # question -> monotonic time of each ack
+    ack_times: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # question -> (sent, acked) times
     failed: list[str] = field(default_factory=list)
     board: dict[int, list[tuple[float, int]]] = field(default_factory=dict)  # question -> (time, answered)
     translations: list[float] = field(default_factory=list)
@@ -172,7 +172,7 @@ class Student:
         done = time.monotonic()
         record.acks.append(done - sent)
         record.acked.setdefault(question, set()).add(self.number)
-        record.ack_times.setdefault(question, []).append(done)
+        record.ack_times.setdefault(question, []).append((sent, done))
 
 
 async def projector(client: httpx.AsyncClient, code: str, teacher: dict, record: Record, stop: asyncio.Event) -> None:
@@ -212,14 +212,16 @@ def other_user(url: str, record: Record, stop: threading.Event, up: threading.Ev
 
 
 def tally_lags(record: Record) -> list[float]:
-    """Per acknowledged answer: seconds until the first projector poll, arriving after it, that counts it (the
-    k-th acknowledgement of a question is counted by a poll that reads at least k answers)."""
+    """Per acknowledged answer: seconds from its acknowledgement until the projector showed it. The k-th
+    acknowledgement of a question is shown by the first view of it, arriving after the answer was sent, that counts
+    at least k answers (0 when that view arrived before the acknowledgement: the phone and the projector are two
+    connections, and either may be read first)."""
     lags = []
     for question, times in record.ack_times.items():
         polls = record.board.get(question, [])
-        for k, acked in enumerate(sorted(times), start=1):
-            seen = next((t for t, answered in polls if t >= acked and answered >= k), None)
-            lags.append(seen - acked if seen is not None else float("inf"))
+        for k, (sent, acked) in enumerate(sorted(times, key=lambda pair: pair[1]), start=1):
+            seen = next((t for t, answered in polls if t >= sent and answered >= k), None)
+            lags.append(max(seen - acked, 0.0) if seen is not None else float("inf"))
     return lags
 
 

@@ -17,7 +17,8 @@ come from different addresses (each sends its own X-Forwarded-For). In order:
 - `stranger`: one address starting classes as fast as --stranger-workers requests at a time allow for
   --stranger-s seconds; then a teacher from another address starts a class (`teacher_start_s`, goal <= 2 s).
   `stranger_live` is how many live classes the database holds for the stranger (goal <= the per-client cap,
-  3), and the app's memory (VmRSS) and the database file (with its -wal) are sampled every second throughout.
+  3), and the app's memory (VmRSS) and the database file (with its -wal) are sampled every second throughout;
+  the other user translates meanwhile (`translation_s`).
 
 Usage: python bench/quiz_space.py [--big 300] [--small 100] [--questions 5] [--answer-window 10] [--join-window 20]
                                   [--burst-students 100] [--stranger-s 60] [--connect stream|poll]
@@ -303,7 +304,7 @@ async def burst(url: str, args: argparse.Namespace, translator: Translator) -> d
             "ack_s": summary(record.acks)}
 
 
-async def stranger(url: str, args: argparse.Namespace, db: Path) -> dict[str, Any]:
+async def stranger(url: str, args: argparse.Namespace, db: Path, translator: Translator) -> dict[str, Any]:
     """One address starting classes for --stranger-s seconds, --stranger-workers requests at a time; then a
     teacher from another address."""
     statuses: dict[str, int] = {}
@@ -322,7 +323,11 @@ async def stranger(url: str, args: argparse.Namespace, db: Path) -> dict[str, An
                 codes.append(response.json()["code"])
 
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=LIMITS) as client:
+        stop = asyncio.Event()
+        translating = asyncio.create_task(translator.now_and_then("stranger", stop))
         await asyncio.gather(*(worker(client, n) for n in range(args.stranger_workers)))
+        stop.set()
+        await translating
         _, _, _, teacher_s = await start_class(client, SENTENCES[4], TEACHER)  # a new quiz: the model runs
     return {"seconds": args.stranger_s, "workers": args.stranger_workers, "requests": sum(statuses.values()),
             "statuses": statuses, "started": len(codes), "stranger_live": live_classes(db, codes),
@@ -353,7 +358,7 @@ async def run(app: App, args: argparse.Namespace) -> dict[str, Any]:
     burst_result = await burst(app.url, args, translator)
     log.info("burst done")
     before_stranger = len(sizes.rss_mb)
-    stranger_result = await stranger(app.url, args, app.db)
+    stranger_result = await stranger(app.url, args, app.db, translator)
     stop.set()
     await watching
     return {"translator": translator, "lecture": lectured, "burst": burst_result, "stranger": stranger_result,
@@ -362,7 +367,7 @@ async def run(app: App, args: argparse.Namespace) -> dict[str, Any]:
 
 def report(args: argparse.Namespace, out: dict[str, Any]) -> dict[str, Any]:
     t, lec, sizes = out["translator"], out["lecture"], out["sizes"]
-    idle_s, lecture_s, burst_s = (summary(t.times.get(p, [])) for p in ("idle", "lecture", "burst"))
+    idle_s, lecture_s, burst_s, stranger_s = (summary(t.times.get(p, [])) for p in ("idle", "lecture", "burst", "stranger"))
     ratio = round(lecture_s["p95"] / idle_s["p95"], 2) if lecture_s["p95"] and idle_s["p95"] else None
     acks, lags = summary(lec["acks"]), summary(lec["board_lags"])
     before = out["before_stranger"]
@@ -384,7 +389,7 @@ def report(args: argparse.Namespace, out: dict[str, Any]) -> dict[str, Any]:
                         "board_lag_p95_s": lags["p95"], "translation_s": lecture_s,
                         "translation_p95_vs_idle": ratio, "classes": lec["classes"]},
             "burst": {**out["burst"], "translation_s": burst_s},
-            "stranger": {**s, **stranger_sizes},
+            "stranger": {**s, **stranger_sizes, "translation_s": stranger_s},
             "app": {"rss_mb_max": max(sizes.rss_mb), "db_mb_max": max(sizes.db_mb)},
             "translation_failures": t.failed[:5]}
 
