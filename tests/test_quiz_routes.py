@@ -328,6 +328,9 @@ def test_model_work_waiting_is_bounded_per_client_and_in_all(server):
         finally:
             GO.set()
         assert [w.result(timeout=30).status_code for w in waiting] == [200, 200]
+    # the start refused while two were being made does not count: the client's other starts are all there
+    more = [client.post("/class/api/classes", json={"sentence": "Two owls."}, headers=one) for _ in range(START_LIMIT - 1)]
+    assert [r.status_code for r in more] == [200] * (START_LIMIT - 2) + [429], more[-1].text
 
 
 def test_the_forwarded_address_counts_only_where_a_proxy_sets_it(monkeypatch):

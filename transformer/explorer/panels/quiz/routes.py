@@ -479,10 +479,10 @@ class ClassRoutes:
         if not available:  # said before the model works for nothing
             raise StoreFailed(why)
         owner = self.owner(request)
-        if not self.starts.allow(owner):
-            raise TooMany(f"You started {START_LIMIT} classes in the last few minutes: wait a little.")
         try:
-            with self.work.slot(owner):
+            with self.work.slot(owner):  # first: a start refused while earlier ones are being made is not counted
+                if not self.starts.allow(owner):
+                    raise TooMany(f"You started {START_LIMIT} classes in the last few minutes: wait a little.")
                 questions = await run_in_threadpool(self.make_quiz, body)
         except SpecError as err:
             raise BadRequest(str(err)) from None
