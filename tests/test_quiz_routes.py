@@ -220,6 +220,25 @@ def test_a_stream_is_refused_with_json_where_a_poll_would_be(server):
         assert client.get(f"/class/api/{code}/question", headers=student).status_code == 200
 
 
+def stream_status(base: str, path: str, headers: dict) -> int:
+    """The status a stream opens with (closed at once, as a page that goes away)."""
+    with httpx.Client(base_url=base, timeout=10) as own, own.stream("GET", path, headers=headers) as response:
+        return response.status_code
+
+
+def test_a_page_that_goes_away_gives_its_stream_back(server):
+    client, _ = server
+    code = start(client)[0]
+    student, base, path = join(client, code), str(client.base_url), f"/class/api/{code}/events"
+    with events(base, path, student) as one, events(base, path, student) as two:
+        assert one.next()[0] == two.next()[0] == "message"
+        assert stream_status(base, path, student) == 429
+    deadline = time.monotonic() + 10  # the server hears both go when their connections close
+    while stream_status(base, path, student) == 429 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stream_status(base, path, student) == 200
+
+
 def test_streams_are_bounded_per_client_and_in_all_and_a_closed_one_frees_its_place():
     streams = Streams(total=3, per_client=2)
     first = streams.open("a")
