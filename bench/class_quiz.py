@@ -45,9 +45,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from app_server import free_port
+from browser_latency import commit_of
 from load import percentile
 from machine import cpu_model
-from browser_latency import commit_of
 from report import write_result
 
 log = logging.getLogger("class_quiz")
@@ -56,6 +56,9 @@ SENTENCE = "The tired farmer sold three brown cows at the market yesterday."  # 
 OTHER_USER = ["A small boat waits by the old stone bridge.", "My brother cooks soup for his friends on Fridays.",
               "The children painted the garden wall in bright colours."]  # my own
 STUDENT_POLL_S, BOARD_POLL_S = 1.5, 1.0
+# idle connections dropped before the server's keep-alive (uvicorn: 5 s) closes them: a request sent on a
+# connection the server is closing fails (a browser sends it again; httpx does not)
+LIMITS = httpx.Limits(keepalive_expiry=4.0)
 
 
 def summary(values: list[float]) -> dict[str, Any]:
@@ -76,6 +79,7 @@ class App:
     checkpoint: str
     log_path: Path
     process: subprocess.Popen | None = None
+    env: dict[str, str] = field(default_factory=dict)  # added to the app's environment
 
     @property
     def url(self) -> str:
@@ -85,7 +89,7 @@ class App:
         """Start it and wait until the class routes answer: the seconds it took."""
         env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(self.port),
                "TRANSFORMER_CLASS_DB": str(self.db), "TRANSFORMER_CHECKPOINT": self.checkpoint,
-               "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+               "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **self.env}
         started = time.monotonic()
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT,
@@ -124,7 +128,7 @@ class App:
 class Record:
     acks: list[float] = field(default_factory=list)  # seconds from send to 200
     acked: dict[int, set[int]] = field(default_factory=dict)  # question -> students whose answer was acknowledged
-    ack_times: dict[int, list[float]] = field(default_factory=dict)  # question -> monotonic time of each ack
+    ack_times: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # question -> (sent, acked) times
     failed: list[str] = field(default_factory=list)
     board: dict[int, list[tuple[float, int]]] = field(default_factory=dict)  # question -> (time, answered)
     translations: list[float] = field(default_factory=list)
@@ -135,7 +139,7 @@ class Student:
 
     def __init__(self, number: int, base: str, code: str, rng: random.Random):
         self.number, self.code, self.rng = number, code, rng
-        self.client = httpx.AsyncClient(base_url=base, timeout=30)
+        self.client = httpx.AsyncClient(base_url=base, timeout=30, limits=LIMITS)
         self.headers: dict[str, str] = {}
 
     async def join(self) -> None:
@@ -168,7 +172,7 @@ class Student:
         done = time.monotonic()
         record.acks.append(done - sent)
         record.acked.setdefault(question, set()).add(self.number)
-        record.ack_times.setdefault(question, []).append(done)
+        record.ack_times.setdefault(question, []).append((sent, done))
 
 
 async def projector(client: httpx.AsyncClient, code: str, teacher: dict, record: Record, stop: asyncio.Event) -> None:
@@ -208,19 +212,22 @@ def other_user(url: str, record: Record, stop: threading.Event, up: threading.Ev
 
 
 def tally_lags(record: Record) -> list[float]:
-    """Per acknowledged answer: seconds until the first projector poll, arriving after it, that counts it (the
-    k-th acknowledgement of a question is counted by a poll that reads at least k answers)."""
+    """Per acknowledged answer: seconds from its acknowledgement until the projector showed it. The k-th
+    acknowledgement of a question is shown by the first view of it, arriving after the answer was sent, that counts
+    at least k answers (0 when that view arrived before the acknowledgement: the phone and the projector are two
+    connections, and either may be read first)."""
     lags = []
     for question, times in record.ack_times.items():
         polls = record.board.get(question, [])
-        for k, acked in enumerate(sorted(times), start=1):
-            seen = next((t for t, answered in polls if t >= acked and answered >= k), None)
-            lags.append(seen - acked if seen is not None else float("inf"))
+        for k, (sent, acked) in enumerate(sorted(times, key=lambda pair: pair[1]), start=1):
+            seen = next((t for t, answered in polls if t >= sent and answered >= k), None)
+            lags.append(max(seen - acked, 0.0) if seen is not None else float("inf"))
     return lags
 
 
 async def teacher_call(client: httpx.AsyncClient, method: str, path: str, teacher: dict) -> dict:
-    response = await client.request(method, path, headers=teacher)
+    body = {} if method == "POST" else None  # state-changing endpoints take JSON only
+    response = await client.request(method, path, headers=teacher, json=body)
     response.raise_for_status()
     return response.json()
 
@@ -258,7 +265,7 @@ async def run_class(app: App, args: argparse.Namespace, up: threading.Event, rec
     """Start a class, join the students, run the questions (the app killed and restarted in the middle of
     question --restart-after + 1, after its answers), the summary."""
     rng = random.Random(0)
-    async with httpx.AsyncClient(base_url=app.url, timeout=120) as client:
+    async with httpx.AsyncClient(base_url=app.url, timeout=120, limits=LIMITS) as client:
         created_at = time.monotonic()
         response = await client.post("/class/api/classes", json={"sentence": SENTENCE})
         response.raise_for_status()

@@ -50,6 +50,7 @@ COMMANDS = {
     "test_suite": "python bench/test_suite.py",
     "cpu_class": "python bench/cpu_class.py",
     "class_quiz": "python bench/class_quiz.py --students 100 --questions 5 --restart-after 2 --store",
+    "quiz_space": "python bench/quiz_space.py --connect stream",
     "load": "python bench/load.py --clients 30 --requests 3 --sequential 20 --checkpoint checkpoints/en-de",
     "thread_pools": "python bench/thread_pools.py --checkpoint checkpoints/en-de --threads 2 --repeats 10",
     "train_throughput": "python bench/train_throughput.py --threads 2 --rounds 3 --steps 4 --max-tokens 4096 "

@@ -279,3 +279,32 @@ def test_the_lessons_quiz_is_what_the_app_asks(real_app):
     for link, (word, head, top, weight) in zip(links[2:], listed):
         one = httpx.get(real_app + link.replace("/class/practice", "/class/api/practice"), timeout=120).json()
         assert [said(q) for q in one["questions"]] == [(word, head, top, weight)]
+
+
+def started_class(url: str) -> tuple[str, dict]:
+    import httpx
+
+    created = httpx.post(f"{url}/class/api/classes", json={"sentence": "Two owls watch the moon ."}, timeout=30).json()
+    return created["code"], {"X-Teacher-Token": created["teacher_token"]}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("stream", ["followed", "refused"])
+def test_a_phone_hears_the_next_question_by_its_stream_or_else_by_polling(url, stream):
+    """The page follows the app's stream of changes and asks nothing while it lasts; where the stream cannot be
+    had (a proxy refusing it here) the page polls, and the next question shows either way."""
+    import httpx
+
+    code, teacher = started_class(url)
+    with chromium() as browser:
+        phone = browser.new_context(**PHONE).new_page()
+        phone.set_default_timeout(TIMEOUT_MS)
+        if stream == "refused":
+            phone.route("**/events", lambda route: route.fulfill(status=502, body="bad gateway"))
+        asked = []
+        phone.on("request", lambda r: asked.append(r.url) if r.url.endswith("/question") else None)
+        phone.goto(f"{url}/class/{code}")
+        phone.wait_for_selector("body[data-question='0']")
+        assert httpx.post(f"{url}/class/api/{code}/next", json={}, headers=teacher, timeout=30).status_code == 200
+        phone.wait_for_selector("body[data-question='1']")
+        assert (asked == []) == (stream == "followed"), asked

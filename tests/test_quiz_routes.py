@@ -11,7 +11,9 @@ import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import gradio as gr
@@ -32,7 +34,8 @@ from transformer.explorer.panels.quiz.routes import (
     request_base,
     trusted_proxies,
 )
-from transformer.explorer.panels.quiz.store import MAX_LIVE_PER_OWNER, ClassStore
+from transformer.explorer.panels.quiz.store import MAX_LIVE_PER_OWNER, ClassStore, TooMany
+from transformer.explorer.panels.quiz.stream import Streams
 
 QUIZ_DIR = Path(__file__).resolve().parents[1] / "transformer" / "explorer" / "panels" / "quiz"
 SRC = ["▁Two", "▁owls", "▁watch", "▁the", "▁moon", ".", "<eos>"]
@@ -151,6 +154,107 @@ def test_a_whole_class_over_http(server):
     assert summary[0]["missed_share"] == pytest.approx(1 / 3, abs=1e-3)
 
 
+class EventReader:
+    """A page's stream of changes (GET .../events) read over real HTTP: each Server-Sent Event's name and JSON."""
+
+    def __init__(self, response: httpx.Response):
+        self.response, self.lines = response, response.iter_lines()
+
+    def next(self) -> tuple[str, dict]:
+        name, data = "message", []
+        for line in self.lines:
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].strip())
+            elif not line and data:
+                return name, json.loads("\n".join(data))
+        raise EOFError("the stream ended")
+
+
+@contextmanager
+def events(base: str, path: str, headers: dict) -> Iterator[EventReader]:
+    with httpx.Client(base_url=base, timeout=10) as own, own.stream("GET", path, headers=headers) as response:
+        assert response.status_code == 200, response.read()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        yield EventReader(response)
+
+
+def test_a_student_and_the_board_hear_each_change_as_it_happens(server):
+    """The question and the tally pushed over Server-Sent Events: the view at once, then each change (a join
+    and an answer to the board, a reveal and a next to everyone), and the stream ends with the class."""
+    client, _ = server
+    code, teacher = start(client)
+    student, base = join(client, code), str(client.base_url)
+    with events(base, f"/class/api/{code}/events", student) as phone, \
+            events(base, f"/class/api/{code}/board/events", teacher) as board:
+        assert phone.next()[1]["index"] == 0 and board.next()[1]["students"] == 1
+        join(client, code)
+        assert board.next()[1]["students"] == 2
+        client.post(f"/class/api/{code}/answer", json={"question": 0, "words": [1]}, headers=student)
+        assert board.next()[1]["answered"] == 1
+        client.post(f"/class/api/{code}/reveal", json={}, headers=teacher)
+        seen = phone.next()[1]
+        assert seen["revealed"] and seen["my_answer"] == [1] and seen["question"]["answers"] == [0]
+        assert board.next()[1]["revealed"]
+        for _ in range(3):
+            client.post(f"/class/api/{code}/next", json={}, headers=teacher)
+        views = [phone.next()[1] for _ in range(3)]
+        assert [v["index"] for v in views] == [1, 2, 2] and views[-1]["finished"]
+        with pytest.raises(EOFError):
+            phone.next()  # finished: the app closes it
+
+
+def test_a_stream_is_refused_with_json_where_a_poll_would_be(server):
+    client, _ = server
+    code = start(client)[0]
+    base = str(client.base_url)
+    assert "joined" in error(client.get(f"/class/api/{code}/events", headers={"X-Student-Token": "x" * 32}), 403)
+    assert "Only the teacher" in error(client.get(f"/class/api/{code}/board/events", headers={"X-Teacher-Token": "y" * 32}), 403)
+    assert error(client.get("/class/api/ABCDEF/events", headers=join(client, code)), 404)
+    student = join(client, code)
+    with events(base, f"/class/api/{code}/events", student) as one, events(base, f"/class/api/{code}/events", student):
+        assert one.next()[1]["index"] == 0
+        refused = client.get(f"/class/api/{code}/events", headers=student)
+        assert "elsewhere" in error(refused, 429)  # a third for one token: the page polls instead
+        assert client.get(f"/class/api/{code}/question", headers=student).status_code == 200
+
+
+def stream_status(base: str, path: str, headers: dict) -> int:
+    """The status a stream opens with (closed at once, as a page that goes away)."""
+    with httpx.Client(base_url=base, timeout=10) as own, own.stream("GET", path, headers=headers) as response:
+        return response.status_code
+
+
+def test_a_page_that_goes_away_gives_its_stream_back(server):
+    client, _ = server
+    code = start(client)[0]
+    student, base, path = join(client, code), str(client.base_url), f"/class/api/{code}/events"
+    with events(base, path, student) as one, events(base, path, student) as two:
+        assert one.next()[0] == two.next()[0] == "message"
+        assert stream_status(base, path, student) == 429
+    deadline = time.monotonic() + 10  # the server hears both go when their connections close
+    while stream_status(base, path, student) == 429 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stream_status(base, path, student) == 200
+
+
+def test_streams_are_bounded_per_client_and_in_all_and_a_closed_one_frees_its_place():
+    streams = Streams(total=3, per_client=2)
+    first = streams.open("a")
+    streams.open("a")
+    with pytest.raises(TooMany, match="elsewhere"):
+        streams.open("a")
+    streams.open("b")
+    with pytest.raises(TooMany, match="Many pages"):
+        streams.open("c")
+    first()
+    first()  # counted once, however often it is called
+    assert streams.count == 2
+    streams.open("c")
+    assert streams.count == 3
+
+
 def test_a_body_that_is_not_json_is_415_and_changes_nothing(server):
     """What a cross-site form can send (a form, plain text, nothing at all) never reaches a state-changing
     endpoint: only a JSON body, which another site's page cannot send without asking first."""
@@ -243,6 +347,9 @@ def test_model_work_waiting_is_bounded_per_client_and_in_all(server):
         finally:
             GO.set()
         assert [w.result(timeout=30).status_code for w in waiting] == [200, 200]
+    # the start refused while two were being made does not count: the client's other starts are all there
+    more = [client.post("/class/api/classes", json={"sentence": "Two owls."}, headers=one) for _ in range(START_LIMIT - 1)]
+    assert [r.status_code for r in more] == [200] * (START_LIMIT - 2) + [429], more[-1].text
 
 
 def test_the_forwarded_address_counts_only_where_a_proxy_sets_it(monkeypatch):

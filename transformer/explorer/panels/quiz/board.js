@@ -2,6 +2,8 @@
 // Reveal and Next, the summary at the end. The teacher's token stays in this tab (sessionStorage), never in a
 // URL. Every text is written with textContent.
 
+import { follow } from "./events.js";
+
 const POLL_MS = 1000;
 const $ = (id) => document.getElementById(id);
 const state = { code: "", token: "", view: null, model: "" };
@@ -72,14 +74,17 @@ function render(view) {
   $("next").textContent = view.index + 1 >= view.count ? "Finish" : "Next question";
 }
 
+async function show(view) {
+  const finishedNow = view.finished && !(state.view && state.view.finished);
+  state.view = view;
+  render(view);
+  if (finishedNow) await renderSummary();
+  $("error").textContent = "";
+}
+
 async function refresh() {
   try {
-    const view = await api(`${state.code}/board`);
-    const finishedNow = view.finished && !(state.view && state.view.finished);
-    state.view = view;
-    render(view);
-    if (finishedNow) await renderSummary();
-    $("error").textContent = "";
+    await show(await api(`${state.code}/board`));
   } catch (err) {
     $("error").textContent = err.message;
   }
@@ -88,6 +93,12 @@ async function refresh() {
 async function poll() {
   await refresh();
   setTimeout(poll, POLL_MS);
+}
+
+// the tally pushed by the app as answers come; asked every POLL_MS when the stream cannot be had
+function listenOrPoll() {
+  const finished = () => Boolean(state.view && state.view.finished);
+  follow(`/class/api/${state.code}/board/events`, { "X-Teacher-Token": state.token }, show, () => !finished(), poll);
 }
 
 function showRoom(joinUrl, note, reachable) {
@@ -125,7 +136,7 @@ async function startClass(event) {
     sessionStorage.setItem("quiz-teacher", JSON.stringify({ ...body, teacher_token: state.token }));
     showRoom(body.join_url, body.note, body.reachable);
     $("error").textContent = "";
-    poll();
+    listenOrPoll();
   } catch (err) {
     $("error").textContent = err.message;
   }
@@ -161,7 +172,7 @@ function start() {
   if (saved) {
     Object.assign(state, { code: saved.code, token: saved.teacher_token });
     showRoom(saved.join_url, saved.note, saved.reachable);
-    poll();
+    listenOrPoll();
   }
 }
 

@@ -3,6 +3,8 @@
 // guess (nothing is sent back). Every text is written with textContent (nothing a server or another student
 // sends is ever read as HTML). No build step.
 
+import { follow } from "./events.js";
+
 const POLL_MS = 1500;
 const CODE = /^[A-HJ-NP-Z2-9]{6}$/;
 
@@ -29,7 +31,7 @@ export function toggleChoice(chosen, i) {
 }
 
 const $ = (id) => document.getElementById(id);
-const state = { code: "", token: "", index: -1, revealed: null, chosen: [], sent: null, practice: null };
+const state = { code: "", token: "", index: -1, revealed: null, finished: false, chosen: [], sent: null, practice: null };
 
 async function api(path, options = {}) {
   const headers = { "Content-Type": "application/json", "X-Student-Token": state.token };
@@ -53,7 +55,7 @@ async function join(code) {
   }
   $("join-form").hidden = true;
   $("wait").hidden = false;
-  poll();
+  listenOrPoll();
 }
 
 function renderTranslation(question) {
@@ -146,11 +148,20 @@ function render(view) {
   document.body.dataset.question = `${view.index}${view.revealed ? "-revealed" : ""}`;  // for tests: drawn
 }
 
+function show(view) {
+  showError("");
+  state.finished = view.finished;
+  if (view.index !== state.index || view.revealed !== state.revealed || view.finished) render(view);
+}
+
+// the question pushed by the app as it changes; asked every POLL_MS when the stream cannot be had
+function listenOrPoll() {
+  follow(`/class/api/${state.code}/events`, { "X-Student-Token": state.token }, show, () => !state.finished, poll);
+}
+
 async function poll() {
   try {
-    const view = await api("question");
-    showError("");
-    if (view.index !== state.index || view.revealed !== state.revealed || view.finished) render(view);
+    show(await api("question"));
   } catch (err) {
     if (err.status === 403) {
       localStorage.removeItem(`quiz-student-${state.code}`);

@@ -17,6 +17,9 @@ X-Teacher-Token, never in a URL that is projected):
     GET  {code}/board           teacher: count answered, guesses per word, the true weights, reveal state
     POST {code}/reveal, /next   teacher
     GET  {code}/summary         teacher: the heads that surprised the class most
+    GET  {code}/events          the student's question as Server-Sent Events, pushed at each reveal and next
+    GET  {code}/board/events    teacher: the board as Server-Sent Events, at each join and answer too
+                                (stream.py; the pages poll the GETs above when a stream fails or is refused)
     GET  practice?text=...      a student alone: the quiz on a sentence, answers included (nothing is kept
                                 per student: the page reveals after each guess); &head=3.6&target=2[&kind=]
                                 (repeatable) asks a teacher's own questions, so a lesson's links are a quiz
@@ -72,11 +75,13 @@ from .store import (
     StoreFailed,
     TooMany,
 )
+from .stream import BOARD_EVERY_S, Changes, Streams, stream
 
 log = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
-FILES = {"quiz.js": "text/javascript", "board.js": "text/javascript", "quiz.css": "text/css"}
+FILES = {"quiz.js": "text/javascript", "board.js": "text/javascript", "events.js": "text/javascript",
+         "quiz.css": "text/css"}
 PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self'; style-src 'self'; "
                                            "script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
                 "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
@@ -417,6 +422,7 @@ class ClassRoutes:
         self.flood = Flood()
         self.starts = Flood(START_LIMIT, START_WINDOW_S)
         self.work = WorkGate()
+        self.changes, self.streams = Changes(), Streams()  # the pages' streams of changes
         self._secret = secrets.token_bytes(32)  # per process: owners are forgotten at a restart
         self.practised: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()  # key -> the questions' views
         self.making: dict[tuple, asyncio.Future] = {}  # practice quizzes being made: one model run per key
@@ -473,10 +479,10 @@ class ClassRoutes:
         if not available:  # said before the model works for nothing
             raise StoreFailed(why)
         owner = self.owner(request)
-        if not self.starts.allow(owner):
-            raise TooMany(f"You started {START_LIMIT} classes in the last few minutes: wait a little.")
         try:
-            with self.work.slot(owner):
+            with self.work.slot(owner):  # first: a start refused while earlier ones are being made is not counted
+                if not self.starts.allow(owner):
+                    raise TooMany(f"You started {START_LIMIT} classes in the last few minutes: wait a little.")
                 questions = await run_in_threadpool(self.make_quiz, body)
         except SpecError as err:
             raise BadRequest(str(err)) from None
@@ -504,7 +510,9 @@ class ClassRoutes:
 
     async def join(self, request: Request, code: str) -> dict[str, Any]:
         await read_json(request)
-        return {"student_token": await self.db(self.store.join, room(code))}
+        token = await self.db(self.store.join, room(code))
+        self.changes.changed(room(code))
+        return {"student_token": token}
 
     async def question(self, request: Request, code: str) -> dict[str, Any]:
         code, token = room(code), token_of(request, "X-Student-Token")
@@ -521,6 +529,7 @@ class ClassRoutes:
         if not self.flood.allow(token):
             raise TooMany("Too many answers at once: wait a moment.")
         changes = await self.db(self.store.answer, code, token, question, words)
+        self.changes.changed(code)
         return {"question": question, "words": sorted(words), "changes": changes}
 
     async def _teacher(self, request: Request, code: str) -> str:
@@ -540,12 +549,30 @@ class ClassRoutes:
                 "counts": tally.counts}
 
     async def reveal(self, request: Request, code: str) -> dict[str, Any]:
-        await read_json(request)
-        return question_view(await self.db(self.store.reveal, await self._teacher(request, code)), True)
+        return await self._move(request, code, self.store.reveal)
 
     async def next(self, request: Request, code: str) -> dict[str, Any]:
+        return await self._move(request, code, self.store.next_question)
+
+    async def _move(self, request: Request, code: str, move: Callable[[str], ClassState]) -> dict[str, Any]:
         await read_json(request)
-        return question_view(await self.db(self.store.next_question, await self._teacher(request, code)), True)
+        code = await self._teacher(request, code)
+        state = await self.db(move, code)
+        self.changes.changed(code, question=True)
+        return question_view(state, True)
+
+    async def student_events(self, request: Request, code: str) -> Response:
+        """The student's question as Server-Sent Events (a wrong token or code is a JSON error first)."""
+        code, token = room(code), token_of(request, "X-Student-Token")
+        await self.db(self._question, code, token)
+        return stream(self.streams, "student " + token, lambda: self._question(code, token), self.changes, code,
+                      "question")
+
+    async def board_events(self, request: Request, code: str) -> Response:
+        """The teacher's board as Server-Sent Events, a burst of answers read as one event."""
+        code = await self._teacher(request, code)
+        return stream(self.streams, "teacher " + token_of(request, "X-Teacher-Token"), lambda: self._board(code),
+                      self.changes, code, "any", BOARD_EVERY_S)
 
     async def summary(self, request: Request, code: str) -> dict[str, Any]:
         code = await self._teacher(request, code)
@@ -599,7 +626,8 @@ def class_router(store: ClassStore, make_quiz: Callable[[dict[str, Any]], list[Q
     for path, handler, method in (("join", routes.join, "POST"), ("question", routes.question, "GET"),
                                   ("answer", routes.answer, "POST"), ("board", routes.board, "GET"),
                                   ("reveal", routes.reveal, "POST"), ("next", routes.next, "POST"),
-                                  ("summary", routes.summary, "GET")):
+                                  ("summary", routes.summary, "GET"), ("events", routes.student_events, "GET"),
+                                  ("board/events", routes.board_events, "GET")):
         router.add_api_route(f"/api/{{code}}/{path}", json_errors(handler), methods=[method])
     router.add_api_route("/{code}", page("quiz.html"), methods=["GET"], include_in_schema=False)
     return router
