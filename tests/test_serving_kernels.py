@@ -40,7 +40,7 @@ def test_an_avx2_cpu_whose_int_mm_is_a_scalar_loop_serves_the_packed_kernel():
 
 
 def test_each_layer_shape_takes_its_fastest_kernel():
-    path = choose(timings([0.58, 1.14, 0.9, 0.6, 2.5], [0.66, 1.48, 0.76, 0.88, 1.38], [1.5, 1.0, 2, 2.1, 5.6]))
+    path = choose(timings([0.58, 1.14, 0.9, 0.6, 2.5], [0.66, 1.48, 0.76, 0.88, 1.38], [1.5, 0.9, 2, 2.1, 5.6]))
     assert dict(path.kernels) == {(256, 768): "int_mm", (256, 256): "float", (256, 1024): "packed",
                                   (1024, 256): "int_mm", (256, 8008): "packed"}
     assert path.step_ms["int8"] < min(path.step_ms[k] for k in ("int8:int_mm", "int8:packed", "int8:float"))
@@ -50,6 +50,12 @@ def test_the_float_kernel_serves_where_it_measures_fastest():
     path = choose(timings([9, 9, 9, 9, 9], [2, 2, 2, 2, 2], [1, 1, 1, 1, 1]))
     assert (path.precision, set(dict(path.kernels).values())) == ("int8", {"float"})
     assert "5.0 ms a search step" in path.why
+
+
+def test_the_float_kernel_must_win_by_a_margin():
+    """5 % faster is within what a busy machine's timing moves: the integer kernel stays."""
+    path = choose(timings([9, 9, 9, 9, 9], [2, 2, 2, 2, 2], [1.9, 1.9, 1.9, 1.9, 1.9]))
+    assert set(dict(path.kernels).values()) == {"packed"}
 
 
 def test_without_quantised_engines_int_mm_and_float_are_timed_and_served():

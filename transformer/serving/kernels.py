@@ -35,6 +35,10 @@ LOSER = 8.0  # a first call this many times slower than the fastest candidate so
 # The probe's step time (5 + 40 rows) past which a lone beam-5 press takes about a second: the notice says so.
 # Where the app meets its speed goals the probe measures a small fraction of it (docs/benchmarks.md).
 SLOW_STEP_MS = 30.0
+# The float kernel must be this much faster than an integer one to serve a shape: timed alone it flattered itself
+# under load (chosen for two shapes, it made beam 5 about 8 % slower in the search), and it holds its weights in
+# float32, four times the bytes.
+FLOAT_MARGIN = 0.15
 
 
 @dataclass(frozen=True)
@@ -145,10 +149,15 @@ def time_layers(config: ModelConfig, budget_s: float = PROBE_BUDGET_S) -> dict[s
 
 
 def fastest_int8_kernels(layer_ms: dict[str, dict[tuple[int, int], float]]) -> tuple[tuple[tuple[int, int], str], ...]:
-    """Each layer shape's fastest int8 kernel in `time_layers`' timings."""
+    """Each layer shape's fastest int8 kernel in `time_layers`' timings; the float kernel only where it beats the
+    fastest integer kernel by `FLOAT_MARGIN`."""
     shapes = list(dict.fromkeys(shape for per_shape in layer_ms.values() for shape in per_shape))
     timed = [name for name in layer_ms if name.startswith("int8:")]
-    return tuple((shape, min((n for n in timed if shape in layer_ms[n]), key=lambda n: layer_ms[n][shape])
+
+    def cost(name: str, shape: tuple[int, int]) -> float:
+        return layer_ms[name][shape] / (1 - FLOAT_MARGIN if name == "int8:float" else 1)
+
+    return tuple((shape, min((n for n in timed if shape in layer_ms[n]), key=lambda n: cost(n, shape))
                   .split(":", 1)[1]) for shape in shapes)
 
 
