@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import torch
@@ -17,8 +16,7 @@ from transformer.serving.kernels import step_linears
 from transformer.translator import Translator, load_pretrained
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_docs import app_links  # noqa: E402
-from test_lesson_quotes import PAGES, QUOTES, holds  # noqa: E402
+from test_lesson_quotes import QUOTES, holds, quote_query  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN = {  # our own sentences, short and long
@@ -103,17 +101,6 @@ def test_every_serving_path_translates_to_the_same_bits_alone_and_in_a_batch(ser
         assert got == found[first, method, beam], (kernel, method, beam)
 
 
-def quote_view(quote) -> dict[str, str]:
-    """The query of the quote's link, with its `params` applied."""
-    query = dict(parse_qsl(urlsplit(app_links(PAGES[quote.page])[quote.link - 1]).query))
-    for key, value in quote.params.items():
-        if value is None:
-            query.pop(key, None)
-        else:
-            query[key] = value
-    return query
-
-
 def head_mask(off: str, tr: Translator) -> dict | None:
     """A link's `off` ("e1.3,c4.8") as `translate`'s head mask."""
     if not off:
@@ -134,7 +121,7 @@ def test_every_quoted_translation_holds_on_every_serving_path(served):
     checks the page on the kernels the app measures; this one covers the kernels another computer may pick."""
     wrong = []
     for quote in QUOTES:
-        query = quote_view(quote)
+        query = quote_query(quote)
         model = query.get("model", "en-de")
         methods = ("greedy", "beam") if quote.where == "compare" else (query.get("method", "beam"),)
         for kernel, tr in served[model].items():

@@ -143,15 +143,20 @@ def en_de_int8():
     return shared_app(SHIPPED_ENV)
 
 
-def quote_link(server, q: Quote) -> str:
-    """The quote's link on `server`, with its `params` applied."""
+def quote_query(q: Quote) -> dict[str, str]:
+    """The query of the quote's link, with its `params` applied."""
     query = dict(parse_qsl(urlsplit(app_links(PAGES[q.page])[q.link - 1]).query))
     for key, value in q.params.items():
         if value is None:
             query.pop(key, None)
         else:
             query[key] = value
-    return server.url + "?" + urlencode(query)
+    return query
+
+
+def quote_link(server, q: Quote) -> str:
+    """The quote's link on `server`, with its `params` applied."""
+    return server.url + "?" + urlencode(quote_query(q))
 
 
 # the focus map on screen as the page drew it: its weights and its row and column labels
