@@ -75,7 +75,7 @@ from .store import (
     StoreFailed,
     TooMany,
 )
-from .stream import BOARD_EVERY_S, Changes, Streams, stream
+from .stream import BOARD_EVERY_S, Changes, ClientCounts, Streams, stream
 
 log = logging.getLogger(__name__)
 
@@ -250,28 +250,13 @@ def owner_key(address: str, secret: bytes) -> str:
     return hmac.new(secret, address.encode(), "sha256").hexdigest()[:32]
 
 
-class WorkGate:
+class WorkGate(ClientCounts):
     """At most `total` quizzes being made (or waiting for the model), `per_client` of them one client's: past
     that a request is refused at once (TooMany) rather than queued behind everyone else's model work."""
 
     def __init__(self, total: int = MAX_WORK, per_client: int = MAX_WORK_PER_CLIENT):
-        self.total, self.per_client = total, per_client
-        self._held: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def take(self, client: str) -> None:
-        with self._lock:
-            if sum(self._held.values()) >= self.total:
-                raise TooMany("Many quizzes are being made right now: try again in a moment.")
-            if self._held.get(client, 0) >= self.per_client:
-                raise TooMany("Your last quizzes are still being made: wait for them.")
-            self._held[client] = self._held.get(client, 0) + 1
-
-    def give_back(self, client: str) -> None:
-        with self._lock:
-            self._held[client] -= 1
-            if not self._held[client]:
-                del self._held[client]
+        super().__init__(total, per_client, "Many quizzes are being made right now: try again in a moment.",
+                         "Your last quizzes are still being made: wait for them.")
 
     @contextmanager
     def slot(self, client: str) -> Iterator[None]:

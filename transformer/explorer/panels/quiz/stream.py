@@ -62,39 +62,57 @@ class Changes:
                 event.set()
 
 
-class Streams:
-    """Open streams, per client (a token) and in all: `open` refuses past either cap (TooMany)."""
+class ClientCounts:
+    """How many of something each client holds, and all clients together: `take` refuses past either cap
+    (TooMany, with `busy` or `yours` as its message), `give_back` returns one."""
 
-    def __init__(self, total: int = MAX_STREAMS, per_client: int = MAX_STREAMS_PER_CLIENT):
-        self.total, self.per_client = total, per_client
-        self._open: dict[str, int] = {}
+    def __init__(self, total: int, per_client: int, busy: str, yours: str):
+        self.total, self.per_client, self.busy, self.yours = total, per_client, busy, yours
+        self._held: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def open(self, client: str) -> Callable[[], None]:
-        """Count a stream of `client`'s: its release, which counts only once however often it is called."""
+    def take(self, client: str) -> None:
         with self._lock:
-            if sum(self._open.values()) >= self.total:
-                raise TooMany("Many pages are listening right now: this one asks every few seconds instead.")
-            if self._open.get(client, 0) >= self.per_client:
-                raise TooMany("This page is open elsewhere already: close it there, or this one asks instead.")
-            self._open[client] = self._open.get(client, 0) + 1
-        released = threading.Event()
+            if sum(self._held.values()) >= self.total:
+                raise TooMany(self.busy)
+            if self._held.get(client, 0) >= self.per_client:
+                raise TooMany(self.yours)
+            self._held[client] = self._held.get(client, 0) + 1
 
-        def release() -> None:
-            with self._lock:
-                if released.is_set():
-                    return
-                released.set()
-                self._open[client] -= 1
-                if not self._open[client]:
-                    del self._open[client]
-
-        return release
+    def give_back(self, client: str) -> None:
+        with self._lock:
+            self._held[client] -= 1
+            if not self._held[client]:
+                del self._held[client]
 
     @property
     def count(self) -> int:
         with self._lock:
-            return sum(self._open.values())
+            return sum(self._held.values())
+
+
+class Streams(ClientCounts):
+    """Open streams, per client (a token) and in all: `open` refuses past either cap (TooMany)."""
+
+    def __init__(self, total: int = MAX_STREAMS, per_client: int = MAX_STREAMS_PER_CLIENT):
+        super().__init__(total, per_client,
+                         "Many pages are listening right now: this one asks every few seconds instead.",
+                         "This page is open elsewhere already: close it there, or this one asks instead.")
+
+    def open(self, client: str) -> Callable[[], None]:
+        """Count a stream of `client`'s: its release, which counts only once however often it is called."""
+        self.take(client)
+        released = threading.Event()
+        once = threading.Lock()
+
+        def release() -> None:
+            with once:
+                if released.is_set():
+                    return
+                released.set()
+            self.give_back(client)
+
+        return release
 
 
 def message(view: dict[str, Any], event: str | None = None) -> str:
