@@ -456,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [((1280, 720), False)]
     if args.sizes:
         sizes += [((1366, 768), False), ((1920, 1080), False), ((1280, 720), True)]
+    if args.phone:
+        sizes += [((390, 844), False)]
     if args.shots:
         Path(args.shots).mkdir(parents=True, exist_ok=True)
     total = 0
@@ -481,6 +483,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--only", action="append", default=[],
                         help="only the links whose name contains this (e.g. 'lesson 10'); may be repeated")
     parser.add_argument("--sizes", action="store_true", help="also 1366x768, 1920x1080 and a resize from 1920x1080")
+    parser.add_argument("--phone", action="store_true", help="also 390x844, a phone a shared link opens on")
     parser.add_argument("--shots", help="write a screenshot of each view into this folder")
     parser.add_argument("--app", default=str(ROOT), help="the checkout whose app.py to start (another version of "
                                                           "the app, side by side; default: this one)")
