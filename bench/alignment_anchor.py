@@ -21,20 +21,18 @@ import json
 import logging
 import random
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from transformer.training.alignment import (  # noqa: E402
-    DEFAULT_GOLD, SPLITS, AERCounts, GoldPair, Link, read_gold, words)
-from transformer.training.data import resolve_data_dir  # noqa: E402
+from transformer.training.alignment import DEFAULT_GOLD, SPLITS, AERCounts, GoldPair, Link, read_gold
+from transformer.training.data import resolve_data_dir
+from transformer.training.word_links import aligner_words, grow_diag_final_and, run_eflomal
 
 log = logging.getLogger("alignment_anchor")
 CORPORA = ("tatoeba-en-de", "multi30k")
-NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 
 def read_train(directory: Path) -> list[tuple[str, str]]:
@@ -46,53 +44,7 @@ def read_train(directory: Path) -> list[tuple[str, str]]:
 
 def tokens(text: str) -> str:
     """A sentence as eflomal reads it: the gold set's words, lower-cased, space-separated."""
-    return " ".join(w.lower() for w in words(text))
-
-
-def parse_pharaoh(line: str) -> set[Link]:
-    return {(int(i), int(j)) for i, j in (link.split("-") for link in line.split())}
-
-
-def grow_diag_final_and(forward: set[Link], reverse: set[Link]) -> set[Link]:
-    """Koehn et al.'s (2003) symmetrisation: the intersection, grown into the union through neighbouring
-    links (diagonals too) that align a word not yet aligned, then any union link of two unaligned words."""
-    union, links = forward | reverse, forward & reverse
-    en, de = {i for i, _ in links}, {j for _, j in links}
-    grown = True
-    while grown:
-        grown = False
-        for i, j in sorted(links):
-            for di, dj in NEIGHBOURS:
-                n = (i + di, j + dj)
-                if n in union and n not in links and (n[0] not in en or n[1] not in de):
-                    links.add(n)
-                    en.add(n[0])
-                    de.add(n[1])
-                    grown = True
-    for direction in (forward, reverse):
-        for i, j in sorted(direction):
-            if (i, j) not in links and i not in en and j not in de:
-                links.add((i, j))
-                en.add(i)
-                de.add(j)
-    return links
-
-
-def run_eflomal(english: Sequence[str], german: Sequence[str], workdir: Path) -> tuple[list[set[Link]],
-                                                                                       list[set[Link]]]:
-    """eflomal's forward and reverse links (English index first) of every line pair."""
-    import eflomal  # bench-only
-
-    src, trg = workdir / "en.txt", workdir / "de.txt"
-    src.write_text("\n".join(english) + "\n", encoding="utf-8")
-    trg.write_text("\n".join(german) + "\n", encoding="utf-8")
-    fwd, rev = workdir / "fwd.links", workdir / "rev.links"
-    aligner = eflomal.Aligner()
-    with open(src, encoding="utf-8") as s, open(trg, encoding="utf-8") as t:
-        aligner.align(s, t, links_filename_fwd=str(fwd), links_filename_rev=str(rev), quiet=False)
-    def read(path: Path) -> list[set[Link]]:
-        return [parse_pharaoh(line) for line in path.read_text(encoding="utf-8").split("\n")[:len(english)]]
-    return read(fwd), read(rev)
+    return " ".join(aligner_words(text))
 
 
 def scores(gold: Sequence[GoldPair], links: Iterable[set[Link]]) -> dict[str, dict[str, float]]:
@@ -130,8 +82,7 @@ def main(argv: list[str] | None = None) -> dict:
     german = [tokens(d) for _, d in train] + [" ".join(w.lower() for w in g.de_words) for g in gold]
     log.info("eflomal on %d training pairs %s + %d gold pairs", len(train), counts, len(gold))
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        forward, reverse = run_eflomal(english, german, Path(tmp))
+    forward, reverse = run_eflomal(english, german)
     seconds = time.perf_counter() - start
     forward, reverse = forward[len(train):], reverse[len(train):]
     # which side each direction links at most once (what "forward" means here), read off the links themselves

@@ -41,6 +41,10 @@ class TrainConfig:
     max_len: int = 256
     placeholders: int = 0  # placeholder tokens ⟨1⟩..⟨N⟩ after the tokenizer's vocabulary (transformer.placeholders)
     init_from: str = ""  # start from this checkpoint's weights and tokenizer (fine-tuning); "": from scratch
+    # a taught head (word_links.py): decoder layer and head, 1-based, whose cross-attention learns eflomal's links
+    align_layer: int = 0  # 0: no head is taught
+    align_head: int = 0
+    align_weight: float = 0.05  # the alignment loss's weight beside the translation loss (both summed over tokens)
     # optimisation
     max_tokens: int = 4096  # padded target/source tokens per batch, per process
     accum_steps: int = 1
@@ -93,6 +97,12 @@ class TrainConfig:
             raise ValueError(f"--precision must be auto, bf16 or fp32, got {self.precision!r}")
         if self.cuda_graphs not in ("auto", "on", "off"):
             raise ValueError(f"--cuda-graphs must be auto, on or off, got {self.cuda_graphs!r}")
+        if (self.align_layer > 0) != (self.align_head > 0):
+            raise ValueError("--align-layer and --align-head go together (1-based), or neither")
+        if self.align_layer and not 1 <= self.align_layer <= self.n_decoder_layers:
+            raise ValueError(f"--align-layer must be 1..{self.n_decoder_layers}, got {self.align_layer}")
+        if self.align_head and not 1 <= self.align_head <= self.n_heads:
+            raise ValueError(f"--align-head must be 1..{self.n_heads}, got {self.align_head}")
         if self.compile not in ("auto", "on", "off"):
             raise ValueError(f"--compile must be auto, on or off, got {self.compile!r}")
 
@@ -128,6 +138,14 @@ PRESETS: dict[str, dict] = {
         )
         for task in ("copy", "reverse", "sort")
     },
+}
+# A head taught to align (word_links.py): the shipped en-de fine-tuned with its penultimate layer's best predicting
+# head (L3 H2, docs/heads.md) taught eflomal's links, as Garg et al. (2019) teach one head of the penultimate layer.
+PRESETS["en-de-align"] = {
+    **PRESETS["en-de"], "init_from": "checkpoints/en-de", "align_layer": 3, "align_head": 2, "align_weight": 0.05,
+    "lr": 2e-4, "warmup_steps": 100, "schedule": "cosine", "max_steps": 1200, "max_minutes": 0, "val_every": 400,
+    "learning_snapshots": "", "rare_holdout": "tatoeba-en-de", "run_dir": "runs/en-de-align",
+    "output": "checkpoints/en-de-align", "keep_last": 2, "average_last": 2,
 }
 # German→English: en-de's recipe with the languages swapped; the rare pairs it holds out are en-de's
 # (rare_split.split_rare_between chooses them on the English side), so the two are compared on them.

@@ -113,14 +113,17 @@ class Batch:
     tgt_in: Tensor  # (B, T) <bos> + target ids
     tgt_out: Tensor  # (B, T) target ids + <eos>
     n_tokens: int  # non-pad target tokens
+    alignment: Tensor | None = None  # (B, T, S) a taught head's target weights (word_links.py); None: none taught
 
     def to(self, device: torch.device | str) -> "Batch":
         """The batch on `device`; to a GPU from pinned memory without waiting (a copy from pageable memory
         would make the host wait for every kernel queued before it)."""
-        if torch.device(device).type != "cuda":
-            return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.n_tokens)
-        return Batch(*(t.pin_memory().to(device, non_blocking=True) for t in (self.src, self.tgt_in, self.tgt_out)),
-                     self.n_tokens)
+        cuda = torch.device(device).type == "cuda"
+
+        def move(t: Tensor | None) -> Tensor | None:
+            return None if t is None else t.pin_memory().to(device, non_blocking=True) if cuda else t.to(device)
+
+        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out), self.n_tokens, move(self.alignment))
 
 
 def add_specials(src: list[int], tgt: list[int], bos_id: int, eos_id: int) -> tuple[list[int], list[int], list[int]]:

@@ -103,3 +103,10 @@ def padded_rows(n: int) -> int:
     (many times the product itself), and the last chunk's row count changes with
     every batch: padded, it takes one of 8 shapes, each built once."""
     return -(-n // ROW_MULTIPLE) * ROW_MULTIPLE
+
+
+def alignment_loss(weights: Tensor, target: Tensor) -> Tensor:
+    """Summed cross-entropy of a head's attention rows (B, T, S) against target weights (B, T, S), each target row
+    summing to 1 (a taught row) or 0 (not taught): -Σ target · log weights, as Garg et al. (2019) teach a head.
+    The weights are clamped away from 0 so that a key the head ignores gives a large, finite loss."""
+    return -(target * weights.float().clamp_min(1e-9).log()).sum()

@@ -24,8 +24,9 @@ from .corpora import (
     parse_corpora,
     source_variants,
 )
-from .data import TOY_TASKS, PairDataset, token_batches, toy_pairs
+from .data import TOY_TASKS, Batch, PairDataset, token_batches, toy_pairs
 from .rare_split import RARE_SPLIT, split_rare_between
+from .word_links import aligner_words, piece_alignment, training_links
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class RunData:
         self.copied_words: set[str] = set()  # names the training data copies (placeholders.py), set by _pairs
         self.train_set, self.corpus_sizes, self.val_sets, self.val_refs = self._pairs()
         self.truecaser = Truecaser.train(self.train_sources, cfg.src_lang) if self.corpora else None
+        self.word_links = self._word_links() if cfg.align_layer else None  # one set per corpus pair
 
     def _tokenizer(self, run_dir: Path, resume: bool, is_main: bool) -> TextTokenizer:
         """The run's tokenizer: RUN_DIR/tokenizer.json, else the export's (a continuation), else a new one."""
@@ -120,6 +122,7 @@ class RunData:
                 val_sets[name] = PairDataset(list(zip(enc(va_src), enc(va_tgt))), cfg.max_len)
                 val_refs[name] = va_tgt
         self.train_sources = sources[:]  # the English the truecaser learns from (no augmented pairs)
+        self.train_targets = targets[:]
         self.copied_words = copied_words(sources, targets) if cfg.placeholders else set()
         if cfg.name_swap_copies or cfg.number_swap_copies:  # one more block, drawn with weight 1
             swapped = entity_swapped_pairs(sources, targets, cfg.name_swap_copies, cfg.number_swap_copies, cfg.seed)
@@ -133,6 +136,40 @@ class RunData:
             sizes.append(len(marked[0]) * cfg.placeholder_copies)
         pairs = self._sampled_pairs(sources, targets)
         return PairDataset(pairs, cfg.max_len), sizes, val_sets, val_refs
+
+    def _word_links(self) -> list[set[tuple[int, int]]]:
+        """The (source word, target word) links of every corpus pair (not the augmented ones): eflomal's, made once
+        on the main process and read back from the run directory (`word_links.training_links`)."""
+        if not self.corpora:
+            raise ValueError("a taught head (--align-layer) needs a translation corpus")
+        english, german = ((self.train_sources, self.train_targets) if self.cfg.src_lang == "en"
+                           else (self.train_targets, self.train_sources))
+        if self.world > 1:  # the main process aligns; the others wait and read its file
+            if self.is_main:
+                training_links(self.run_dir, english, german)
+            torch.distributed.barrier()
+        links = training_links(self.run_dir, english, german)
+        return links if self.cfg.src_lang == "en" else [{(d, e) for e, d in s} for s in links]
+
+    def taught_alignment(self, batch: Batch, indices: list[int]) -> torch.Tensor:
+        """(B, T, S) the taught head's target weights of a batch of training-set `indices`: for each output piece,
+        the source pieces its word is linked to (`word_links.piece_alignment`); rows of pieces with no link, of
+        augmented pairs and of padding are 0 (not taught)."""
+        variants = len(source_variants("")) if self.noise.active else 1  # the training set's blocks (`_pairs`)
+        n, pairs = len(self.train_set.pairs) // variants, len(self.train_sources)
+        tok = self.tokenizer
+        target = torch.zeros(batch.tgt_out.shape + batch.src.shape[1:2])  # (B, T, S)
+        for b, k in enumerate(indices):
+            variant, i = divmod(k, n)
+            if i >= pairs:  # an entity-swapped or placeholder copy: its words are not the linked ones
+                continue
+            src_ids, tgt_ids = self.train_set.pairs[k]
+            source = source_variants(self.train_sources[i])[variant] if self.noise.active else self.train_sources[i]
+            weights = piece_alignment(tok.ids_to_tokens(src_ids), tok.ids_to_tokens(tgt_ids), aligner_words(source),
+                                      aligner_words(self.train_targets[i]), self.word_links[i])
+            if weights is not None:
+                target[b, :len(tgt_ids), :len(src_ids)] = torch.from_numpy(weights)
+        return target
 
     def _sampled_pairs(self, sources: list[str], targets: list[str]) -> list[tuple[list[int], list[int]]]:
         """The id pairs of the training set: each pair (and each source variant) with one segmentation,

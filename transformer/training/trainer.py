@@ -31,7 +31,7 @@ from .config import TrainConfig
 from .cuda_graphs import GraphedSteps
 from .data import Batch
 from .export import export_run
-from .loss import chunk_rows, linear_cross_entropy
+from .loss import alignment_loss, chunk_rows, linear_cross_entropy
 from .run_data import RunData
 from .state import Progress, RunDirectory
 from .validation import Validator
@@ -107,17 +107,28 @@ def batch_loss(model: torch.nn.Module, batch: Batch, label_smoothing: float, bf1
     reference path (`fused=False`) is the loss as it was: float32 logits of every position, then `F.cross_entropy`.
     `static_shape=True` is the loss a CUDA graph records (`cuda_graphs.py`): nothing whose shape depends on the
     batch's values, and no autocast cache of cast weights (it would outlive the recording)."""
+    return taught_batch_loss(model, batch, label_smoothing, bf16, fused, static_shape)[0]
+
+
+def taught_batch_loss(model: torch.nn.Module, batch: Batch, label_smoothing: float, bf16: bool, fused: bool,
+                      static_shape: bool = False, taught: tuple[int, int] | None = None,
+                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """`batch_loss` and, with a `taught` (layer, head), 0-based, and `batch.alignment`, that cross-attention head's
+    summed alignment loss against the batch's target weights (`loss.alignment_loss`); else None."""
     core = getattr(model, "module", model)
     pad, device_type = core.config.pad_id, batch.src.device.type
+    teach = taught is not None and batch.alignment is not None
     with hardware.training_attention(batch.src.device), torch.autocast(
             device_type, dtype=torch.bfloat16, enabled=bf16, cache_enabled=False if static_shape else None):
-        out = model(batch.src, batch.tgt_in, project=not fused)  # the fused loss projects the hidden states itself
+        # the fused loss projects the hidden states itself; a taught head's weights only when there is one
+        out = model(batch.src, batch.tgt_in, project=not fused, output_attentions=teach)
+    aligned = alignment_loss(out.attention.cross[taught[0]][:, taught[1]], batch.alignment) if teach else None
     if fused:
         return linear_cross_entropy(out.hidden, core.generator.weight, batch.tgt_out, pad, label_smoothing,
                                     torch.bfloat16 if bf16 else torch.float32, chunk_rows(batch.src.device),
-                                    static_shape=static_shape)
+                                    static_shape=static_shape), aligned
     return F.cross_entropy(out.logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad,
-                           label_smoothing=label_smoothing, reduction="sum")
+                           label_smoothing=label_smoothing, reduction="sum"), aligned
 
 
 def compile_choice(cfg: TrainConfig, steps_per_epoch: int) -> tuple[bool, str]:
@@ -159,6 +170,8 @@ class Trainer:
             load_weights_into(self.model, grown_vocabulary(weights, self.model.config), Path(cfg.init_from))
         self.progress = Progress(autocast=self.autocast)  # restored by --resume
         self.pending_losses: list[torch.Tensor] = []  # batch losses not yet added to progress.epoch_loss
+        self.pending_alignment: list[torch.Tensor] = []  # a taught head's batch alignment losses, not yet logged
+        self.pending_tokens: list[int] = []  # the target tokens of those batches
         self.clock = (0, 0.0)  # target tokens and seconds of this process's training steps: the logged tokens/s
         self.steps_per_epoch = len(self.data.epoch_batches(0)) // cfg.accum_steps
         self.optimizer, self.scheduler = self._optimizer()
@@ -183,7 +196,7 @@ class Trainer:
         the model compiled by torch.compile (inductor fuses the small kernels the graphs replay) with --compile on,
         or with auto where the run is long enough to repay the compiling (`COMPILE_PAYS_TOKENS`); both logged."""
         cfg = self.cfg
-        possible = self.device.type == "cuda" and self.world == 1
+        possible = self.device.type == "cuda" and self.world == 1 and not cfg.align_layer  # graphs: no maps out
         if cfg.cuda_graphs == "on" and not possible:
             raise ValueError(f"--cuda-graphs on needs one CUDA device and one process, not {self.device} "
                              f"in {self.world} process(es)")
@@ -253,9 +266,19 @@ class Trainer:
 
     # -- training ------------------------------------------------------------
 
+    @property
+    def taught(self) -> tuple[int, int] | None:
+        """The taught head's (layer, head), 0-based (`--align-layer`, `--align-head`); None when none is."""
+        return (self.cfg.align_layer - 1, self.cfg.align_head - 1) if self.cfg.align_layer else None
+
     def loss_on(self, batch: Batch) -> torch.Tensor:
         """Summed label-smoothed cross-entropy of one batch (the caller divides by the token count)."""
-        return batch_loss(self.ddp or self.model, batch, self.cfg.label_smoothing, self.autocast, self.cfg.fused)
+        return self.losses_on(batch)[0]
+
+    def losses_on(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`loss_on` and the taught head's summed alignment loss (None where no head is taught)."""
+        return taught_batch_loss(self.ddp or self.model, batch, self.cfg.label_smoothing, self.autocast,
+                                 self.cfg.fused, taught=self.taught)
 
     def out_of_budget(self) -> bool:
         cfg, p = self.cfg, self.progress
@@ -274,12 +297,18 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
         for _ in range(self.cfg.accum_steps):
             batch = self.data.train_set.make_batch(batches[p.batch_in_epoch], t.pad_id, t.bos_id, t.eos_id)
+            if self.taught is not None:
+                batch.alignment = self.data.taught_alignment(batch, batches[p.batch_in_epoch])
             if self.graphs:
                 loss = self.graphs.accumulate(batch)
             else:
                 batch = batch.to(self.device)
-                loss = self.loss_on(batch)
-                (loss / (batch.n_tokens * self.cfg.accum_steps)).backward()
+                loss, aligned = self.losses_on(batch)
+                objective = loss if aligned is None else loss + self.cfg.align_weight * aligned
+                (objective / (batch.n_tokens * self.cfg.accum_steps)).backward()
+                if aligned is not None:
+                    self.pending_alignment.append(aligned.detach())
+                    self.pending_tokens.append(batch.n_tokens)
             self.pending_losses.append(loss.detach())  # read later, in one transfer: no wait for the GPU here
             p.epoch_tokens += batch.n_tokens
             tokens += batch.n_tokens
@@ -309,10 +338,21 @@ class Trainer:
                 self.progress.epoch_loss += value
             self.pending_losses.clear()
 
+    def alignment_since(self) -> dict[str, float]:
+        """The taught head's alignment loss per target token since the last call (empty when none is taught): the
+        mean cross-entropy of its rows against eflomal's links."""
+        if not self.pending_alignment:
+            return {}
+        total, tokens = sum(torch.stack(self.pending_alignment).tolist()), sum(self.pending_tokens)
+        self.pending_alignment.clear()
+        self.pending_tokens.clear()
+        return {"align_loss": round(total / max(tokens, 1), 4)}
+
     def _status(self, tokens: int, seconds: float) -> dict[str, str]:
         self.fold_losses()
         mean = self.progress.epoch_loss / max(self.progress.epoch_tokens, 1)
-        return dict(loss=f"{mean:.3f}", ppl=f"{math.exp(min(mean, 50)):.1f}",
+        aligned = {k: f"{v:.3f}" for k, v in self.alignment_since().items()}
+        return dict(loss=f"{mean:.3f}", ppl=f"{math.exp(min(mean, 50)):.1f}", **aligned,
                     tok_s=f"{tokens * self.world / seconds:.0f}", lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
 
     def train_epoch(self) -> bool:
@@ -365,7 +405,7 @@ class Trainer:
             record = {"epoch": round(epoch, 3) if epoch % 1 else int(epoch), "step": p.step,
                       "train_loss": round(mean, 4), "train_ppl": round(math.exp(min(mean, 50)), 3),
                       "lr": self.scheduler.get_last_lr()[0], "train_minutes": round(p.train_seconds / 60, 2),
-                      "tokens_per_s": round(self.clock[0] / max(self.clock[1], 1e-9)),
+                      "tokens_per_s": round(self.clock[0] / max(self.clock[1], 1e-9)), **self.alignment_since(),
                       **({"cuda_graph_shapes": len(self.graphs.shapes),  # recording time is in tokens_per_s
                           "cuda_graph_record_s": round(self.graphs.record_seconds, 1)} if self.graphs else {}),
                       **metrics}
