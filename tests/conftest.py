@@ -26,6 +26,17 @@ from transformer.model import Transformer
 torch.set_num_threads(1)
 
 
+def require_asset(path: Path, install: str) -> None:
+    """A test-only asset (an npm package) the calling test needs: absent, the test is skipped on a developer's
+    machine, and fails under CI (`CI` set: .ci/run sets it), so that CI never passes by leaving a check out."""
+    if path.is_file():
+        return
+    message = f"{path.relative_to(Path(__file__).resolve().parents[1])} is not installed: {install}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def tiny_config(**overrides) -> ModelConfig:
     """A model small enough for a unit test: d_model 32, 1+1 layers, 16-symbol vocabulary."""
     values = dict(

@@ -237,6 +237,34 @@ def test_the_cross_view_opens_on_the_best_read_out_and_the_steps_on_the_best_pre
     assert "90 in 100" in opens["cross"]["agreement"] and "88 in 100" in opens["cross"]["agreement"]
 
 
+def test_a_taught_head_opens_both_views_read_as_predicting_and_the_heads_tab_says_it_was_taught(tmp_path):
+    """alignment.json's `taught` (the head a recipe taught, `--align-layer`) wins over a better `best`: the class is
+    shown the head that was taught, with its own agreement, and the note says why it opens there."""
+    from transformer.explorer.core import checkpoint_heads as hv
+
+    best = _read_out("head", 0, 1, "shifted", 9.0, (90.32, 88.0))
+    taught = {**_read_out("head", 2, 1, "predicting", 11.0, (93.4, 91.6)), "taught_with": "links"}
+    (tmp_path / "alignment.json").write_text(json.dumps({**_scores(best, [best]), "taught": taught}), encoding="utf-8")
+    opens = hv.opening_read_outs(tmp_path, CROSS)
+    assert opens["steps"] == {"layer": 2, "head": 1, "rows": "predicted token"}
+    assert {k: v for k, v in opens["cross"].items() if k != "agreement"} == {**opens["steps"], "taught": True}
+    assert "93 in 100" in opens["cross"]["agreement"] and "92 in 100" in opens["cross"]["agreement"]
+    assert "taught to align" in hv.opening_note(opens["cross"]).split("\n")[0]
+    assert "taught" not in hv.opening_note({**opens["cross"], "taught": False})
+
+
+def test_the_report_names_the_head_a_recipe_taught():
+    scores = al.Scores(al.read_outs(2, 2))
+    pair = al.GoldPair("a b", "x y", ("a", "b"), ("x", "y"), frozenset({(0, 0)}), frozenset({(0, 0)}), "dev")
+    scores.add("dev", [{(0, 0)}] * len(scores.read_outs), pair)
+    assert al.taught_head({"align_layer": 0}) is None
+    taught = al.taught_head({"align_layer": 2, "align_head": 1, "align_weight": 0.05, "init_from": "checkpoints/x"})
+    entry = al.report(scores, taught=taught)["taught"]
+    assert (entry["name"], entry["layer"], entry["head"], entry["rows"]) == ("L2 H1, predicting", 1, 0, "predicting")
+    assert entry["fine_tuned_from"] == "checkpoints/x" and "eflomal" in entry["taught_with"]
+    assert entry["dev"]["aer"] == 0.0
+
+
 def test_the_agreement_reads_its_numbers_and_says_nothing_without_them():
     """The sentence takes the best read-out's test precision and recall, and the anchor's where alignment.json
     carries one (the app reads nothing else); no scores, no sentence."""

@@ -72,7 +72,7 @@ def batch_loss_and_grads(precision: str, fused: bool, tmp_path) -> tuple[torch.T
                     t.eos_id)
     trainer.model.train()
     trainer.model.zero_grad()
-    loss = trainer.loss_on(batch) / batch.n_tokens
+    loss = trainer.losses_on(batch)[0] / batch.n_tokens
     loss.backward()
     return loss.detach(), {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
 

@@ -3,7 +3,8 @@ ESLint's no-unused-vars and no-undef over transformer/explorer/static/*.js (vend
 modules (transformer/explorer/panels/*/*.js).
 
 ESLint is a test-only asset pinned in tests/lint/package-lock.json (`npm ci --prefix tests/lint`, which `.ci/run`
-does); without it these tests are skipped. The planted test shows both rules fail on a file that breaks them.
+does); without it these tests are skipped, and fail under CI (`conftest.require_asset`). The planted test shows
+both rules fail on a file that breaks them.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import require_asset
 
 ROOT = Path(__file__).resolve().parents[1]
 LINT = ROOT / "tests" / "lint"
@@ -19,7 +21,11 @@ ESLINT = LINT / "node_modules" / ".bin" / "eslint"
 STATIC = ROOT / "transformer" / "explorer" / "static"
 PANELS = ROOT / "transformer" / "explorer" / "panels"
 
-pytestmark = pytest.mark.skipif(not ESLINT.is_file(), reason="ESLint is not installed: npm ci --prefix tests/lint")
+
+
+@pytest.fixture(autouse=True)
+def eslint_installed():
+    require_asset(ESLINT, "npm ci --prefix tests/lint")
 
 
 def eslint(*args: str, stdin: str | None = None) -> list[dict]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import gradio as gr
 import numpy as np
 import pytest
+from conftest import require_asset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_browser import TIMEOUT_MS, chromium  # noqa: E402, I001  (skips without chromium or playwright)
@@ -146,10 +147,10 @@ def test_a_teacher_and_three_students_run_a_question(url):
 
 
 @pytest.mark.timeout(420)
-@pytest.mark.skipif(not AXE.is_file(), reason="axe-core is not installed: npm ci --prefix tests/a11y")
 def test_the_real_app_runs_a_class_question_from_join_to_reveal(real_app):
     """A teacher's board and three students (the first a phone joining and answering from the keyboard) over
     `python app.py` on en-de: the model's own questions, the live count, the reveal on every page."""
+    require_asset(AXE, "npm ci --prefix tests/a11y")
     url, found, dialogs, errors = real_app, [], [], []
     with chromium() as browser:
         board = watched(browser.new_page(viewport={"width": 1280, "height": 900}), dialogs, errors)
@@ -210,10 +211,10 @@ def test_the_real_app_runs_a_class_question_from_join_to_reveal(real_app):
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.skipif(not AXE.is_file(), reason="axe-core is not installed: npm ci --prefix tests/a11y")
 def test_a_student_alone_practises_on_a_phone_from_the_keyboard(real_app):
     """The practice link on a phone: about 5 of the model's questions, each revealed after the guess with the
     guess and the head's top word named, then the score; a teacher's one-question link; a bad link's error."""
+    require_asset(AXE, "npm ci --prefix tests/a11y")
     url, found, dialogs, errors = real_app, [], [], []
     with chromium() as browser:
         phone = watched(browser.new_context(**PHONE).new_page(), dialogs, errors)

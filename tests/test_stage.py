@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
+from conftest import require_asset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from app_server import ROOT, SHIPPED_ENV, app_env, shared_app  # noqa: E402
@@ -229,10 +230,10 @@ def full_app():
     return shared_app(ENV), TEXT
 
 
-@pytest.mark.skipif(not AXE.is_file(), reason="axe-core is not installed: npm ci --prefix tests/a11y")
 def test_axe_core_finds_no_critical_serious_or_moderate_violation():
     """axe-core (tests/a11y, pinned) in Chromium on the full en-de page: after a translation, every view of the
     attention tab, the other tabs, presentation mode, and while a translation is pending."""
+    require_asset(AXE, "npm ci --prefix tests/a11y")
     server, text = full_app()
     found = []
 

@@ -5,6 +5,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+MEASURES = ("weight", "norm")  # what attention maps hold: the weights α, or Kobayashi et al.'s norms ‖α f(x)‖
 ATTENTION_KINDS = ("encoder", "decoder", "cross")  # a translation's three kinds of attention, as every module names them
 
 ACTIVATIONS = ("relu", "gelu", "geglu")

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .config import ATTENTION_KINDS, ModelConfig
+from .config import ATTENTION_KINDS, MEASURES, ModelConfig
 from .kv_cache import KVCache, LayerKVCache
 
 
@@ -83,7 +83,6 @@ def layer_head_mask(mask: Tensor | None, layer: int) -> Tensor | None:
     return m.reshape(m.size(0) if m.dim() == 2 else 1, m.size(-1), 1, 1)
 
 
-MEASURES = ("weight", "norm")  # what attention maps hold: the weights α, or the norms ‖α f(x)‖
 
 
 @dataclass

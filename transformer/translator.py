@@ -49,7 +49,7 @@ from .decoding import (
     strip_specials,
 )
 from .casing import Truecaser, case_form, prepare_source
-from .config import GenerationConfig
+from .config import MEASURES, GenerationConfig
 from .hub import PretrainedTransformer, checkpoint_digest, load_checkpoint, resolve_checkpoint
 from .inside_head import HeadRow, head_row
 from .model import HeadMask, Transformer, causal_mask, pad_sequences
@@ -62,7 +62,6 @@ from .tokenizer import TextTokenizer
 log = logging.getLogger(__name__)
 
 METHODS = ("greedy", "beam")
-MEASURES = ("weight", "norm")  # attention as weights α, or as Kobayashi et al.'s norms ‖α f(x)‖
 
 
 @dataclass

@@ -335,9 +335,21 @@ def default_cross_head(checkpoint: str | Path) -> tuple[int, int] | None:
     return max(tagged)[1:] if shares is not None and tagged else None
 
 
-def report(scores: Scores, opens_on: tuple[int, int] | None = None) -> dict[str, Any]:
-    """The JSON report: every read-out on each split, the best on dev (scored on test), the mean of all, and
-    the head the app opens on."""
+def taught_head(recipe: dict[str, Any]) -> dict[str, Any] | None:
+    """The head a checkpoint's recipe taught to align (`--align-layer`, `--align-head`; word_links.py), as
+    {"layer", "head"} (0-based) and what it was taught with; None when it taught none."""
+    if not recipe.get("align_layer"):
+        return None
+    return {"layer": recipe["align_layer"] - 1, "head": recipe["align_head"] - 1, "rows": "predicting",
+            "taught_with": "eflomal's grow-diag-final-and word links over the training pairs, on the model's pieces "
+                           f"(alignment loss weight {recipe.get('align_weight')})",
+            "fine_tuned_from": recipe.get("init_from") or None}
+
+
+def report(scores: Scores, opens_on: tuple[int, int] | None = None,
+           taught: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON report: every read-out on each split, the best on dev (scored on test), the mean of all, the
+    head the app opens on, and the head the checkpoint was taught to align (`taught_head`), read as predicting."""
     splits = [s for s in SPLITS if s in scores.counts]
 
     def entry(k: int) -> dict[str, Any]:
@@ -348,6 +360,9 @@ def report(scores: Scores, opens_on: tuple[int, int] | None = None) -> dict[str,
     if "dev" in scores.counts:
         out["best"] = {**entry(scores.best("dev")), "chosen_on": "dev"}
     out["mean_of_all"] = [entry(k) for k, r in enumerate(scores.read_outs) if r.kind == "all"]
+    if taught is not None:
+        out["taught"] = {**taught, **next(entry(k) for k, r in enumerate(scores.read_outs) if r.kind == "head" and (
+            r.layer, r.head, r.rows) == (taught["layer"], taught["head"], taught["rows"]))}
     if opens_on is not None:
         out["opens_on"] = [entry(k) for k, r in enumerate(scores.read_outs)
                            if r.kind == "head" and (r.layer, r.head) == tuple(opens_on)]
@@ -389,7 +404,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         p.error(f"--anchor: {e}")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
-    from transformer.hub import checkpoint_languages, resolve_checkpoint  # the model only when asked for
+    from transformer.hub import checkpoint_languages, resolve_checkpoint, train_config  # the model when asked for
     from transformer.translator import load_pretrained
 
     pairs = read_pharaoh(*args.pharaoh, dev=args.dev) if args.pharaoh else read_gold(args.gold)
@@ -401,13 +416,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = {"checkpoint": args.checkpoint, "gold": " ".join(args.pharaoh) if args.pharaoh else args.gold,
               "method": f"forced gold {target}; rows of a word's pieces averaged, columns summed, specials left "
                         f"out, each {target} word linked to its argmax {source} word; AER per Och & Ney 2003, in %",
-              **report(scores, default_cross_head(args.checkpoint))}
+              **report(scores, default_cross_head(args.checkpoint),
+                       taught_head(train_config(resolve_checkpoint(args.checkpoint))))}
     if anchor is not None and anchor[0] == result["pairs"]:
         result["anchor"] = anchor[1]
     elif anchor is not None:  # other sentences: its scores say nothing beside these
         log.warning("%s was run on other gold pairs (%s, not %s): no anchor", anchor_path, anchor[0], result["pairs"])
-    for key in ("opens_on", "mean_of_all"):
-        for e in result.get(key, []):
+    for key in ("taught", "opens_on", "mean_of_all"):
+        for e in ([result[key]] if key == "taught" else result[key]) if key in result else []:
             log.info("%-10s %-26s %s", key, e["name"], {s: e[s]["aer"] for s in SPLITS if s in e})
     if "best" in result:
         b = result["best"]

@@ -91,6 +91,13 @@ def _corpus_lines(cfg: dict, corpora: list[CorpusSpec], truecased: bool) -> list
                   f"Training added {cfg.get('placeholder_copies', 0)} copies of each pair whose two sides share such "
                   "an entity, with the entities as placeholders; `copied_words.txt` lists the capitalised words "
                   f"the training data copies into {target} unchanged, which count as names.", ""]
+    if cfg.get("align_layer"):
+        lines += [f"One head is taught to align: cross-attention layer {cfg['align_layer']}, head {cfg['align_head']}, "
+                  "read as predicting (its row for an output piece looks at the source pieces that piece translates). "
+                  "Beside the translation loss, its rows learn eflomal's grow-diag-final-and word links over the "
+                  "training pairs, on the model's pieces (Garg et al. 2019; `transformer/training/word_links.py`), "
+                  f"with weight {cfg.get('align_weight'):g}. `alignment.json` scores it against people's links "
+                  "under `taught`.", ""]
     if cfg.get("bpe_dropout"):
         lines += [f"BPE-dropout {cfg['bpe_dropout']:g} (Provilkov et al., 2020): each training pair is tokenised "
                   "once with merges dropped at random.", ""]

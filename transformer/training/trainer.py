@@ -271,12 +271,9 @@ class Trainer:
         """The taught head's (layer, head), 0-based (`--align-layer`, `--align-head`); None when none is."""
         return (self.cfg.align_layer - 1, self.cfg.align_head - 1) if self.cfg.align_layer else None
 
-    def loss_on(self, batch: Batch) -> torch.Tensor:
-        """Summed label-smoothed cross-entropy of one batch (the caller divides by the token count)."""
-        return self.losses_on(batch)[0]
-
     def losses_on(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`loss_on` and the taught head's summed alignment loss (None where no head is taught)."""
+        """Summed label-smoothed cross-entropy of one batch (the caller divides by the token count), and the taught
+        head's summed alignment loss (None where no head is taught)."""
         return taught_batch_loss(self.ddp or self.model, batch, self.cfg.label_smoothing, self.autocast,
                                  self.cfg.fused, taught=self.taught)
 

@@ -100,14 +100,18 @@ def opening_read_outs(directory: Path | None, cross: dict[str, Any]) -> dict[str
     """What the cross-attention views open on: {"cross": view, "steps": view}, each {"layer", "head", "rows"},
     the cross view's with `agreement` (a sentence for the page, or "") when measured.
 
-    With alignment.json, the cross view opens on the read-out that aligns best on the gold set's dev part
-    (its `best`); the steps view shows the row of the word being chosen, so it opens on the best read-out of
-    the predicting rows the page can show (a head or a layer's mean). Without it, both open on the alignment
-    head of the head analysis (`alignment_head`), rows labelled by the predicted word; None when neither
-    names one."""
+    With alignment.json, both open on the head the checkpoint was taught to align, read as predicting (its
+    `taught`: "when the model writes *spielt*, it looks at *plays*") where there is one, with `taught: True`.
+    Otherwise the cross view opens on the read-out that aligns best on the gold set's dev part (its `best`);
+    the steps view shows the row of the word being chosen, so it opens on the best read-out of the predicting
+    rows the page can show (a head or a layer's mean). Without alignment.json, both open on the alignment head
+    of the head analysis (`alignment_head`), rows labelled by the predicted word; None when neither names one."""
     scores = read_alignment(directory)
     if scores is not None:
         try:
+            if isinstance(scores.get("taught"), dict) and _shown(scores["taught"]) is not None:
+                taught = _shown(scores["taught"])
+                return {"cross": {**taught, "agreement": agreement(scores, "taught"), "taught": True}, "steps": taught}
             best = _shown(scores["best"])
             predicting = [r for r in scores["read_outs"] if r.get("rows") == "predicting" and _shown(r)]
             steps = _shown(min(predicting, key=lambda r: r["dev"]["aer"])) if predicting else best
@@ -127,8 +131,10 @@ def opening_note(view: dict[str, Any]) -> str:
     head = "the mean over heads" if view["head"] == MEAN_HEADS else f"head {view['head'] + 1}"
     words = "the word the decoder reads" if view["rows"] == ROWS_INPUT else "the word it writes"
     sentences = re.split(r"(?<=\.) (?=[A-Z])", view["agreement"])  # one a line: the figure is not wide
-    return "\n".join([f"Cross-attention opens on layer {view['layer'] + 1}, {head}, each row read as {words}: "
-                      "the map that agrees best with a person's word links.", *sentences])
+    why = ("the head this model was taught to align, from a statistical aligner's word links." if view.get("taught")
+           else "the map that agrees best with a person's word links.")
+    return "\n".join([f"Cross-attention opens on layer {view['layer'] + 1}, {head}, each row read as {words}: {why}",
+                      *sentences])
 
 
 def _in_100(value: Any) -> int:
@@ -170,13 +176,13 @@ def read_out_agreements(scores: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"template": template, "read_outs": shown} if shown else None
 
 
-def agreement(scores: dict[str, Any]) -> str:
-    """How far the read-out the cross view opens on agrees with a person, in plain words: its precision and
-    recall on the gold set's test part, and a statistical aligner's on the same sentences where alignment.json
-    carries them (its `anchor`: `python -m transformer.training.alignment --anchor`); "" when the scores say too
-    little."""
+def agreement(scores: dict[str, Any], opening: str = "best") -> str:
+    """How far the read-out the cross view opens on (alignment.json's `best`, or its `taught`) agrees with a
+    person, in plain words: its precision and recall on the gold set's test part, and a statistical aligner's on
+    the same sentences where alignment.json carries them (its `anchor`: `python -m transformer.training.alignment
+    --anchor`); "" when the scores say too little."""
     try:
-        text = _agreement_of(scores["best"], scores)
+        text = _agreement_of(scores[opening], scores)
     except (KeyError, TypeError, ValueError):
         return ""
     try:

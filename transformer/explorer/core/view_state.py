@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from transformer.config import ATTENTION_KINDS
+from transformer.config import ATTENTION_KINDS, MEASURES
 
 from transformer.explorer.core import limits
 
@@ -60,7 +60,6 @@ VIEW_KINDS = KINDS + ("steps",)  # the attention tab's views (explorer.js `state
 ROWS_CODES = {"input": ROWS_INPUT, "predicted": ROWS_PREDICTED}
 PARAMS = ("text", "compare", "model", "method", "beam", "lp", "tab", "kind", "layer", "head", "rows", "hide",
           "merge", "present", "off", "measure", "yours", "step", "cell", "align")
-MEASURES = ("weight", "norm")  # what the attention maps show: α, or ‖α f(x)‖
 KIND_CODES = {"e": "encoder", "d": "decoder", "c": "cross"}  # `off`'s kind letters
 _BOOLS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
 MARKUP = re.compile(r"<\s*[a-zA-Z/!?]|javascript\s*:", re.IGNORECASE)  # a tag or a script URL in typed text

@@ -8,7 +8,6 @@ per view (the ids the tests use). The inside panel (how one weight is computed) 
 from __future__ import annotations
 
 import html
-from collections import namedtuple
 from functools import cache
 from pathlib import Path
 
@@ -17,14 +16,13 @@ import gradio as gr
 from transformer.explorer.core import texts
 from transformer.explorer.core.texts import KIND_TITLES
 from transformer.explorer.core.view_state import ROWS_INPUT, ROWS_PREDICTED
-from transformer.explorer.panels.start import PanelStart
+from transformer.explorer.panels.start import HtmlTab, PanelStart
 from transformer.explorer.web.page import head_html, start_module
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "explorer.js"
 SCRIPTS = (SCRIPT, HERE / "controls.js")
 STYLES = (HERE / "attention.css",)
-HtmlTab = namedtuple("HtmlTab", "tab view")  # a tab holding one gr.HTML panel
 
 TABS = {**KIND_TITLES, "steps": "Step by step"}
 ROWS_CHOICES = (ROWS_INPUT, ROWS_PREDICTED)

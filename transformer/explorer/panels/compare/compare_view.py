@@ -23,7 +23,7 @@ from transformer.explorer.maps.figures import (ATTENTION_COLORSCALE, axis_name, 
 from transformer.explorer.core.view_state import KINDS, ROWS_PREDICTED, head_text, pick_view
 from transformer.explorer.maps.token_labels import display_token, short_label
 
-__all__ = ["CompareSession", "compare_value", "AttentionMaps", "select_map", "align_tokens", "difference_unavailable",
+__all__ = ["CompareSession", "compare_value", "AttentionArrays", "select_map", "align_tokens", "difference_unavailable",
            "difference_map", "CompareView", "compare_figures"]
 
 DIFF_COLORSCALE = [  # ColorBrewer RdBu, blue = B attends more, red = A attends more, white = the same
@@ -77,7 +77,7 @@ def compare_value(session: CompareSession, data: Any = None) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- the figures
 
 
-class AttentionMaps(Protocol):
+class AttentionArrays(Protocol):
     """What `compare_figures` reads: a `transformer.translator.Attention` (float arrays, rows = queries)."""
 
     encoder: np.ndarray  # (L, H, S, S)
@@ -88,7 +88,7 @@ class AttentionMaps(Protocol):
     tgt_out_tokens: list[str]
 
 
-def select_map(att: AttentionMaps, kind: str, layer: int, head: int, predicted_rows: bool = False
+def select_map(att: AttentionArrays, kind: str, layer: int, head: int, predicted_rows: bool = False
                ) -> tuple[np.ndarray, list[str], list[str]]:
     """One (Tq, Tk) map, its query and key tokens; head -1 is the mean over heads.
 
@@ -205,7 +205,7 @@ def _tick_size(tokens: Sequence[str]) -> int:
 
 
 def compare_figures(
-    a: AttentionMaps, b: AttentionMaps, kind: str, layer: int, head: int, predicted_rows: bool = False,
+    a: AttentionArrays, b: AttentionArrays, kind: str, layer: int, head: int, predicted_rows: bool = False,
     labels: tuple[str, str] = ("A", "B"),
 ) -> CompareView:
     """Layer `layer`, head `head` (-1: mean over heads) of `kind` attention for two translations.

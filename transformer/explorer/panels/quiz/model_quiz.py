@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from transformer.explorer.core.checkpoint_heads import read_alignment, read_analysis
+from transformer.hub import LANGUAGES
 from transformer.translator import Translation
 
 from .questions import (
@@ -29,7 +30,6 @@ from .questions import (
 )
 
 log = logging.getLogger(__name__)
-LANGUAGES = {"en": "English", "de": "German"}
 KEEP_TRANSLATIONS = 32  # sentences whose attention is kept (a class's and its practice links' sentence)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import threading
-from collections import namedtuple
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,9 +17,8 @@ from transformer.explorer.panels.quiz.model_quiz import QuizMaker
 from transformer.explorer.panels.quiz.questions import SpecError
 from transformer.explorer.panels.quiz.routes import class_router, join_address
 from transformer.explorer.panels.quiz.store import ClassStore, default_path
-from transformer.explorer.panels.start import PanelStart
+from transformer.explorer.panels.start import HtmlTab, PanelStart
 
-HtmlTab = namedtuple("HtmlTab", "tab view")
 INTRO = ("**Where will it look?** Before the class sees a map, each student guesses, on their phone, which English "
          "word a head looks at when the model writes a German word; then the board reveals the head's true weights "
          "beside the class's guesses. The board opens in a new tab for the projector: start the class there, and "

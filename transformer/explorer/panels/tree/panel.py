@@ -3,21 +3,19 @@ the main translation path, `service.py`), drawn as a tree by `tree.js` from the 
 a node picked shows its prefix and where it looked in the source."""
 from __future__ import annotations
 
-from collections import namedtuple
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from transformer.explorer.panels.start import PanelStart
+from transformer.explorer.panels.start import HtmlTab, PanelStart
 from transformer.explorer.web.page import select_control, start_module
 from transformer.explorer.web.wiring import QUIET, model_group, with_event
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = (HERE / "tree.js",)
 STYLES = (HERE / "tree.css",)
-HtmlTab = namedtuple("HtmlTab", "tab view")
 
 
 @cache
