@@ -288,6 +288,29 @@ def test_no_control_text_is_cut_off_by_its_box(en_de):
             assert errors == []
 
 
+# the ring a focused choice shows: its own, or its label's round box and words (3 px of the focus colour)
+FOCUS_RING = """(input) => { const ring = (e) => { const cs = getComputedStyle(e);
+    return cs.outlineStyle === 'solid' && parseFloat(cs.outlineWidth) >= 3 ? cs.outlineColor : null; };
+  return {visible: input.matches(':focus-visible'), own: ring(input), label: ring(input.closest('label'))}; }"""
+
+
+def test_a_checkbox_or_radio_button_focused_from_the_keyboard_shows_a_ring_a_room_can_see(en_de):
+    """Presentation mode, the row labels and the decoding are gradio's inputs, outside the explorer's own rules:
+    Tab onto each, and it and its label are ringed in 3 px."""
+    with chromium() as browser:
+        page, (_, _, errors) = open_at(browser, link(en_de, SHORT, present=0), WIDTH, HEIGHT)
+        views_drawn(page)
+        for selector in ("#present input[type=checkbox]", "#rows input[type=radio]", "#method input[type=radio]"):
+            inputs = page.locator(selector)
+            target = inputs.nth(0)
+            target.focus()
+            page.keyboard.press("Shift+Tab")  # off and back on from the keyboard: focus-visible, as Tab gives
+            page.keyboard.press("Tab")
+            ring = page.evaluate(f"() => ({FOCUS_RING})(document.activeElement)")
+            assert ring["visible"] and ring["own"] and ring["label"], (selector, ring)
+        assert errors == []
+
+
 # ----------------------------------------------------------------------------- what is drawn reads (tests/legibility.py)
 
 # a page with one planted fault of each kind the guard looks for, and a clean text beside them
