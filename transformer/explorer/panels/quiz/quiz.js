@@ -24,10 +24,14 @@ export function matches(chosen, answers) {
   return chosen.some((i) => answers.includes(i));
 }
 
-/** The chosen words after a tap on word `i`: toggled; a third choice drops the oldest (at most two). */
+export const MAX_CHOICES = 2;  // words one guess may name (the server's limit too)
+export const FULL_NOTE = "You have picked two words: tap one of them to take it back, then pick another.";
+
+/** The chosen words after a tap on word `i`: toggled; null for a third choice, which is refused rather than put
+ * in place of an earlier one unseen. */
 export function toggleChoice(chosen, i) {
   if (chosen.includes(i)) return chosen.filter((j) => j !== i);
-  return [...chosen, i].slice(-2);
+  return chosen.length < MAX_CHOICES ? [...chosen, i] : null;
 }
 
 const $ = (id) => document.getElementById(id);
@@ -79,7 +83,10 @@ function renderWords(question, locked) {
     button.setAttribute("aria-pressed", String(state.chosen.includes(i)));
     button.disabled = locked;
     button.addEventListener("click", () => {
-      state.chosen = toggleChoice(state.chosen, i);
+      const chosen = toggleChoice(state.chosen, i);
+      $("status").textContent = chosen === null ? FULL_NOTE : "";
+      if (chosen === null) return;
+      state.chosen = chosen;
       renderWords(question, locked);
       box.children[i].focus();
       $("send").disabled = state.chosen.length === 0;
