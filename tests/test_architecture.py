@@ -238,3 +238,27 @@ def test_architecture_names_only_what_exists():
     ("`noSuchHelper`", "noSuchHelper"), ("`python -m transformer.no_such_command`", "transformer.no_such_command")])
 def test_a_false_claim_in_the_map_is_found(planted, false):
     assert false_claims(ARCHITECTURE.read_text(encoding="utf-8") + f"\n{planted}\n") == [false]
+
+
+def gradio_importers() -> set[str]:
+    """The modules of transformer/explorer that import gradio (anywhere in the file), relative to it."""
+    explorer = ROOT / "transformer" / "explorer"
+    found = set()
+    for path in explorer.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "gradio" or n.startswith("gradio.") for n in names):
+                found.add(path.relative_to(explorer).as_posix())
+    return found
+
+
+def test_gradio_is_imported_only_where_the_map_says():
+    """ARCHITECTURE.md's list of the modules besides app.py that import gradio is the list the code has: a module
+    that starts importing it, or a listed one that stops, fails here until the map says so."""
+    line = next(l for l in (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").splitlines()
+                if "gradio is imported only by" in l)
+    listed = set(re.findall(r"`([\w/]+\.py)`", line)) - {"app.py", "panel.py"}
+    found = gradio_importers()
+    panels = {p for p in found if re.fullmatch(r"panels/\w+/panel\.py", p)}
+    assert "each panel's `panel.py`" in line and found - panels == listed
