@@ -22,6 +22,7 @@ CHECKPOINTS = sorted(p for p in (ROOT / "checkpoints").iterdir() if (p / "config
 FLAGSHIP = ROOT / "checkpoints" / "multi30k-en-de"
 DEFAULT = ROOT / "checkpoints" / "en-de"  # the app's default model
 DE_EN = ROOT / "checkpoints" / "de-en"  # German→English
+ALIGNED = ROOT / "checkpoints" / "en-de-align"  # en-de fine-tuned with a head taught to align
 TOYS = {"toy-copy": "copy", "toy-reverse": "reverse", "toy-sort": "sort"}
 
 # Our own sentences, never Multi30k text.
@@ -59,7 +60,7 @@ def loaded():
 
 def test_every_expected_checkpoint_is_shipped():
     names = {p.name for p in CHECKPOINTS}
-    assert {"en-de", "de-en", "multi30k-en-de", *TOYS} <= names
+    assert {"en-de", "de-en", "en-de-align", "multi30k-en-de", *TOYS} <= names
 
 
 @pytest.mark.parametrize("sentence, expected", EVERYDAY, ids=[e for e, _ in EVERYDAY])
@@ -69,7 +70,7 @@ def test_default_model_translates_everyday_sentences(loaded, sentence, expected)
     assert expected in r.text, r.text
 
 
-@pytest.mark.parametrize("directory", [DEFAULT, DE_EN], ids=lambda p: p.name)
+@pytest.mark.parametrize("directory", [DEFAULT, DE_EN, ALIGNED], ids=lambda p: p.name)
 def test_tatoeba_models_cards_carry_the_attribution(directory):
     card = (directory / "README.md").read_text(encoding="utf-8")
     assert "Attribution: www.manythings.org/anki and tatoeba.org" in card
@@ -136,6 +137,7 @@ def test_flagship_bleu_regression_guard():
 
 @pytest.mark.parametrize("directory, corpus, floor",
                          [(DEFAULT, c, f) for c, f in sorted(DEFAULT_BLEU_FLOORS_200.items())]
+                         + [(ALIGNED, c, f) for c, f in sorted(DEFAULT_BLEU_FLOORS_200.items())]
                          + [(DE_EN, c, f) for c, f in sorted(DE_EN_BLEU_FLOORS_200.items())],
                          ids=lambda v: v.name if isinstance(v, Path) else str(v))
 def test_bleu_regression_guard(loaded, directory, corpus, floor):
@@ -162,3 +164,13 @@ def test_shipped_head_analysis_is_complete(name):
         assert len(curves["random"]["seeds"]) == 3 and "reverse" in curves
         assert len(roles["kinds"][kind]["tags"]) == n_layers
     assert sum(importance["sample"]["sentences"].values()) >= 100
+
+
+def test_the_aligned_model_names_its_taught_head_in_its_card_and_alignment_json():
+    """en-de-align's recipe taught cross-attention L3 H2 (1-based); its card says so, and its alignment.json scores
+    that head, read as predicting, under `taught`, where the app reads it from."""
+    card = (ALIGNED / "README.md").read_text(encoding="utf-8")
+    assert "cross-attention layer 3, head 2" in card and "eflomal" in card
+    taught = json.loads((ALIGNED / "alignment.json").read_text(encoding="utf-8"))["taught"]
+    assert (taught["layer"], taught["head"], taught["rows"]) == (2, 1, "predicting")
+    assert taught["fine_tuned_from"] == "checkpoints/en-de"
