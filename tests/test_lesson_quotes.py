@@ -67,7 +67,7 @@ QUOTES = (
     Quote("teaching.md", 11, "I know my brother is playing the guitar.", weights=(Weight("is", "spielt", "1.00"),)),
     Quote("teaching.md", 12, CALLS, weights=(Weight("calls", "an", "0.90"),)),
     Quote("teaching.md", 12, CALLS, params={"layer": "3", "head": "1"}, weights=(Weight("calls", "ru", "0.96"),)),
-    Quote("teaching.md", 14, GUITAR_DE, weights=(Weight("spielt", "<eos>", "0.62"), Weight("dass", "my", "0.61"))),
+    Quote("teaching.md", 14, GUITAR_DE, weights=(Weight("spielt", "plays", "0.00"), Weight("dass", "my", "0.61"))),
     Quote("teaching.md", 15, GUITAR_DE, weights=(Weight("spielt", "plays", "0.78"), Weight("dass", "that", "0.95"))),
     Quote("teaching.md", 13, "Our neighbor works as a bus driver.",
           weights=(Weight("bus", "Bus", "0.97"), Weight("driver", "fahrer", "0.92"))),
