@@ -74,7 +74,10 @@ def paths(served: Translator) -> dict[str, Translator]:
 
 @pytest.fixture(scope="module")
 def served() -> dict[str, dict[str, Translator]]:
-    return {name: paths(load_pretrained(ROOT / "checkpoints" / name, quantize="int8")) for name in OWN}
+    """Each kernel's path of every model with sentences of its own here or a quote in the docs."""
+    quoted = {quote_query(quote).get("model", "en-de") for quote in QUOTES}
+    names = sorted({*OWN, *quoted})
+    return {name: paths(load_pretrained(ROOT / "checkpoints" / name, quantize="int8")) for name in names}
 
 
 def fingerprints(translations) -> list[list[tuple]]:
